@@ -1,0 +1,22 @@
+"""The published contract: JSON Schema files (draft 2020-12) and the models they come from."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+
+from schemas.models import RECORD_MODELS, SCHEMA_BASE_URL, SCHEMA_FILES, SCHEMA_VERSION
+
+#: The TRB spec version this toolkit implements (spec §7).
+TRB_VERSION = "0.1"
+
+RECORD_KINDS: tuple[str, ...] = tuple(RECORD_MODELS)
+
+__all__ = ["SCHEMA_VERSION", "SCHEMA_BASE_URL", "TRB_VERSION", "RECORD_KINDS", "SCHEMA_FILES", "load_schema"]
+
+
+@cache
+def load_schema(name: str) -> dict:
+    """The checked-in JSON Schema ``name`` (a record kind or ``release_manifest``)."""
+    return json.loads(resources.files("schemas").joinpath(f"{name}.schema.json").read_text(encoding="utf-8"))

@@ -1,0 +1,378 @@
+"""Schema v1 records as pydantic models.
+
+These models are the Python side of the published contract. The JSON Schema files
+beside this module are generated from them (``python -m schemas.generate``) and a
+test fails when the checked-in files and these models drift apart.
+
+The models check *structure*: types, required fields, ranges, enumerations,
+unknown fields. Rules that a JSON Schema cannot state (steps numbered from 0, an
+action inside its step's action space, declared extension slots, Φ summing to 1,
+the author matching the origin) live in :mod:`schemas.rules`, and rules that need
+other records (a counterfactual pointing at an existing step) are checked at
+ingest time by the corpus store.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+SCHEMA_VERSION = 1
+SCHEMA_BASE_URL = "https://trb.trace-ai.org/schemas/v1"
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SCHEMA_BASE_URL",
+    "Identifier",
+    "Source",
+    "Context",
+    "ExtensionSlot",
+    "RSnapshot",
+    "Step",
+    "Session",
+    "Flags",
+    "Generator",
+    "Author",
+    "PhiDistribution",
+    "PhiText",
+    "Counterfactual",
+    "Attribution",
+    "AttributionValue",
+    "ActionValue",
+    "ContinuationValue",
+    "AnnotationTarget",
+    "LabelStudioRef",
+    "Annotation",
+    "TransferContext",
+    "RECORD_MODELS",
+    "Record",
+]
+
+Identifier = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$"),
+]
+NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class _Strict(BaseModel):
+    """Unknown fields are errors: a typo must not pass as data."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def _record_config(kind: str, title: str, description: str) -> ConfigDict:
+    return ConfigDict(
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        title=title,
+        json_schema_extra={
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"{SCHEMA_BASE_URL}/{kind}.schema.json",
+            "description": description,
+        },
+    )
+
+
+class Source(_Strict):
+    """Where a session came from, and under what consent and licence."""
+
+    kind: Literal["human_session", "model_rollout", "simulated", "illustrative"] = Field(
+        description="human_session and model_rollout are real data; simulated and "
+        "illustrative data may only appear in smoke releases."
+    )
+    collector: NonEmpty = Field(description="Person or organisation that collected the session.")
+    consent_ref: str | None = Field(
+        default=None, description="Reference to the consent record (required in practice for human_session)."
+    )
+    licence: str | None = Field(default=None, description="SPDX id or licence name of the session data.")
+
+
+class Context(_Strict):
+    """What Track 6 transfers across: stimuli, subjects, language of self-report."""
+
+    context_id: Identifier = Field(description="Stable id of the context; a transfer_context record may declare it held out.")
+    stimulus_set: NonEmpty
+    subject_population: NonEmpty
+    language: Annotated[str, StringConstraints(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")] = Field(
+        description="BCP 47 tag of the language the self-report is written in."
+    )
+
+
+class ExtensionSlot(_Strict):
+    """A declared r_t slot beyond the four core slots."""
+
+    type: Literal["string", "number", "boolean"]
+    description: NonEmpty
+
+
+class RSnapshot(_Strict):
+    """The self-representation r_t in named slots. An absent slot was not reported."""
+
+    goal: str | None = Field(default=None, description="What the agent says it is trying to reach.")
+    planned_next: str | None = Field(default=None, description="The action the agent says it will take next.")
+    caused_by_self: Probability | None = Field(
+        default=None, description="The agent's belief that the latest outcome was caused by its own action."
+    )
+    confidence: Probability | None = Field(default=None, description="The agent's stated confidence.")
+    ext: dict[str, str | float | bool] | None = Field(
+        default=None, description="Values of the session's declared extension slots (r_extensions)."
+    )
+
+
+class Step(_Strict):
+    """One step t: what the agent saw, r_t, the action (among its space), the outcome."""
+
+    t: Annotated[int, Field(ge=0)] = Field(description="Step index; steps are numbered 0, 1, 2, … in order.")
+    observation: str = Field(description="Plain-text rendering of what the agent saw.")
+    r: RSnapshot | None = Field(default=None, description="The r_t snapshot, or null when none was recorded.")
+    action: str = Field(description="The action taken: an element of action_space, or free text when open-ended.")
+    action_space: Annotated[list[NonEmpty], Field(min_length=1)] | None = Field(
+        default=None, description="The discrete actions available, or null for an open-ended step."
+    )
+    outcome: str | None = Field(default=None, description="Plain-text outcome of the step, if any.")
+
+
+class Session(_Strict):
+    model_config = _record_config(
+        "session",
+        "TRB session",
+        "One trace: ordered steps with r_t snapshots, its source and its context.",
+    )
+
+    kind: Literal["session"]
+    schema_version: Literal[1] = 1
+    session_id: Identifier
+    source: Source
+    subject_id: Identifier = Field(description="Pseudonymous subject id; never a name or contact.")
+    context: Context
+    r_extensions: dict[Identifier, ExtensionSlot] = Field(
+        default_factory=dict, description="Extension slots declared for this session's r_t."
+    )
+    steps: Annotated[list[Step], Field(min_length=1)]
+
+
+class Flags(_Strict):
+    adversarial: bool = Field(default=False, description="r' built to mislead.")
+    ood: bool = Field(default=False, description="r' outside the distribution seen in traces.")
+
+
+class Generator(_Strict):
+    name: NonEmpty
+    version: NonEmpty
+    seed: int
+
+
+class Author(_Strict):
+    """A person (human origins) or a generator (synthetic origin): exactly one."""
+
+    person_id: Identifier | None = None
+    generator: Generator | None = None
+
+
+class PhiDistribution(_Strict):
+    """Φ(r') as a distribution over the step's discrete action space."""
+
+    type: Literal["distribution"]
+    probs: dict[NonEmpty, Probability] = Field(min_length=1, description="Action -> probability; sums to 1.")
+    n: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="How many annotators' choices the distribution is built from."
+    )
+
+
+class PhiText(_Strict):
+    """Φ(r') as a human text continuation (the paired log-likelihood-ratio variant)."""
+
+    type: Literal["text"]
+    text: NonEmpty
+    n: Annotated[int, Field(ge=1)] | None = None
+
+
+class Counterfactual(_Strict):
+    model_config = _record_config(
+        "counterfactual",
+        "TRB counterfactual",
+        "A counterfactual value r' for step t of a session, its origin, and the human continuation Φ(r').",
+    )
+
+    kind: Literal["counterfactual"]
+    schema_version: Literal[1] = 1
+    cf_id: Identifier
+    session_id: Identifier
+    t: Annotated[int, Field(ge=0)]
+    r_prime: RSnapshot
+    origin: Literal["same_session_revision", "paired_session", "synthetic"]
+    paired_session_id: Identifier | None = Field(
+        default=None, description="For origin paired_session: the session r' was taken from."
+    )
+    flags: Flags = Field(default_factory=Flags)
+    author: Author
+    phi: Annotated[Union[PhiDistribution, PhiText], Field(discriminator="type")] | None = Field(
+        default=None, description="The human continuation Φ(r'); null while it has not been collected."
+    )
+
+
+class Attribution(_Strict):
+    model_config = _record_config(
+        "attribution",
+        "TRB attribution item",
+        "Track 3: an outcome at step t caused by the agent's own action or by an exogenous change.",
+    )
+
+    kind: Literal["attribution"]
+    schema_version: Literal[1] = 1
+    item_id: Identifier
+    session_id: Identifier
+    t: Annotated[int, Field(ge=0)] = Field(description="The step whose outcome is attributed.")
+    design_label: Literal["self", "exogenous"] = Field(description="The cause, as built into the session.")
+    endorsed: bool | None = Field(
+        default=None, description="Whether the subject endorsed the outcome (demonstration vs endorsement)."
+    )
+    note: str | None = None
+
+
+class AttributionValue(_Strict):
+    type: Literal["attribution"]
+    label: Literal["self", "exogenous", "unsure"]
+    endorsed: bool | None = None
+    rationale: str | None = None
+
+
+class ActionValue(_Strict):
+    type: Literal["action"]
+    action: NonEmpty
+
+
+class ContinuationValue(_Strict):
+    type: Literal["continuation"]
+    text: NonEmpty
+
+
+class AnnotationTarget(_Strict):
+    kind: Literal["attribution", "counterfactual"]
+    id: Identifier
+
+
+class LabelStudioRef(_Strict):
+    project_id: int
+    task_id: int
+    annotation_id: int
+
+
+class Annotation(_Strict):
+    model_config = _record_config(
+        "annotation",
+        "TRB annotation",
+        "One person's label on an attribution item or continuation of a counterfactual, or an adjudication.",
+    )
+
+    kind: Literal["annotation"]
+    schema_version: Literal[1] = 1
+    annotation_id: Identifier
+    target: AnnotationTarget
+    annotator_id: Identifier
+    role: Literal["annotator", "adjudicator", "reviewer"] = "annotator"
+    method: str | None = Field(default=None, description="For adjudications: how the label was decided.")
+    value: Annotated[
+        Union[AttributionValue, ActionValue, ContinuationValue], Field(discriminator="type")
+    ]
+    created_at: Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")]
+    revision: Annotated[int, Field(ge=1)] = 1
+    label_studio: LabelStudioRef | None = None
+
+
+class TransferContext(_Strict):
+    model_config = _record_config(
+        "transfer_context",
+        "TRB transfer context",
+        "Track 6: a held-out context with third-party provenance.",
+    )
+
+    kind: Literal["transfer_context"]
+    schema_version: Literal[1] = 1
+    context_id: Identifier
+    description: NonEmpty
+    collector_org: NonEmpty = Field(description="Organisation that collected the context's sessions.")
+    attestation_ref: NonEmpty = Field(
+        description="Reference to the collector's attestation that it did not train the model under test."
+    )
+
+
+RECORD_MODELS: dict[str, type[BaseModel]] = {
+    "session": Session,
+    "counterfactual": Counterfactual,
+    "attribution": Attribution,
+    "annotation": Annotation,
+    "transfer_context": TransferContext,
+}
+
+Record = Annotated[
+    Union[Session, Counterfactual, Attribution, Annotation, TransferContext],
+    Field(discriminator="kind"),
+]
+
+
+class GateResult(_Strict):
+    name: NonEmpty
+    passed: bool
+    figure: str | float | int | None = None
+    bar: str | float | int | None = None
+    detail: str | None = None
+
+
+class FileEntry(_Strict):
+    path: NonEmpty
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    bytes: Annotated[int, Field(ge=0)]
+
+
+class ParentRef(_Strict):
+    version: NonEmpty
+    release_sha: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+class HubRef(_Strict):
+    repo: NonEmpty
+    commit: NonEmpty
+    tag: str | None = None
+
+
+class ReleaseManifest(_Strict):
+    model_config = _record_config(
+        "release_manifest",
+        "TRB release manifest",
+        "The identity and contents of one corpus release: content SHA, counts, gates, file hashes.",
+    )
+
+    format_version: Literal[1] = 1
+    release_sha: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] = Field(
+        description="sha256 over the canonical serialization of every record: the release's identity."
+    )
+    version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")]
+    kind: Literal["trb", "smoke"]
+    trb_version: NonEmpty
+    schema_version: Literal[1] = 1
+    salt: NonEmpty = Field(description="Salt of the deterministic split assignment.")
+    counts: dict[NonEmpty, dict[NonEmpty, Annotated[int, Field(ge=0)]]] = Field(
+        description="config -> split -> record count."
+    )
+    synthetic_share: Probability | None = Field(
+        description="Synthetic counterfactuals / all counterfactuals; null when there are none."
+    )
+    gates: list[GateResult]
+    agreement: dict[NonEmpty, float | None] = Field(default_factory=dict)
+    files: list[FileEntry]
+    parent: ParentRef | None = None
+    hub: HubRef | None = None
+
+
+__all__ += ["GateResult", "FileEntry", "ParentRef", "HubRef", "ReleaseManifest", "SCHEMA_FILES"]
+
+#: Every schema file in schemas/, by name, and the model it is generated from.
+SCHEMA_FILES: dict[str, type[BaseModel]] = {
+    **{f"{kind}.schema.json": model for kind, model in RECORD_MODELS.items()},
+    "release_manifest.schema.json": ReleaseManifest,
+}

@@ -1,0 +1,87 @@
+"""Schema v1 rules a JSON Schema cannot state, checked on one record at a time.
+
+Each rule yields ``(json_pointer, message)``. Rules that need other records (a
+counterfactual's step must exist, Φ's actions must lie in that step's action space)
+are checked by the corpus store at ingest, where every record is in reach.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from schemas.models import Annotation, Attribution, Counterfactual, RSnapshot, Session, TransferContext
+
+__all__ = ["PHI_TOLERANCE", "record_rule_errors"]
+
+#: How far a Φ distribution may sum from 1.
+PHI_TOLERANCE = 1e-6
+
+_EXT_TYPES = {"string": (str,), "number": (int, float), "boolean": (bool,)}
+
+
+def _ext_errors(r: RSnapshot | None, declared: dict, where: str) -> Iterator[tuple[str, str]]:
+    if r is None or not r.ext:
+        return
+    for name, value in r.ext.items():
+        slot = declared.get(name)
+        if slot is None:
+            known = ", ".join(sorted(declared)) or "none declared"
+            yield f"{where}/ext/{name}", f"unknown r_t slot {name!r}: not declared in r_extensions ({known})"
+            continue
+        ok = _EXT_TYPES[slot.type]
+        if not isinstance(value, ok) or (slot.type == "number" and isinstance(value, bool)):
+            yield f"{where}/ext/{name}", f"{value!r} is not of type {slot.type!r} declared for slot {name!r}"
+
+
+def _session_errors(s: Session) -> Iterator[tuple[str, str]]:
+    for i, step in enumerate(s.steps):
+        here = f"/steps/{i}"
+        if step.t != i:
+            yield f"{here}/t", f"expected {i} (steps are numbered contiguously from 0), got {step.t}"
+        if step.action_space is not None:
+            if len(set(step.action_space)) != len(step.action_space):
+                yield f"{here}/action_space", "action_space has repeated actions"
+            if step.action not in step.action_space:
+                yield f"{here}/action", f"{step.action!r} is not in the step's action_space {step.action_space}"
+        yield from _ext_errors(step.r, s.r_extensions, f"{here}/r")
+
+
+def _counterfactual_errors(c: Counterfactual) -> Iterator[tuple[str, str]]:
+    a = c.author
+    if (a.person_id is None) == (a.generator is None):
+        yield "/author", "author must name exactly one of person_id or generator"
+    elif c.origin == "synthetic" and a.generator is None:
+        yield "/author", "a synthetic counterfactual must name its generator (name, version, seed)"
+    elif c.origin != "synthetic" and a.person_id is None:
+        yield "/author", f"origin {c.origin!r} is human: author must be a person_id, not a generator"
+    if c.origin == "paired_session" and c.paired_session_id is None:
+        yield "/paired_session_id", "origin 'paired_session' requires paired_session_id"
+    if c.origin != "paired_session" and c.paired_session_id is not None:
+        yield "/paired_session_id", f"paired_session_id is only for origin 'paired_session', not {c.origin!r}"
+    if c.phi is not None and c.phi.type == "distribution":
+        total = sum(c.phi.probs.values())
+        if abs(total - 1.0) > PHI_TOLERANCE:
+            yield "/phi/probs", f"probabilities sum to {total:.9g}, expected 1 (±{PHI_TOLERANCE:g})"
+
+
+def _annotation_errors(a: Annotation) -> Iterator[tuple[str, str]]:
+    vt = a.value.type
+    if a.target.kind == "attribution" and vt != "attribution":
+        yield "/value/type", f"an annotation of an attribution item takes a value of type 'attribution', not {vt!r}"
+    if a.target.kind == "counterfactual" and vt not in ("action", "continuation"):
+        yield "/value/type", f"an annotation of a counterfactual takes 'action' or 'continuation', not {vt!r}"
+    if a.role == "annotator" and a.method is not None:
+        yield "/method", "method is for adjudications (role adjudicator or reviewer)"
+    if a.role != "annotator" and a.method is None:
+        yield "/method", f"an annotation with role {a.role!r} must say its method"
+
+
+def record_rule_errors(record: Session | Counterfactual | Attribution | Annotation | TransferContext) -> list[tuple[str, str]]:
+    """Every single-record rule ``record`` breaks, as ``(json_pointer, message)``."""
+    if isinstance(record, Session):
+        return list(_session_errors(record))
+    if isinstance(record, Counterfactual):
+        return list(_counterfactual_errors(record))
+    if isinstance(record, Annotation):
+        return list(_annotation_errors(record))
+    return []
