@@ -1,0 +1,372 @@
+"""All-or-nothing ingest (and validation, which is an ingest that never writes).
+
+Files are streamed a batch at a time into a scratch DuckDB database beside the
+corpus (so memory stays flat whatever the input size). Each line is checked on its
+own as it is read; once every file is staged, the checks that need other records
+(duplicates, conflicts with the store, dangling references, Φ's actions against the
+step's action space) run as SQL over the staging tables and the store. Only when
+nothing is wrong are the new records copied into the store, in one transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import orjson
+from tqdm import tqdm
+
+from corpus.errors import InvalidInput, Problem, RecordConflict
+from corpus.jsonl import DEFAULT_MAX_LINE_BYTES, file_size, read_lines
+from corpus.records import ParsedRecord, parse_record
+from corpus.store import Corpus, empty_store, scratch_connection
+from corpus.tables import RECORD_TABLES, TABLES, RowBuffer, add_record, ddl
+
+__all__ = ["IngestReport", "ingest", "validate", "BATCH_RECORDS", "MAX_PROBLEMS_SHOWN"]
+
+BATCH_RECORDS = 2000
+MAX_PROBLEMS_SHOWN = 1000
+_ID_FIELDS = {kind: key for kind, (_, key) in RECORD_TABLES.items()}
+TOOLKIT_VERSION = "0.1.0"
+
+
+@dataclass
+class IngestReport:
+    """What an ingest (or validation) found and did."""
+
+    files: list[str]
+    dry_run: bool
+    records: int = 0
+    steps: int = 0
+    new: Counter = field(default_factory=Counter)
+    unchanged: Counter = field(default_factory=Counter)
+    new_steps: int = 0
+    seconds: float = 0.0
+    ingest_id: int | None = None
+
+    def summary(self) -> str:
+        n_new, n_same = sum(self.new.values()), sum(self.unchanged.values())
+        by_kind = ", ".join(f"{k}: {self.new[k]} new/{self.unchanged[k]} unchanged"
+                            for k in RECORD_TABLES if self.new[k] or self.unchanged[k])
+        verb = "valid" if self.dry_run else "ingested"
+        tail = "; nothing written (validate)" if self.dry_run else ""
+        return (f"{verb}: {self.records} record(s) from {len(self.files)} file(s): "
+                f"{n_new} new, {n_same} unchanged ({by_kind or 'none'}){tail}")
+
+
+class _Problems:
+    def __init__(self, order: dict[str, int], limit: int):
+        self.items: list[Problem] = []
+        self.total = 0
+        self.order = order
+        self.limit = limit
+
+    def add(self, file: str, line: int | None, pointer: str, message: str) -> None:
+        self.total += 1
+        if len(self.items) < self.limit:
+            self.items.append(Problem(file, line, pointer, message))
+
+    def sorted(self) -> list[Problem]:
+        return sorted(self.items, key=lambda p: (self.order.get(p.file, 0), p.line or 0))
+
+
+def _failed_id(data: bytes) -> tuple[str, str] | None:
+    """The kind and id of a record that failed validation, if they can be read."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(obj, dict) and obj.get("kind") in _ID_FIELDS:
+        rid = obj.get(_ID_FIELDS[obj["kind"]])
+        if isinstance(rid, str):
+            return obj["kind"], rid
+    return None
+
+
+def _flush(con, buf: RowBuffer) -> None:
+    for table in buf.nonempty():
+        batch = buf.arrow(table)
+        con.register("_batch", batch)
+        con.execute(f"INSERT INTO main.{table} SELECT * FROM _batch")
+        con.unregister("_batch")
+    buf.__init__()
+
+
+def _stage(con, files: list[Path], report: IngestReport, problems: _Problems, max_line_bytes: int,
+           progress: bool) -> None:
+    for stmt in ddl("main", keys=False):
+        con.execute(stmt)
+    con.execute("CREATE TABLE main.failed (kind VARCHAR, id VARCHAR)")
+    buf = RowBuffer()
+    failed: list[tuple[str, str]] = []
+    sizes = {p: file_size(p) for p in files if p.is_file()}
+    bar = tqdm(total=sum(sizes.values()), unit="B", unit_scale=True, desc="reading",
+               disable=None if progress else True, leave=False)
+    try:
+        for path in files:
+            name = str(path)
+            if path not in sizes:
+                problems.add(name, None, "", "no such file" if not path.exists() else "not a regular file")
+                continue
+            n_lines = 0
+            for line in read_lines(path, max_line_bytes, bar.update):
+                n_lines += 1
+                if line.error is not None:
+                    problems.add(name, line.number, "", line.error)
+                    continue
+                parsed = parse_record(line.data)
+                if isinstance(parsed, ParsedRecord):
+                    add_record(buf, parsed, name, line.number)
+                    report.records += 1
+                    if parsed.kind == "session":
+                        report.steps += len(parsed.model.steps)
+                    if buf.rows >= BATCH_RECORDS:
+                        _flush(con, buf)
+                else:
+                    for pointer, message in parsed:
+                        problems.add(name, line.number, pointer, message)
+                    fid = _failed_id(line.data)
+                    if fid:
+                        failed.append(fid)
+            if n_lines == 0:
+                problems.add(name, None, "", "empty file: no records (expected one JSON record per line)")
+        _flush(con, buf)
+        if failed:
+            con.executemany("INSERT INTO main.failed VALUES (?, ?)", failed)
+    finally:
+        bar.close()
+
+
+_UNION_VIEWS = """
+CREATE OR REPLACE TEMP VIEW all_sessions AS
+  SELECT session_id, ext_slots, n_steps FROM main.sessions
+  UNION ALL SELECT session_id, ext_slots, n_steps FROM store.sessions
+  WHERE session_id NOT IN (SELECT session_id FROM main.sessions);
+CREATE OR REPLACE TEMP VIEW all_steps AS
+  SELECT session_id, t, has_r, action_space, outcome FROM main.steps
+  UNION ALL SELECT session_id, t, has_r, action_space, outcome FROM store.steps
+  WHERE session_id NOT IN (SELECT session_id FROM main.sessions);
+CREATE OR REPLACE TEMP VIEW all_cfs AS
+  SELECT cf_id, session_id, t FROM main.counterfactuals
+  UNION ALL SELECT cf_id, session_id, t FROM store.counterfactuals
+  WHERE cf_id NOT IN (SELECT cf_id FROM main.counterfactuals);
+CREATE OR REPLACE TEMP VIEW all_attribution AS
+  SELECT item_id FROM main.attribution
+  UNION ALL SELECT item_id FROM store.attribution WHERE item_id NOT IN (SELECT item_id FROM main.attribution);
+"""
+
+
+def _check_duplicates(con, problems: _Problems, order: dict[str, int]) -> None:
+    for kind, (table, key) in RECORD_TABLES.items():
+        rows = con.execute(
+            f"SELECT {key}, list(src_file), list(src_line) FROM main.{table} GROUP BY {key} HAVING count(*) > 1"
+        ).fetchall()
+        for rid, srcs, lines in rows:
+            places = sorted(zip(srcs, lines), key=lambda fl: (order.get(fl[0], 0), fl[1]))
+            first = places[0]
+            for f, ln in places[1:]:
+                problems.add(f, ln, f"/{key}", f"duplicate {kind} id {rid!r} in this ingest (first at {first[0]}:{first[1]})")
+
+
+def _conflicts(con, problems: _Problems) -> None:
+    for kind, (table, key) in RECORD_TABLES.items():
+        rows = con.execute(
+            f"SELECT m.{key}, m.src_file, m.src_line, s.content_hash, m.content_hash, s.src_file, s.src_line "
+            f"FROM main.{table} m JOIN store.{table} s USING ({key}) WHERE m.content_hash <> s.content_hash"
+        ).fetchall()
+        for rid, f, ln, old, new, of, ol in rows:
+            problems.add(
+                f, ln, f"/{key}",
+                f"conflict: {kind} {rid!r} is in the corpus with different content "
+                f"(stored sha256:{old[:16]}… from {of}:{ol}; this one sha256:{new[:16]}…); "
+                "records are never overwritten: give the new version a new id",
+            )
+
+
+def _check_references(con, problems: _Problems) -> None:
+    failed = {(k, i) for k, i in con.execute("SELECT kind, id FROM main.failed").fetchall()}
+    con.execute(_UNION_VIEWS)
+
+    def gone(sid: str) -> bool:  # a reference to a record that itself failed: reported there
+        return ("session", sid) in failed
+
+    rows = con.execute("""
+        SELECT c.src_file, c.src_line, c.session_id, c.t, s.session_id IS NOT NULL, s.n_steps,
+               st.t IS NOT NULL, st.has_r, st.action_space, c.phi_type, c.phi_actions,
+               c.r_ext_keys, s.ext_slots, c.paired_session_id, ps.session_id IS NOT NULL
+        FROM main.counterfactuals c
+        LEFT JOIN all_sessions s ON s.session_id = c.session_id
+        LEFT JOIN all_steps st ON st.session_id = c.session_id AND st.t = c.t
+        LEFT JOIN all_sessions ps ON ps.session_id = c.paired_session_id
+        WHERE s.session_id IS NULL OR st.t IS NULL OR NOT st.has_r
+           OR (c.phi_type = 'distribution' AND (st.action_space IS NULL OR NOT list_has_all(st.action_space, c.phi_actions)))
+           OR (c.phi_type = 'text' AND st.action_space IS NOT NULL)
+           OR NOT list_has_all(coalesce(s.ext_slots, []), c.r_ext_keys)
+           OR (c.paired_session_id IS NOT NULL AND ps.session_id IS NULL)
+    """).fetchall()
+    for (f, ln, sid, t, has_s, n_steps, has_step, has_r, space, phi_type, phi_actions,
+         ext_keys, ext_slots, paired, has_paired) in rows:
+        if not has_s:
+            if not gone(sid):
+                problems.add(f, ln, "/session_id", f"dangling reference: session {sid!r} is not in the corpus or this ingest")
+            continue
+        if not has_step:
+            problems.add(f, ln, "/t", f"session {sid!r} has no step {t} (it has steps 0..{n_steps - 1})")
+            continue
+        if not has_r:
+            problems.add(f, ln, "/t", f"step {t} of session {sid!r} has no r_t snapshot to replace with r'")
+        if phi_type == "distribution":
+            if space is None:
+                problems.add(f, ln, "/phi", f"step {t} of {sid!r} is open-ended: Φ must be a text continuation, not a distribution")
+            else:
+                outside = sorted(set(phi_actions) - set(space))
+                if outside:
+                    problems.add(f, ln, "/phi/probs", f"actions {outside} are not in step {t}'s action space {space}")
+        if phi_type == "text" and space is not None:
+            problems.add(f, ln, "/phi", f"step {t} of {sid!r} has a discrete action space {space}: Φ must be a distribution over it")
+        undeclared = sorted(set(ext_keys) - set(ext_slots or []))
+        if undeclared:
+            problems.add(f, ln, "/r_prime/ext", f"unknown r_t slot(s) {undeclared}: not declared in session {sid!r}'s r_extensions")
+        if paired is not None and not has_paired and not gone(paired):
+            problems.add(f, ln, "/paired_session_id", f"dangling reference: paired session {paired!r} is not in the corpus or this ingest")
+
+    rows = con.execute("""
+        SELECT a.src_file, a.src_line, a.session_id, a.t, s.session_id IS NOT NULL, s.n_steps,
+               st.t IS NOT NULL, st.outcome IS NOT NULL
+        FROM main.attribution a
+        LEFT JOIN all_sessions s ON s.session_id = a.session_id
+        LEFT JOIN all_steps st ON st.session_id = a.session_id AND st.t = a.t
+        WHERE s.session_id IS NULL OR st.t IS NULL OR st.outcome IS NULL
+    """).fetchall()
+    for f, ln, sid, t, has_s, n_steps, has_step, has_outcome in rows:
+        if not has_s:
+            if not gone(sid):
+                problems.add(f, ln, "/session_id", f"dangling reference: session {sid!r} is not in the corpus or this ingest")
+        elif not has_step:
+            problems.add(f, ln, "/t", f"session {sid!r} has no step {t} (it has steps 0..{n_steps - 1})")
+        elif not has_outcome:
+            problems.add(f, ln, "/t", f"step {t} of session {sid!r} has no outcome to attribute")
+
+    rows = con.execute("""
+        SELECT n.src_file, n.src_line, n.target_kind, n.target_id, n.value_type, n.action,
+               coalesce(ai.item_id, c.cf_id) IS NOT NULL, st.action_space
+        FROM main.annotations n
+        LEFT JOIN all_attribution ai ON n.target_kind = 'attribution' AND ai.item_id = n.target_id
+        LEFT JOIN all_cfs c ON n.target_kind = 'counterfactual' AND c.cf_id = n.target_id
+        LEFT JOIN all_steps st ON st.session_id = c.session_id AND st.t = c.t
+        WHERE coalesce(ai.item_id, c.cf_id) IS NULL
+           OR (n.value_type = 'action' AND (st.action_space IS NULL OR NOT list_contains(st.action_space, n.action)))
+           OR (n.value_type = 'continuation' AND st.action_space IS NOT NULL)
+    """).fetchall()
+    for f, ln, tkind, tid, vtype, action, has_target, space in rows:
+        if not has_target:
+            if (tkind, tid) not in failed:
+                problems.add(f, ln, "/target/id", f"dangling reference: {tkind} {tid!r} is not in the corpus or this ingest")
+        elif vtype == "action":
+            where = "an open-ended step" if space is None else f"the action space {space}"
+            problems.add(f, ln, "/value/action", f"{action!r} is not in {where} of {tid!r}'s step")
+        else:
+            problems.add(f, ln, "/value/type", f"{tid!r}'s step is discrete {space}: annotate an action, not a continuation")
+
+
+def _count(con, report: IngestReport) -> None:
+    for kind, (table, key) in RECORD_TABLES.items():
+        new, same = con.execute(
+            f"SELECT count(*) FILTER (WHERE s.{key} IS NULL), count(*) FILTER (WHERE s.{key} IS NOT NULL) "
+            f"FROM main.{table} m LEFT JOIN store.{table} s USING ({key})"
+        ).fetchone()
+        report.new[kind], report.unchanged[kind] = new, same
+    report.new_steps = con.execute(
+        "SELECT count(*) FROM main.steps WHERE session_id NOT IN (SELECT session_id FROM store.sessions)"
+    ).fetchone()[0]
+
+
+def _commit(con, report: IngestReport) -> None:
+    con.execute("CREATE TABLE main.new_sessions AS SELECT session_id FROM main.sessions "
+                "WHERE session_id NOT IN (SELECT session_id FROM store.sessions)")
+    ingest_id = con.execute("SELECT coalesce(max(ingest_id), 0) + 1 FROM store.ingests").fetchone()[0]
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for _, (table, key) in RECORD_TABLES.items():
+            cols = ", ".join(c for c, _ in TABLES[table])
+            sel = ", ".join(f"{ingest_id}" if c == "ingest_id" else f"m.{c}" for c, _ in TABLES[table])
+            con.execute(f"INSERT INTO store.{table} ({cols}) SELECT {sel} FROM main.{table} m "
+                        f"WHERE m.{key} NOT IN (SELECT {key} FROM store.{table})")
+        con.execute("INSERT INTO store.steps SELECT * FROM main.steps "
+                    "WHERE session_id IN (SELECT session_id FROM main.new_sessions)")
+        con.execute(
+            "INSERT INTO store.ingests VALUES (?, ?, ?, ?, ?, ?)",
+            [ingest_id, datetime.now(timezone.utc).isoformat(timespec="seconds"), report.files,
+             sum(report.new.values()), sum(report.unchanged.values()), TOOLKIT_VERSION],
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    report.ingest_id = ingest_id
+
+
+def ingest(
+    corpus: Corpus | None,
+    files: list[str | os.PathLike],
+    *,
+    dry_run: bool = False,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    progress: bool = True,
+    wait_seconds: float | None = None,
+    max_problems: int = MAX_PROBLEMS_SHOWN,
+) -> IngestReport:
+    """Validate ``files`` completely, then (unless ``dry_run``) write all their new records, or none.
+
+    ``corpus`` may be None only with ``dry_run`` (validation against nothing but the
+    files themselves).
+
+    Raises:
+        InvalidInput: any record is invalid (every problem found, located); nothing was written.
+        RecordConflict: a record id exists in the corpus with different content; nothing was written.
+        CorpusNotFound, CorpusBusy: the corpus is missing, or held by another process too long.
+    """
+    if corpus is None and not dry_run:
+        raise ValueError("ingest needs a corpus")
+    started = time.perf_counter()
+    paths = [Path(f) for f in files]
+    report = IngestReport(files=[str(p) for p in paths], dry_run=dry_run)
+    order = {str(p): i for i, p in enumerate(paths)}
+    problems = _Problems(order, max_problems)
+    conflicts = _Problems(order, max_problems)
+
+    def run(con) -> None:
+        _stage(con, paths, report, problems, max_line_bytes, progress)
+        _check_duplicates(con, problems, order)
+        _check_references(con, problems)
+        _conflicts(con, conflicts)
+        if problems.total:
+            raise InvalidInput(problems.sorted(), problems.total,
+                               f"{problems.total} problem(s) in {len(paths)} file(s); nothing was written")
+        if conflicts.total:
+            raise RecordConflict(conflicts.sorted(), conflicts.total,
+                                 f"{conflicts.total} conflicting record(s); nothing was written")
+        _count(con, report)
+        if not dry_run:
+            _commit(con, report)
+
+    if corpus is None:
+        with scratch_connection(None) as con:
+            empty_store(con)
+            run(con)
+    else:
+        workspace = corpus.require().dir / f".ingest-{os.getpid()}.duckdb"
+        with corpus.open(write=not dry_run, wait_seconds=wait_seconds, workspace=workspace,
+                         purpose="trb-corpus validate" if dry_run else "trb-corpus ingest") as con:
+            run(con)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def validate(files: list[str | os.PathLike], corpus: Corpus | None = None, **kw) -> IngestReport:
+    """Check ``files`` (against ``corpus`` when given, for references and conflicts) without writing."""
+    return ingest(corpus, files, dry_run=True, **kw)

@@ -1,0 +1,91 @@
+"""Counts over a corpus: what a curator checks before a release."""
+
+from __future__ import annotations
+
+from corpus.store import Corpus
+from corpus.tables import RECORD_TABLES
+
+__all__ = ["SYNTHETIC_CAP", "corpus_stats", "render_stats"]
+
+#: Spec §5: synthetic counterfactuals are capped at 3 per human one.
+SYNTHETIC_CAP = 3.0
+_HUMAN_ORIGINS = ("same_session_revision", "paired_session")
+
+
+def _grouped(con, sql: str) -> dict[str, int]:
+    return {str(k): int(v) for k, v in con.execute(sql).fetchall()}
+
+
+def corpus_stats(corpus: Corpus, *, wait_seconds: float | None = None) -> dict:
+    """Counts by record kind, source kind, counterfactual origin and label status, and the synthetic ratio."""
+    with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-corpus stats") as con:
+        records = {kind: con.execute(f"SELECT count(*) FROM store.{table}").fetchone()[0]
+                   for kind, (table, _) in RECORD_TABLES.items()}
+        steps, steps_with_r = con.execute("SELECT count(*), count(*) FILTER (WHERE has_r) FROM store.steps").fetchone()
+        by_source = _grouped(con, "SELECT source_kind, count(*) FROM store.sessions GROUP BY 1 ORDER BY 1")
+        by_origin = _grouped(con, "SELECT origin, count(*) FROM store.counterfactuals GROUP BY 1 ORDER BY 1")
+        flags = con.execute(
+            "SELECT count(*) FILTER (WHERE adversarial), count(*) FILTER (WHERE ood), "
+            "count(*) FILTER (WHERE phi_type IS NOT NULL), count(*) FILTER (WHERE phi_type IS NULL) "
+            "FROM store.counterfactuals"
+        ).fetchone()
+        label_status = _grouped(con, """
+            SELECT status, count(*) FROM (
+              SELECT CASE WHEN bool_or(n.role IN ('adjudicator', 'reviewer')) THEN 'adjudicated'
+                          WHEN count(n.annotation_id) > 0 THEN 'annotated'
+                          ELSE 'design_label_only' END AS status
+              FROM store.attribution a
+              LEFT JOIN store.annotations n ON n.target_kind = 'attribution' AND n.target_id = a.item_id
+              GROUP BY a.item_id) GROUP BY status ORDER BY status
+        """)
+        by_role = _grouped(con, "SELECT role, count(*) FROM store.annotations GROUP BY 1 ORDER BY 1")
+        design = _grouped(con, "SELECT design_label, count(*) FROM store.attribution GROUP BY 1 ORDER BY 1")
+    synthetic = by_origin.get("synthetic", 0)
+    human = sum(by_origin.get(o, 0) for o in _HUMAN_ORIGINS)
+    total_cf = synthetic + human
+    return {
+        "corpus": str(corpus.dir),
+        "records": records,
+        "steps": {"total": steps, "with_r": steps_with_r},
+        "sessions_by_source_kind": by_source,
+        "counterfactuals_by_origin": by_origin,
+        "counterfactual_flags": {"adversarial": flags[0], "ood": flags[1]},
+        "counterfactual_phi": {"with_phi": flags[2], "lacking_phi": flags[3]},
+        "attribution_by_design_label": design,
+        "attribution_label_status": label_status,
+        "annotations_by_role": by_role,
+        "synthetic_counterfactuals": synthetic,
+        "human_counterfactuals": human,
+        "synthetic_to_human": (synthetic / human) if human else None,
+        "synthetic_share": (synthetic / total_cf) if total_cf else None,
+        "synthetic_cap": SYNTHETIC_CAP,
+        "within_synthetic_cap": synthetic <= SYNTHETIC_CAP * human,
+    }
+
+
+def _section(title: str, counts: dict) -> list[str]:
+    if not counts:
+        return [f"{title}", "  (none)"]
+    width = max(len(k) for k in counts)
+    return [title] + [f"  {k:<{width}}  {v:>10,}" for k, v in counts.items()]
+
+
+def render_stats(s: dict) -> str:
+    """The stats as an aligned plain-text table."""
+    lines = [f"corpus {s['corpus']}"]
+    lines += _section("records", {**s["records"], "(steps)": s["steps"]["total"], "(steps with r_t)": s["steps"]["with_r"]})
+    lines += _section("sessions by source kind", s["sessions_by_source_kind"])
+    lines += _section("counterfactuals by origin", s["counterfactuals_by_origin"])
+    lines += _section("counterfactual flags", s["counterfactual_flags"])
+    lines += _section("counterfactual Φ", s["counterfactual_phi"])
+    lines += _section("attribution items by design label", s["attribution_by_design_label"])
+    lines += _section("attribution label status", s["attribution_label_status"])
+    lines += _section("annotations by role", s["annotations_by_role"])
+    ratio = s["synthetic_to_human"]
+    if ratio is None:
+        text = f"n/a ({s['synthetic_counterfactuals']} synthetic, no human counterfactuals)"
+    else:
+        text = f"{ratio:.2f}:1 ({s['synthetic_counterfactuals']:,} synthetic / {s['human_counterfactuals']:,} human)"
+    cap = "within" if s["within_synthetic_cap"] else "OVER"
+    lines.append(f"synthetic:human  {text}, {cap} the {s['synthetic_cap']:g}:1 cap")
+    return "\n".join(lines)

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+@pytest.fixture
+def corpus_dir(tmp_path: Path) -> Path:
+    """A fresh, empty corpus."""
+    from corpus.store import init_corpus
+
+    return init_corpus(tmp_path / "corpus")
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run ``trb-corpus ARGS`` in-process: returns (exit code, stdout, stderr)."""
+    from corpus.cli import main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def store_counts(corpus: Path) -> dict[str, int]:
+    """Row counts of every store table, read with plain DuckDB (not the toolkit)."""
+    import duckdb
+
+    con = duckdb.connect(str(corpus / "corpus.duckdb"), read_only=True)
+    try:
+        tables = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()]
+        return {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+    finally:
+        con.close()
