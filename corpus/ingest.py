@@ -359,8 +359,8 @@ def ingest(
             empty_store(con)
             run(con)
     else:
-        workspace = corpus.require().dir / f".ingest-{os.getpid()}.duckdb"
-        with corpus.open(write=not dry_run, wait_seconds=wait_seconds, workspace=workspace,
+        spill = corpus.require().dir / f".ingest-{os.getpid()}.spill"
+        with corpus.open(write=not dry_run, wait_seconds=wait_seconds, spill_dir=spill,
                          purpose="trb-corpus validate" if dry_run else "trb-corpus ingest") as con:
             run(con)
     report.seconds = time.perf_counter() - started

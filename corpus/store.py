@@ -8,6 +8,7 @@ as ``store``.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -93,16 +94,15 @@ class Corpus:
 
     @contextmanager
     def open(self, *, write: bool, wait_seconds: float | None = None, purpose: str = "",
-             workspace: Path | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+             spill_dir: Path | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
         """Hold the corpus lock and yield a connection with the store attached as ``store``.
 
-        The connection's own database is ``workspace`` (a scratch file that is
-        removed afterwards) or in memory; the store is attached read-only unless
-        ``write``.
+        The connection's own database is in memory (bounded; it spills to
+        ``spill_dir``), for staging; the store is attached read-only unless ``write``.
         """
         self.require()
         with CorpusLock(self.dir, exclusive=write, wait_seconds=wait_seconds, purpose=purpose):
-            with scratch_connection(workspace) as con:
+            with scratch_connection(spill_dir) as con:
                 mode = "" if write else " (READ_ONLY)"
                 con.execute(f"ATTACH '{_sql_path(self.db_path)}' AS store{mode}")
                 try:
@@ -116,29 +116,21 @@ def _sql_path(p: Path) -> str:
 
 
 @contextmanager
-def scratch_connection(workspace: Path | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A DuckDB connection on a scratch database file (removed after) or in memory."""
+def scratch_connection(spill_dir: Path | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory DuckDB connection bounded by ``MEMORY_LIMIT``; past it, DuckDB spills to ``spill_dir``.
+
+    The spill directory is removed afterwards.
+    """
     config = {"memory_limit": MEMORY_LIMIT, "threads": min(4, os.cpu_count() or 1), "preserve_insertion_order": False}
-    if workspace is not None:
-        workspace.parent.mkdir(parents=True, exist_ok=True)
-        for p in (workspace, workspace.with_name(workspace.name + ".wal")):
-            p.unlink(missing_ok=True)
-        con = duckdb.connect(str(workspace), config=config)
-        con.execute(f"SET temp_directory = '{_sql_path(workspace.with_name(workspace.name + '.tmp'))}'")
-    else:
-        con = duckdb.connect(":memory:", config=config)
+    con = duckdb.connect(":memory:", config=config)
+    if spill_dir is not None:
+        con.execute(f"SET temp_directory = '{_sql_path(spill_dir)}'")
     try:
         yield con
     finally:
         con.close()
-        if workspace is not None:
-            for p in (workspace, workspace.with_name(workspace.name + ".wal")):
-                p.unlink(missing_ok=True)
-            tmp = workspace.with_name(workspace.name + ".tmp")
-            if tmp.is_dir():
-                for f in tmp.iterdir():
-                    f.unlink(missing_ok=True)
-                tmp.rmdir()
+        if spill_dir is not None and spill_dir.is_dir():
+            shutil.rmtree(spill_dir, ignore_errors=True)
 
 
 def empty_store(con: duckdb.DuckDBPyConnection) -> None:
