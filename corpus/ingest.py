@@ -10,25 +10,32 @@ nothing is wrong are the new records copied into the store, in one transaction.
 
 from __future__ import annotations
 
+import gc
+import multiprocessing
 import os
 import time
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 import orjson
+import pyarrow as pa
 from tqdm import tqdm
 
 from corpus.errors import InvalidInput, Problem, RecordConflict
-from corpus.jsonl import DEFAULT_MAX_LINE_BYTES, file_size, read_lines
+from corpus.jsonl import DEFAULT_MAX_LINE_BYTES, Block, file_size, read_blocks
 from corpus.records import ParsedRecord, parse_record
 from corpus.store import Corpus, empty_store, scratch_connection
-from corpus.tables import RECORD_TABLES, TABLES, RowBuffer, add_record, ddl
+from corpus.tables import RECORD_TABLES, TABLES, ddl, expand
 
-__all__ = ["IngestReport", "ingest", "validate", "BATCH_RECORDS", "MAX_PROBLEMS_SHOWN"]
+__all__ = ["IngestReport", "ingest", "validate", "MAX_PROBLEMS_SHOWN"]
 
-BATCH_RECORDS = 2000
+#: Inputs at least this large are parsed by worker processes.
+PARALLEL_MIN_BYTES = 16 * 1024 * 1024
+MAX_WORKERS = 4
 MAX_PROBLEMS_SHOWN = 1000
 _ID_FIELDS = {kind: key for kind, (_, key) in RECORD_TABLES.items()}
 TOOLKIT_VERSION = "0.1.0"
@@ -87,25 +94,109 @@ def _failed_id(data: bytes) -> tuple[str, str] | None:
     return None
 
 
-def _flush(con, buf: RowBuffer) -> None:
-    for table in buf.nonempty():
-        batch = buf.arrow(table)
-        con.register("_batch", batch)
-        con.execute(f"INSERT INTO main.{table} SELECT * FROM _batch")
-        con.unregister("_batch")
-    buf.__init__()
+@dataclass
+class _Chunk:
+    """What parsing one chunk of lines produced: canonical documents, problems, ids of failed records."""
+
+    raw: pa.Table | None
+    problems: list[tuple[int, str, str]]
+    failed: list[tuple[str, str]]
+    records: int
+    steps: int
+    lines: int
+
+
+def _parse_block(name: str, block: Block, max_line_bytes: int) -> _Chunk:
+    """Parse and check one block of a file's lines (in a worker process for large inputs)."""
+    gc_was_on = gc.isenabled()
+    gc.disable()  # a block allocates many short-lived objects and no cycles: the collector only costs time
+    try:
+        return _parse_lines(name, block, max_line_bytes)
+    finally:
+        if gc_was_on:
+            gc.enable()
+
+
+def _parse_lines(name: str, block: Block, max_line_bytes: int) -> _Chunk:
+    kinds: list[str] = []
+    ids: list[str] = []
+    hashes: list[str] = []
+    numbers: list[int] = []
+    docs: list[bytes] = []
+    problems: list[tuple[int, str, str]] = []
+    failed: list[tuple[str, str]] = []
+    steps = 0
+    n_lines = 0
+    for number, data, error in block.lines(max_line_bytes):
+        n_lines += 1
+        if error is not None:
+            problems.append((number, "", error))
+            continue
+        parsed = parse_record(data)
+        if isinstance(parsed, ParsedRecord):
+            kind = parsed.kind
+            kinds.append(kind)
+            ids.append(parsed.id)
+            hashes.append(parsed.sha256)
+            numbers.append(number)
+            docs.append(parsed.canonical)
+            if kind == "session":
+                steps += len(parsed.model.steps)
+        else:
+            problems.extend((number, pointer, message) for pointer, message in parsed)
+            fid = _failed_id(data)
+            if fid:
+                failed.append(fid)
+    raw = None
+    if kinds:
+        raw = pa.table({"kind": kinds, "id": ids, "content_hash": hashes, "src_file": [name] * len(kinds),
+                        "src_line": pa.array(numbers, pa.int64()),
+                        "doc": pa.array(docs, pa.binary()).cast(pa.string())})  # canonical JSON is UTF-8
+    return _Chunk(raw, problems, failed, len(kinds), steps, n_lines)
+
+
+def _workers_for(total_bytes: int) -> int:
+    """Worker processes for parsing: none for small inputs (start-up would cost more than it saves)."""
+    env = os.environ.get("TRB_INGEST_WORKERS")
+    if env is not None:
+        return max(0, int(env))
+    return min(os.cpu_count() or 1, MAX_WORKERS) if total_bytes >= PARALLEL_MIN_BYTES else 0
+
+
+def _start_pool(workers: int):
+    """Start the parsing processes before any DuckDB connection or progress thread exists (they fork)."""
+    if workers == 0:
+        return None
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+    for f in [pool.submit(os.getpid) for _ in range(workers)]:
+        f.result()
+    return pool
 
 
 def _stage(con, files: list[Path], report: IngestReport, problems: _Problems, max_line_bytes: int,
-           progress: bool) -> None:
+           progress: bool, pool) -> None:
     for stmt in ddl("main", keys=False):
         con.execute(stmt)
+    con.execute("CREATE TABLE main.raw (kind VARCHAR, id VARCHAR, content_hash VARCHAR, src_file VARCHAR, "
+                "src_line BIGINT, doc VARCHAR)")
     con.execute("CREATE TABLE main.failed (kind VARCHAR, id VARCHAR)")
-    buf = RowBuffer()
-    failed: list[tuple[str, str]] = []
     sizes = {p: file_size(p) for p in files if p.is_file()}
     bar = tqdm(total=sum(sizes.values()), unit="B", unit_scale=True, desc="reading",
                disable=None if progress else True, leave=False)
+
+    def take(name: str, chunk: _Chunk) -> int:
+        if chunk.raw is not None:
+            con.register("_chunk", chunk.raw)
+            con.execute("INSERT INTO main.raw SELECT * FROM _chunk")
+            con.unregister("_chunk")
+        for number, pointer, message in chunk.problems:
+            problems.add(name, number, pointer, message)
+        if chunk.failed:
+            con.executemany("INSERT INTO main.failed VALUES (?, ?)", chunk.failed)
+        report.records += chunk.records
+        report.steps += chunk.steps
+        return chunk.lines
+
     try:
         for path in files:
             name = str(path)
@@ -113,32 +204,22 @@ def _stage(con, files: list[Path], report: IngestReport, problems: _Problems, ma
                 problems.add(name, None, "", "no such file" if not path.exists() else "not a regular file")
                 continue
             n_lines = 0
-            for line in read_lines(path, max_line_bytes, bar.update):
-                n_lines += 1
-                if line.error is not None:
-                    problems.add(name, line.number, "", line.error)
+            pending: deque = deque()
+            for block in read_blocks(path, max_line_bytes, bar.update):
+                if pool is None:
+                    n_lines += take(name, _parse_block(name, block, max_line_bytes))
                     continue
-                parsed = parse_record(line.data)
-                if isinstance(parsed, ParsedRecord):
-                    add_record(buf, parsed, name, line.number)
-                    report.records += 1
-                    if parsed.kind == "session":
-                        report.steps += len(parsed.model.steps)
-                    if buf.rows >= BATCH_RECORDS:
-                        _flush(con, buf)
-                else:
-                    for pointer, message in parsed:
-                        problems.add(name, line.number, pointer, message)
-                    fid = _failed_id(line.data)
-                    if fid:
-                        failed.append(fid)
+                pending.append(pool.submit(_parse_block, name, block, max_line_bytes))
+                while len(pending) > 2 * pool._max_workers:
+                    n_lines += take(name, pending.popleft().result())
+            while pending:
+                n_lines += take(name, pending.popleft().result())
             if n_lines == 0:
                 problems.add(name, None, "", "empty file: no records (expected one JSON record per line)")
-        _flush(con, buf)
-        if failed:
-            con.executemany("INSERT INTO main.failed VALUES (?, ?)", failed)
     finally:
         bar.close()
+    expand(con, "main", "main.raw")  # DuckDB parses the canonical documents into the typed tables
+    con.execute("DROP TABLE main.raw")
 
 
 _UNION_VIEWS = """
@@ -197,7 +278,7 @@ def _check_references(con, problems: _Problems) -> None:
     rows = con.execute("""
         SELECT c.src_file, c.src_line, c.session_id, c.t, s.session_id IS NOT NULL, s.n_steps,
                st.t IS NOT NULL, st.has_r, st.action_space, c.phi_type, c.phi_actions,
-               c.r_ext_keys, s.ext_slots, c.paired_session_id, ps.session_id IS NOT NULL
+               coalesce(json_keys(c.rp_ext), []), s.ext_slots, c.paired_session_id, ps.session_id IS NOT NULL
         FROM main.counterfactuals c
         LEFT JOIN all_sessions s ON s.session_id = c.session_id
         LEFT JOIN all_steps st ON st.session_id = c.session_id AND st.t = c.t
@@ -205,7 +286,7 @@ def _check_references(con, problems: _Problems) -> None:
         WHERE s.session_id IS NULL OR st.t IS NULL OR NOT st.has_r
            OR (c.phi_type = 'distribution' AND (st.action_space IS NULL OR NOT list_has_all(st.action_space, c.phi_actions)))
            OR (c.phi_type = 'text' AND st.action_space IS NOT NULL)
-           OR NOT list_has_all(coalesce(s.ext_slots, []), c.r_ext_keys)
+           OR NOT list_has_all(coalesce(s.ext_slots, []), coalesce(json_keys(c.rp_ext), []))
            OR (c.paired_session_id IS NOT NULL AND ps.session_id IS NULL)
     """).fetchall()
     for (f, ln, sid, t, has_s, n_steps, has_step, has_r, space, phi_type, phi_actions,
@@ -340,7 +421,7 @@ def ingest(
     conflicts = _Problems(order, max_problems)
 
     def run(con) -> None:
-        _stage(con, paths, report, problems, max_line_bytes, progress)
+        _stage(con, paths, report, problems, max_line_bytes, progress, pool)
         _check_duplicates(con, problems, order)
         _check_references(con, problems)
         _conflicts(con, conflicts)
@@ -354,15 +435,21 @@ def ingest(
         if not dry_run:
             _commit(con, report)
 
-    if corpus is None:
-        with scratch_connection(None) as con:
-            empty_store(con)
-            run(con)
-    else:
-        spill = corpus.require().dir / f".ingest-{os.getpid()}.spill"
-        with corpus.open(write=not dry_run, wait_seconds=wait_seconds, spill_dir=spill,
-                         purpose="trb-corpus validate" if dry_run else "trb-corpus ingest") as con:
-            run(con)
+    total = sum(file_size(p) for p in paths if p.is_file())
+    pool = _start_pool(_workers_for(total))
+    try:
+        if corpus is None:
+            with scratch_connection(None) as con:
+                empty_store(con)
+                run(con)
+        else:
+            spill = corpus.require().dir / f".ingest-{os.getpid()}.spill"
+            with corpus.open(write=not dry_run, wait_seconds=wait_seconds, spill_dir=spill,
+                             purpose="trb-corpus validate" if dry_run else "trb-corpus ingest") as con:
+                run(con)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     report.seconds = time.perf_counter() - started
     return report
 

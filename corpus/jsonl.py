@@ -1,7 +1,9 @@
-"""Reading JSONL (and .jsonl.gz) line by line with bounded memory.
+"""Reading JSONL (and .jsonl.gz) in blocks of whole lines with bounded memory.
 
-Lines are read as bytes with a length cap, so one enormous line costs at most the
-cap in memory and becomes a located error instead of an out-of-memory crash.
+Blocks are plain bytes, cheap to hand to a parsing process; line numbers travel
+with them. A line longer than the cap is skipped as it is read, so one enormous
+line costs at most the cap in memory and becomes a located error instead of an
+out-of-memory crash.
 """
 
 from __future__ import annotations
@@ -13,79 +15,113 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "Line", "read_lines", "open_text_out"]
+__all__ = ["DEFAULT_MAX_LINE_BYTES", "BLOCK_BYTES", "Block", "read_blocks", "open_text_out", "file_size"]
 
 #: The longest line accepted by default (a session of thousands of steps fits).
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
-_SKIP_CHUNK = 1024 * 1024
+
+
+#: How much of a file is read (and handed to a parser) at a time.
+BLOCK_BYTES = 1024 * 1024
 
 
 @dataclass(slots=True)
-class Line:
-    """One line of input: its number and bytes, or why it could not be read."""
+class Block:
+    """Whole lines of a file starting at line ``first``, or one line that could not be read (``error``)."""
 
-    number: int
-    data: bytes | None
+    first: int
+    data: bytes
     error: str | None = None
+
+    def lines(self, max_line_bytes: int) -> Iterator[tuple[int, bytes | None, str | None]]:
+        """``(number, bytes, None)`` for every non-blank line, ``(number, None, error)`` for an unreadable one."""
+        if self.error is not None:
+            yield self.first, None, self.error
+            return
+        number = self.first
+        for raw in self.data.split(b"\n"):
+            if raw.strip():
+                if len(raw) > max_line_bytes:
+                    yield number, None, _too_long(len(raw), max_line_bytes)
+                else:
+                    try:
+                        raw.decode("utf-8")
+                    except UnicodeDecodeError as e:
+                        yield number, None, f"not valid UTF-8: byte 0x{raw[e.start]:02x} at column {e.start + 1}"
+                    else:
+                        yield number, raw, None
+            number += 1
+
+
+def _too_long(size: int, limit: int) -> str:
+    return (f"line is {size:,} bytes, longer than the limit of {limit:,} bytes "
+            "(raise it with --max-line-bytes if the record is genuine)")
 
 
 def _open_bytes(path: Path) -> tuple[io.BufferedIOBase, Callable[[], int]]:
     raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
     if path.suffix == ".gz":
-        gz = gzip.GzipFile(fileobj=raw, mode="rb")
-        return io.BufferedReader(gz, buffer_size=1 << 20), raw.tell  # progress in compressed bytes
-    return io.BufferedReader(raw, buffer_size=1 << 20), raw.tell
+        return gzip.GzipFile(fileobj=raw, mode="rb"), raw.tell  # progress in compressed bytes
+    return raw, raw.tell
 
 
-def read_lines(
+def read_blocks(
     path: Path,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     progress: Callable[[int], None] | None = None,
-) -> Iterator[Line]:
-    """Yield every non-blank line of ``path``, numbered from 1.
+    block_bytes: int = BLOCK_BYTES,
+) -> Iterator[Block]:
+    """Yield ``path`` (JSONL, or gzip-compressed when it ends in .gz) as blocks of whole lines.
 
-    A line longer than ``max_line_bytes`` is skipped in chunks and yielded with an
-    error; so is a line that is not UTF-8. ``progress`` receives the bytes consumed
-    (of the file on disk) since the last call.
+    Memory is bounded by ``block_bytes + max_line_bytes``: a line longer than
+    ``max_line_bytes`` is skipped as it is read and yielded as an error block.
+    ``progress`` receives the bytes consumed (of the file on disk) since its last call.
     """
     f, tell = _open_bytes(path)
-    last = 0
+    last_pos = 0
+    line = 1
+    carry = b""
+    skipping = 0  # > 0 while inside an over-long line: the bytes seen of it so far
     try:
-        number = 0
         while True:
             try:
-                data = f.readline(max_line_bytes + 1)
+                chunk = f.read(block_bytes)
             except (OSError, EOFError, gzip.BadGzipFile) as e:
-                yield Line(number + 1, None, f"cannot read compressed data: {e}")
+                yield Block(line, b"", f"cannot read compressed data: {e}")
                 return
-            if not data:
-                break
-            number += 1
-            if len(data) > max_line_bytes and not data.endswith(b"\n"):
-                size = len(data)
-                while True:
-                    chunk = f.readline(_SKIP_CHUNK)
-                    size += len(chunk)
-                    if not chunk or chunk.endswith(b"\n"):
-                        break
-                yield Line(
-                    number,
-                    None,
-                    f"line is {size:,} bytes, longer than the limit of {max_line_bytes:,} bytes "
-                    "(raise it with --max-line-bytes if the record is genuine)",
-                )
-            elif data.strip():
-                try:
-                    data.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    yield Line(number, None, f"not valid UTF-8: byte 0x{data[e.start]:02x} at column {e.start + 1}")
-                else:
-                    yield Line(number, data)
             if progress is not None:
                 pos = tell()
-                if pos != last:
-                    progress(pos - last)
-                    last = pos
+                progress(pos - last_pos)
+                last_pos = pos
+            if not chunk:
+                break
+            if skipping:
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    skipping += len(chunk)
+                    continue
+                yield Block(line, b"", _too_long(skipping + nl, max_line_bytes))
+                line += 1
+                skipping = 0
+                chunk = chunk[nl + 1:]
+            data = carry + chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                carry = b""
+                if len(data) > max_line_bytes:
+                    skipping = len(data)
+                else:
+                    carry = data
+                continue
+            whole, carry = data[: cut + 1], data[cut + 1:]
+            yield Block(line, whole)
+            line += whole.count(b"\n")
+            if len(carry) > max_line_bytes:
+                skipping, carry = len(carry), b""
+        if skipping:
+            yield Block(line, b"", _too_long(skipping, max_line_bytes))
+        elif carry:
+            yield Block(line, carry)
     finally:
         f.close()
 

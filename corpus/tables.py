@@ -1,51 +1,55 @@
-"""The corpus store's tables: one definition used for the DDL, the staging area and rows.
+"""The corpus store's tables, and the exact mapping between records and rows.
 
-Every record table keeps the record's canonical JSON (``record``) and content hash
-beside flat, queryable columns, and where it came from (ingest id, file, line).
+The store is normalised: a record's fields live in flat, queryable columns (a
+session's steps in ``steps``), nothing twice. :func:`expand` turns staged canonical
+documents into rows (DuckDB parses the JSON); :func:`record_from_rows` turns rows back into the record, equal
+to the original's canonical form (a test round-trips every example and simulated
+record), so releases are cut from these tables without keeping the raw JSON.
+Every record table also says where each row came from (ingest id, file, line).
 """
 
 from __future__ import annotations
 
 import orjson
-import pyarrow as pa
 
-__all__ = ["TABLES", "RECORD_TABLES", "ddl", "RowBuffer", "add_record"]
+__all__ = ["TABLES", "RECORD_TABLES", "EXPAND_SQL", "ddl", "expand", "record_from_rows"]
 
-_V, _I, _D, _B, _L = "VARCHAR", "INTEGER", "DOUBLE", "BOOLEAN", "VARCHAR[]"
-_ARROW = {_V: pa.string(), _I: pa.int64(), _D: pa.float64(), _B: pa.bool_(), _L: pa.list_(pa.string()), "BIGINT": pa.int64()}
-_SRC = [("ingest_id", _I), ("src_file", _V), ("src_line", "BIGINT")]
+_V, _I, _BI, _D, _B, _L = "VARCHAR", "INTEGER", "BIGINT", "DOUBLE", "BOOLEAN", "VARCHAR[]"
+_SRC = [("ingest_id", _I), ("src_file", _V), ("src_line", _BI)]
+_R = [("goal", _V), ("planned_next", _V), ("caused_by_self", _D), ("confidence", _D), ("ext", _V)]
 
 #: table -> [(column, DuckDB type)]
 TABLES: dict[str, list[tuple[str, str]]] = {
     "sessions": [
         ("session_id", _V), ("content_hash", _V), ("source_kind", _V), ("collector", _V),
         ("consent_ref", _V), ("licence", _V), ("subject_id", _V), ("context_id", _V),
-        ("stimulus_set", _V), ("subject_population", _V), ("language", _V), ("n_steps", _I),
-        ("ext_slots", _L), ("record", _V), *_SRC,
+        ("stimulus_set", _V), ("subject_population", _V), ("language", _V), ("r_extensions", _V),
+        ("ext_slots", _L), ("n_steps", _I), *_SRC,
     ],
     "steps": [
-        ("session_id", _V), ("t", _I), ("observation", _V), ("has_r", _B), ("r_goal", _V),
-        ("r_planned_next", _V), ("r_caused_by_self", _D), ("r_confidence", _D), ("r_ext", _V),
-        ("action", _V), ("action_space", _L), ("outcome", _V),
+        ("session_id", _V), ("t", _I), ("observation", _V), ("has_r", _B),
+        *[(f"r_{c}", t) for c, t in _R], ("action", _V), ("action_space", _L), ("outcome", _V),
     ],
     "counterfactuals": [
-        ("cf_id", _V), ("content_hash", _V), ("session_id", _V), ("t", _I), ("origin", _V),
-        ("paired_session_id", _V), ("adversarial", _B), ("ood", _B), ("author_person", _V),
-        ("generator_name", _V), ("generator_version", _V), ("generator_seed", "BIGINT"),
-        ("r_ext_keys", _L), ("phi_type", _V), ("phi_actions", _L), ("phi_n", _I), ("record", _V), *_SRC,
+        ("cf_id", _V), ("content_hash", _V), ("session_id", _V), ("t", _I),
+        *[(f"rp_{c}", t) for c, t in _R], ("origin", _V), ("paired_session_id", _V),
+        ("adversarial", _B), ("ood", _B), ("author_person", _V), ("generator_name", _V),
+        ("generator_version", _V), ("generator_seed", _BI), ("phi_type", _V), ("phi_probs", _V),
+        ("phi_actions", _L), ("phi_text", _V), ("phi_n", _I), *_SRC,
     ],
     "attribution": [
         ("item_id", _V), ("content_hash", _V), ("session_id", _V), ("t", _I), ("design_label", _V),
-        ("endorsed", _B), ("record", _V), *_SRC,
+        ("endorsed", _B), ("note", _V), *_SRC,
     ],
     "annotations": [
         ("annotation_id", _V), ("content_hash", _V), ("target_kind", _V), ("target_id", _V),
         ("annotator_id", _V), ("role", _V), ("method", _V), ("value_type", _V), ("label", _V),
-        ("action", _V), ("created_at", _V), ("revision", _I), ("record", _V), *_SRC,
+        ("endorsed", _B), ("rationale", _V), ("action", _V), ("text", _V), ("created_at", _V),
+        ("revision", _I), ("ls_project_id", _BI), ("ls_task_id", _BI), ("ls_annotation_id", _BI), *_SRC,
     ],
     "transfer_contexts": [
         ("context_id", _V), ("content_hash", _V), ("collector_org", _V), ("attestation_ref", _V),
-        ("description", _V), ("record", _V), *_SRC,
+        ("description", _V), *_SRC,
     ],
 }
 
@@ -65,90 +69,142 @@ def ddl(schema: str, *, keys: bool) -> list[str]:
     out = []
     for table, cols in TABLES.items():
         body = [f"{c} {t}" for c, t in cols]
-        if keys and table in _KEYS:
+        if keys and table in _KEYS:  # steps are unique by their session's key and contiguous t
             body.append(f"PRIMARY KEY ({_KEYS[table]})")
         out.append(f"CREATE TABLE IF NOT EXISTS {schema}.{table} ({', '.join(body)})")
     return out
 
 
-class RowBuffer:
-    """Column lists for every table, turned into Arrow tables a batch at a time."""
+_R_STRUCT = '{"goal": "VARCHAR", "planned_next": "VARCHAR", "caused_by_self": "DOUBLE", "confidence": "DOUBLE", "ext": "JSON"}'
+_STEP_STRUCT = ('{"t": "INTEGER", "observation": "VARCHAR", "r": ' + _R_STRUCT +
+                ', "action": "VARCHAR", "action_space": ["VARCHAR"], "outcome": "VARCHAR"}')
+_SRC_SQL = "NULL, src_file, src_line"
 
-    def __init__(self) -> None:
-        self.columns = {table: {c: [] for c, _ in cols} for table, cols in TABLES.items()}
-        self.rows = 0
+#: table -> SQL that fills ``{schema}.{table}`` from the canonical documents in ``{raw}``
+#: (columns kind, id, content_hash, src_file, src_line, doc). DuckDB parses the JSON.
+EXPAND_SQL: dict[str, str] = {
+    "sessions": f"""
+        INSERT INTO {{schema}}.sessions
+        SELECT id, content_hash, j.source.kind, j.source.collector, j.source.consent_ref, j.source.licence,
+               j.subject_id, j.context.context_id, j.context.stimulus_set, j.context.subject_population,
+               j.context.language, j.r_extensions::VARCHAR, list_sort(json_keys(j.r_extensions)),
+               json_array_length(doc, '$.steps')::INTEGER, {_SRC_SQL}
+        FROM (SELECT *, from_json(doc, '{{"source": {{"kind": "VARCHAR", "collector": "VARCHAR",
+                  "consent_ref": "VARCHAR", "licence": "VARCHAR"}}, "subject_id": "VARCHAR",
+                  "context": {{"context_id": "VARCHAR", "stimulus_set": "VARCHAR",
+                  "subject_population": "VARCHAR", "language": "VARCHAR"}}, "r_extensions": "JSON"}}') AS j
+              FROM {{raw}} WHERE kind = 'session')""",
+    "steps": f"""
+        INSERT INTO {{schema}}.steps
+        SELECT id, s.t, s.observation, s.r IS NOT NULL, s.r.goal, s.r.planned_next, s.r.caused_by_self,
+               s.r.confidence, s.r.ext::VARCHAR, s.action, s.action_space, s.outcome
+        FROM (SELECT id, unnest(from_json(doc, '{{"steps": [{_STEP_STRUCT}]}}').steps) AS s
+              FROM {{raw}} WHERE kind = 'session')""",
+    "counterfactuals": f"""
+        INSERT INTO {{schema}}.counterfactuals
+        SELECT id, content_hash, j.session_id, j.t, j.r_prime.goal, j.r_prime.planned_next,
+               j.r_prime.caused_by_self, j.r_prime.confidence, j.r_prime.ext::VARCHAR, j.origin,
+               j.paired_session_id, j.flags.adversarial, j.flags.ood, j.author.person_id,
+               j.author.generator.name, j.author.generator.version, j.author.generator.seed,
+               j.phi.type, j.phi.probs::VARCHAR,
+               CASE WHEN j.phi.type = 'distribution' THEN list_sort(json_keys(j.phi.probs)) END,
+               j.phi.text, j.phi.n, {_SRC_SQL}
+        FROM (SELECT *, from_json(doc, '{{"session_id": "VARCHAR", "t": "INTEGER", "r_prime": {_R_STRUCT},
+                  "origin": "VARCHAR", "paired_session_id": "VARCHAR",
+                  "flags": {{"adversarial": "BOOLEAN", "ood": "BOOLEAN"}},
+                  "author": {{"person_id": "VARCHAR", "generator": {{"name": "VARCHAR", "version": "VARCHAR",
+                  "seed": "BIGINT"}}}}, "phi": {{"type": "VARCHAR", "probs": "JSON", "text": "VARCHAR",
+                  "n": "INTEGER"}}}}') AS j
+              FROM {{raw}} WHERE kind = 'counterfactual')""",
+    "attribution": f"""
+        INSERT INTO {{schema}}.attribution
+        SELECT id, content_hash, j.session_id, j.t, j.design_label, j.endorsed, j.note, {_SRC_SQL}
+        FROM (SELECT *, from_json(doc, '{{"session_id": "VARCHAR", "t": "INTEGER", "design_label": "VARCHAR",
+                  "endorsed": "BOOLEAN", "note": "VARCHAR"}}') AS j
+              FROM {{raw}} WHERE kind = 'attribution')""",
+    "annotations": f"""
+        INSERT INTO {{schema}}.annotations
+        SELECT id, content_hash, j.target.kind, j.target.id, j.annotator_id, j.role, j.method, j.value.type,
+               j.value.label, j.value.endorsed, j.value.rationale, j.value.action, j.value.text, j.created_at,
+               j.revision, j.label_studio.project_id, j.label_studio.task_id, j.label_studio.annotation_id,
+               {_SRC_SQL}
+        FROM (SELECT *, from_json(doc, '{{"target": {{"kind": "VARCHAR", "id": "VARCHAR"}},
+                  "annotator_id": "VARCHAR", "role": "VARCHAR", "method": "VARCHAR",
+                  "value": {{"type": "VARCHAR", "label": "VARCHAR", "endorsed": "BOOLEAN",
+                  "rationale": "VARCHAR", "action": "VARCHAR", "text": "VARCHAR"}}, "created_at": "VARCHAR",
+                  "revision": "INTEGER", "label_studio": {{"project_id": "BIGINT", "task_id": "BIGINT",
+                  "annotation_id": "BIGINT"}}}}') AS j
+              FROM {{raw}} WHERE kind = 'annotation')""",
+    "transfer_contexts": f"""
+        INSERT INTO {{schema}}.transfer_contexts
+        SELECT id, content_hash, j.collector_org, j.attestation_ref, j.description, {_SRC_SQL}
+        FROM (SELECT *, from_json(doc, '{{"collector_org": "VARCHAR", "attestation_ref": "VARCHAR",
+                  "description": "VARCHAR"}}') AS j
+              FROM {{raw}} WHERE kind = 'transfer_context')""",
+}
 
-    def arrow(self, table: str) -> pa.Table:
-        cols = TABLES[table]
-        return pa.table(
-            {c: pa.array(self.columns[table][c], type=_ARROW[t]) for c, t in cols},
-        )
-
-    def nonempty(self) -> list[str]:
-        return [t for t, cols in self.columns.items() if cols[TABLES[t][0][0]]]
 
 
-def _r_cols(r) -> tuple:
-    if r is None:
-        return (False, None, None, None, None, None)
-    ext = orjson.dumps(r.ext, option=orjson.OPT_SORT_KEYS).decode() if r.ext else None
-    return (True, r.goal, r.planned_next, r.caused_by_self, r.confidence, ext)
+def expand(con, schema: str = "main", raw: str = "main.raw") -> None:
+    """Fill every table in ``schema`` from the canonical documents staged in ``raw``."""
+    for sql in EXPAND_SQL.values():
+        con.execute(sql.replace("{schema}", schema).replace("{raw}", raw))
 
 
-def _append(cols: dict, values: tuple, names: list[tuple[str, str]]) -> None:
-    for (name, _), value in zip(names, values):
-        cols[name].append(value)
+def _r_from(row: dict, prefix: str) -> dict:
+    ext = row[f"{prefix}ext"]
+    return {"goal": row[f"{prefix}goal"], "planned_next": row[f"{prefix}planned_next"],
+            "caused_by_self": row[f"{prefix}caused_by_self"], "confidence": row[f"{prefix}confidence"],
+            "ext": None if ext is None else orjson.loads(ext)}
 
 
-def add_record(buf: RowBuffer, parsed, src_file: str, src_line: int) -> None:
-    """Append one parsed record's rows (a session adds its steps too)."""
-    m = parsed.model
-    record = parsed.canonical.decode()
-    src = (None, src_file, src_line)
-    kind = m.kind
+def record_from_rows(kind: str, row: dict, steps: list[dict] | None = None) -> dict:
+    """The record (in its canonical shape) that ``row`` (and, for a session, its ``steps`` in order) hold."""
+    head = {"kind": kind, "schema_version": 1}
     if kind == "session":
-        s, c = m.source, m.context
-        _append(buf.columns["sessions"], (
-            m.session_id, parsed.sha256, s.kind, s.collector, s.consent_ref, s.licence, m.subject_id,
-            c.context_id, c.stimulus_set, c.subject_population, c.language, len(m.steps),
-            sorted(m.r_extensions), record, *src), TABLES["sessions"])
-        sc = buf.columns["steps"]
-        for step in m.steps:
-            has_r, goal, plan, cbs, conf, ext = _r_cols(step.r)
-            sc["session_id"].append(m.session_id)
-            sc["t"].append(step.t)
-            sc["observation"].append(step.observation)
-            sc["has_r"].append(has_r)
-            sc["r_goal"].append(goal)
-            sc["r_planned_next"].append(plan)
-            sc["r_caused_by_self"].append(cbs)
-            sc["r_confidence"].append(conf)
-            sc["r_ext"].append(ext)
-            sc["action"].append(step.action)
-            sc["action_space"].append(step.action_space)
-            sc["outcome"].append(step.outcome)
-    elif kind == "counterfactual":
-        a, phi, gen = m.author, m.phi, m.author.generator
-        _append(buf.columns["counterfactuals"], (
-            m.cf_id, parsed.sha256, m.session_id, m.t, m.origin, m.paired_session_id,
-            m.flags.adversarial, m.flags.ood, a.person_id,
-            gen.name if gen else None, gen.version if gen else None, gen.seed if gen else None,
-            sorted(m.r_prime.ext) if m.r_prime.ext else [],
-            phi.type if phi else None,
-            sorted(phi.probs) if phi is not None and phi.type == "distribution" else None,
-            phi.n if phi else None, record, *src), TABLES["counterfactuals"])
-    elif kind == "attribution":
-        _append(buf.columns["attribution"], (
-            m.item_id, parsed.sha256, m.session_id, m.t, m.design_label, m.endorsed, record, *src),
-            TABLES["attribution"])
-    elif kind == "annotation":
-        v = m.value
-        _append(buf.columns["annotations"], (
-            m.annotation_id, parsed.sha256, m.target.kind, m.target.id, m.annotator_id, m.role, m.method,
-            v.type, getattr(v, "label", None), getattr(v, "action", None), m.created_at, m.revision,
-            record, *src), TABLES["annotations"])
-    else:
-        _append(buf.columns["transfer_contexts"], (
-            m.context_id, parsed.sha256, m.collector_org, m.attestation_ref, m.description, record, *src),
-            TABLES["transfer_contexts"])
-    buf.rows += 1
+        return {**head, "session_id": row["session_id"],
+                "source": {"kind": row["source_kind"], "collector": row["collector"],
+                           "consent_ref": row["consent_ref"], "licence": row["licence"]},
+                "subject_id": row["subject_id"],
+                "context": {"context_id": row["context_id"], "stimulus_set": row["stimulus_set"],
+                            "subject_population": row["subject_population"], "language": row["language"]},
+                "r_extensions": orjson.loads(row["r_extensions"]),
+                "steps": [{"t": s["t"], "observation": s["observation"],
+                           "r": _r_from(s, "r_") if s["has_r"] else None, "action": s["action"],
+                           "action_space": s["action_space"], "outcome": s["outcome"]} for s in steps or []]}
+    if kind == "counterfactual":
+        phi = None
+        if row["phi_type"] == "distribution":
+            phi = {"type": "distribution", "probs": orjson.loads(row["phi_probs"]), "n": row["phi_n"]}
+        elif row["phi_type"] == "text":
+            phi = {"type": "text", "text": row["phi_text"], "n": row["phi_n"]}
+        gen = None
+        if row["generator_name"] is not None:
+            gen = {"name": row["generator_name"], "version": row["generator_version"], "seed": row["generator_seed"]}
+        return {**head, "cf_id": row["cf_id"], "session_id": row["session_id"], "t": row["t"],
+                "r_prime": _r_from(row, "rp_"), "origin": row["origin"], "paired_session_id": row["paired_session_id"],
+                "flags": {"adversarial": row["adversarial"], "ood": row["ood"]},
+                "author": {"person_id": row["author_person"], "generator": gen}, "phi": phi}
+    if kind == "attribution":
+        return {**head, "item_id": row["item_id"], "session_id": row["session_id"], "t": row["t"],
+                "design_label": row["design_label"], "endorsed": row["endorsed"], "note": row["note"]}
+    if kind == "annotation":
+        vt = row["value_type"]
+        if vt == "attribution":
+            value = {"type": vt, "label": row["label"], "endorsed": row["endorsed"], "rationale": row["rationale"]}
+        elif vt == "action":
+            value = {"type": vt, "action": row["action"]}
+        else:
+            value = {"type": vt, "text": row["text"]}
+        ls = None
+        if row["ls_project_id"] is not None:
+            ls = {"project_id": row["ls_project_id"], "task_id": row["ls_task_id"],
+                  "annotation_id": row["ls_annotation_id"]}
+        return {**head, "annotation_id": row["annotation_id"],
+                "target": {"kind": row["target_kind"], "id": row["target_id"]}, "annotator_id": row["annotator_id"],
+                "role": row["role"], "method": row["method"], "value": value, "created_at": row["created_at"],
+                "revision": row["revision"], "label_studio": ls}
+    if kind == "transfer_context":
+        return {**head, "context_id": row["context_id"], "description": row["description"],
+                "collector_org": row["collector_org"], "attestation_ref": row["attestation_ref"]}
+    raise ValueError(f"unknown record kind {kind!r}")

@@ -55,6 +55,10 @@ Identifier = Annotated[
 ]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+#: Integers bounded to what every consumer (DuckDB, Arrow, parquet) stores exactly.
+Index = Annotated[int, Field(ge=0, le=2_147_483_647)]
+Count = Annotated[int, Field(ge=1, le=2_147_483_647)]
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 
 
 class _Strict(BaseModel):
@@ -126,7 +130,7 @@ class RSnapshot(_Strict):
 class Step(_Strict):
     """One step t: what the agent saw, r_t, the action (among its space), the outcome."""
 
-    t: Annotated[int, Field(ge=0)] = Field(description="Step index; steps are numbered 0, 1, 2, … in order.")
+    t: Index = Field(description="Step index; steps are numbered 0, 1, 2, … in order.")
     observation: str = Field(description="Plain-text rendering of what the agent saw.")
     r: RSnapshot | None = Field(default=None, description="The r_t snapshot, or null when none was recorded.")
     action: str = Field(description="The action taken: an element of action_space, or free text when open-ended.")
@@ -163,7 +167,7 @@ class Flags(_Strict):
 class Generator(_Strict):
     name: NonEmpty
     version: NonEmpty
-    seed: int
+    seed: Int64
 
 
 class Author(_Strict):
@@ -178,9 +182,7 @@ class PhiDistribution(_Strict):
 
     type: Literal["distribution"]
     probs: dict[NonEmpty, Probability] = Field(min_length=1, description="Action -> probability; sums to 1.")
-    n: Annotated[int, Field(ge=1)] | None = Field(
-        default=None, description="How many annotators' choices the distribution is built from."
-    )
+    n: Count | None = Field(default=None, description="How many annotators' choices the distribution is built from.")
 
 
 class PhiText(_Strict):
@@ -188,7 +190,7 @@ class PhiText(_Strict):
 
     type: Literal["text"]
     text: NonEmpty
-    n: Annotated[int, Field(ge=1)] | None = None
+    n: Count | None = None
 
 
 class Counterfactual(_Strict):
@@ -202,7 +204,7 @@ class Counterfactual(_Strict):
     schema_version: Literal[1] = 1
     cf_id: Identifier
     session_id: Identifier
-    t: Annotated[int, Field(ge=0)]
+    t: Index
     r_prime: RSnapshot
     origin: Literal["same_session_revision", "paired_session", "synthetic"]
     paired_session_id: Identifier | None = Field(
@@ -226,7 +228,7 @@ class Attribution(_Strict):
     schema_version: Literal[1] = 1
     item_id: Identifier
     session_id: Identifier
-    t: Annotated[int, Field(ge=0)] = Field(description="The step whose outcome is attributed.")
+    t: Index = Field(description="The step whose outcome is attributed.")
     design_label: Literal["self", "exogenous"] = Field(description="The cause, as built into the session.")
     endorsed: bool | None = Field(
         default=None, description="Whether the subject endorsed the outcome (demonstration vs endorsement)."
@@ -257,9 +259,9 @@ class AnnotationTarget(_Strict):
 
 
 class LabelStudioRef(_Strict):
-    project_id: int
-    task_id: int
-    annotation_id: int
+    project_id: Int64
+    task_id: Int64
+    annotation_id: Int64
 
 
 class Annotation(_Strict):
@@ -280,7 +282,7 @@ class Annotation(_Strict):
         Union[AttributionValue, ActionValue, ContinuationValue], Field(discriminator="type")
     ]
     created_at: Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")]
-    revision: Annotated[int, Field(ge=1)] = 1
+    revision: Count = 1
     label_studio: LabelStudioRef | None = None
 
 
