@@ -21,8 +21,11 @@ $(STAMP): pyproject.toml Makefile
 demo: install
 	rm -rf $(DEMO_DIR)
 	$(BIN)/trb-corpus init $(DEMO_DIR)/corpus
-	$(BIN)/trb-corpus ingest --corpus $(DEMO_DIR)/corpus examples/7f3a/7f3a.jsonl
+	$(BIN)/trb-corpus simulate --sessions 2000 --seed 1 -o $(DEMO_DIR)/simulated.jsonl.gz
+	$(BIN)/trb-corpus validate $(DEMO_DIR)/simulated.jsonl.gz examples/7f3a/7f3a.jsonl
+	$(BIN)/trb-corpus ingest --corpus $(DEMO_DIR)/corpus $(DEMO_DIR)/simulated.jsonl.gz examples/7f3a/7f3a.jsonl
 	$(BIN)/trb-corpus stats --corpus $(DEMO_DIR)/corpus
+	@echo "SMOKE TEST: simulated and illustrative data only; no TRB score can be claimed from it (spec section 6)." >&2
 
 test: install
 	$(BIN)/python -m pytest -q

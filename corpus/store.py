@@ -26,7 +26,7 @@ __all__ = ["DB_NAME", "STORE_FORMAT_VERSION", "Corpus", "init_corpus", "resolve_
 DB_NAME = "corpus.duckdb"
 STORE_FORMAT_VERSION = "1"
 #: DuckDB's own memory bound for ingest and queries; above it, it spills to disk.
-MEMORY_LIMIT = os.environ.get("TRB_DUCKDB_MEMORY", "1GB")
+MEMORY_LIMIT = os.environ.get("TRB_DUCKDB_MEMORY", "256MB")
 
 
 def resolve_corpus_dir(arg: str | os.PathLike | None) -> Path:
@@ -102,6 +102,7 @@ class Corpus:
         """
         self.require()
         with CorpusLock(self.dir, exclusive=write, wait_seconds=wait_seconds, purpose=purpose):
+            _remove_dead_spills(self.dir)
             with scratch_connection(spill_dir) as con:
                 mode = "" if write else " (READ_ONLY)"
                 con.execute(f"ATTACH '{_sql_path(self.db_path)}' AS store{mode}")
@@ -109,6 +110,24 @@ class Corpus:
                     yield con
                 finally:
                     con.execute("DETACH store")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_dead_spills(directory: Path) -> None:
+    """Remove scratch space left by ingests that were killed (their pid is gone)."""
+    for d in directory.glob(".ingest-*.spill"):
+        pid = d.name.removeprefix(".ingest-").removesuffix(".spill")
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def _sql_path(p: Path) -> str:
