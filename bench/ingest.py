@@ -32,7 +32,8 @@ t0 = time.perf_counter()
 r = ingest(Corpus(d), [sys.argv[2]], progress=False)
 dt = time.perf_counter() - t0
 print(json.dumps({"seconds": dt, "steps": r.steps, "records": r.records,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "worker_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 """
 
 CHILD_PEER = """
@@ -67,9 +68,9 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     print(f"# ingest benchmark: {os.cpu_count()} cores, python {sys.version.split()[0]}, "
           f"median of {args.repeats} runs, each run in its own process", flush=True)
-    print("| sessions | steps | input MB | simulate s | ingest s | steps/s | peak RSS MB | peer read_json s | "
-          "peer steps/s | ingest/peer time |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| sessions | steps | records | input MB | simulate s | ingest s | steps/s | records/s | peak RSS MB "
+          "(main) | peak RSS MB (largest parse worker) | peer read_json s | ingest/peer time |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     rows = []
     for n in [int(x) for x in args.sizes.split(",")]:
         data = work / f"sim-{n}.jsonl"
@@ -88,18 +89,20 @@ def main() -> None:
             peer_db.unlink(missing_ok=True)
         sec = statistics.median(r["seconds"] for r in runs)
         rss = statistics.median(r["rss_mb"] for r in runs)
+        wrss = statistics.median(r["worker_rss_mb"] for r in runs)
         psec = statistics.median(p["seconds"] for p in peers)
-        steps = runs[0]["steps"]
+        steps, records = runs[0]["steps"], runs[0]["records"]
         assert peers[0]["steps"] == steps, (peers[0], runs[0])
-        row = (n, steps, data.stat().st_size / 1e6, sim_s, sec, steps / sec, rss, psec, steps / psec, sec / psec)
+        row = (n, steps, records, data.stat().st_size / 1e6, sim_s, sec, steps / sec, records / sec, rss, wrss,
+               psec, sec / psec)
         rows.append(row)
-        print("| {:,} | {:,} | {:.0f} | {:.1f} | {:.2f} | {:,.0f} | {:.0f} | {:.2f} | {:,.0f} | {:.1f}x |".format(*row),
-              flush=True)
+        print("| {:,} | {:,} | {:,} | {:.0f} | {:.1f} | {:.2f} | {:,.0f} | {:,.0f} | {:.0f} | {:.0f} | {:.2f} | "
+              "{:.1f}x |".format(*row), flush=True)
         data.unlink()
     if len(rows) >= 2:
         small, big = rows[0], rows[-1]
-        print(f"\nmemory: peak RSS {big[6]:.0f} MB at {big[0]:,} sessions vs {small[6]:.0f} MB at {small[0]:,} "
-              f"({big[6] / small[6]:.2f}x for {big[0] / small[0]:.0f}x the input)")
+        print(f"\nmemory: main-process peak RSS {big[8]:.0f} MB at {big[0]:,} sessions vs {small[8]:.0f} MB at "
+              f"{small[0]:,} ({big[8] / small[8]:.2f}x for {big[0] / small[0]:.0f}x the input)")
     if args.workdir is None:
         shutil.rmtree(work, ignore_errors=True)
 
