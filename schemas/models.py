@@ -336,10 +336,11 @@ class ParentRef(_Strict):
     release_sha: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
 
-class HubRef(_Strict):
-    repo: NonEmpty
-    commit: NonEmpty
-    tag: str | None = None
+class SyntheticShare(_Strict):
+    synthetic: Annotated[int, Field(ge=0)]
+    human: Annotated[int, Field(ge=0)]
+    share: Probability | None = Field(description="synthetic / (synthetic + human); null when both are 0.")
+    within_cap: bool = Field(description="synthetic <= 3 x human (spec section 5).")
 
 
 class ReleaseManifest(_Strict):
@@ -351,27 +352,51 @@ class ReleaseManifest(_Strict):
 
     format_version: Literal[1] = 1
     release_sha: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] = Field(
-        description="sha256 over the canonical serialization of every record: the release's identity."
+        description="sha256 over the canonical serialization of every row of every config (split included), "
+        "independent of row order, file layout and parquet writer: the release's identity."
     )
     version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")]
     kind: Literal["trb", "smoke"]
+    smoke_test: bool = Field(description="True for a smoke release: no TRB score may be claimed from it (spec section 6).")
     trb_version: NonEmpty
     schema_version: Literal[1] = 1
-    salt: NonEmpty = Field(description="Salt of the deterministic split assignment.")
+    toolkit_version: NonEmpty
+    created_at: NonEmpty
+    salt: NonEmpty = Field(description="Salt of the deterministic split assignment (by subject).")
+    split_fractions: dict[NonEmpty, Probability]
     counts: dict[NonEmpty, dict[NonEmpty, Annotated[int, Field(ge=0)]]] = Field(
-        description="config -> split -> record count."
+        description="config -> split -> row count."
     )
+    subjects: dict[NonEmpty, Annotated[int, Field(ge=0)]] = Field(description="split -> distinct subjects.")
     synthetic_share: Probability | None = Field(
-        description="Synthetic counterfactuals / all counterfactuals; null when there are none."
+        description="Synthetic counterfactuals / all counterfactuals in the release; null when there are none."
     )
+    synthetic: dict[NonEmpty, SyntheticShare] = Field(description="'overall' and each split.")
+    label_source: Literal["design", "adjudicated", "mixed", "none"] = Field(
+        description="Where the attribution labels scored by Track 3 come from."
+    )
+    excluded: dict[NonEmpty, Annotated[int, Field(ge=0)]] = Field(
+        default_factory=dict, description="Rows kept out of the release, by reason."
+    )
+    trainer_orgs: list[NonEmpty] = Field(default_factory=list)
+    pii: dict[NonEmpty, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
     gates: list[GateResult]
     agreement: dict[NonEmpty, float | None] = Field(default_factory=dict)
     files: list[FileEntry]
     parent: ParentRef | None = None
-    hub: HubRef | None = None
 
 
-__all__ += ["GateResult", "FileEntry", "ParentRef", "HubRef", "ReleaseManifest", "SCHEMA_FILES"]
+class HubRecord(_Strict):
+    """What `trb-corpus publish` records beside the manifest (hub.json); the content SHA does not change."""
+
+    repo: NonEmpty
+    commit: NonEmpty
+    tag: NonEmpty
+    release_sha: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    published_at: NonEmpty
+
+
+__all__ += ["GateResult", "FileEntry", "ParentRef", "SyntheticShare", "ReleaseManifest", "HubRecord", "SCHEMA_FILES"]
 
 #: Every schema file in schemas/, by name, and the model it is generated from.
 SCHEMA_FILES: dict[str, type[BaseModel]] = {
