@@ -8,6 +8,7 @@ stdout carries data only.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -116,6 +117,113 @@ def simulate(n_sessions, seed, output, quiet) -> None:
 
     summary = write_simulation(output, n_sessions=n_sessions, seed=seed, progress=not quiet)
     click.echo(summary, err=True)
+
+
+@cli.command()
+@_corpus_option
+@click.option("--seed", type=int, required=True, help="Seed: the same seed generates the same values and ids.")
+@click.option("--per-step", type=click.IntRange(1, 100), default=1, show_default=True,
+              help="Synthetic r' per step with r_t (before the cap).")
+@click.option("--adversarial", is_flag=True, help="Include adversarial values (built to mislead).")
+@click.option("--ood", is_flag=True, help="Include out-of-distribution values.")
+@_wait_option
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def synth(corpus_dir, seed, per_step, adversarial, ood, wait_seconds, quiet) -> None:
+    """Add synthetic counterfactuals r' for steps with r_t, never past the 3:1 synthetic:human cap."""
+    from corpus.store import Corpus, resolve_corpus_dir
+    from corpus.synth import synthesize
+
+    report = synthesize(Corpus(resolve_corpus_dir(corpus_dir)), seed=seed, per_step=per_step,
+                        adversarial=adversarial, ood=ood, progress=not quiet, wait_seconds=wait_seconds)
+    click.echo(report.summary(), err=True)
+
+
+@cli.command()
+@_corpus_option
+@click.option("--version", "version", required=True, help="Release version X.Y.Z.")
+@click.option("--kind", type=click.Choice(["trb", "smoke"]), default="trb", show_default=True,
+              help="trb: real data only; smoke: may hold simulated/illustrative data, labelled SMOKE TEST.")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Release directory (default <corpus>/releases/X.Y.Z).")
+@click.option("--trainer-org", "trainer_orgs", multiple=True,
+              help="An organisation that trained the model under test (repeatable): it may not have collected a "
+                   "transfer context.")
+@click.option("--parent", type=click.Path(file_okay=False, exists=True), default=None,
+              help="The previous release: its salt is reused and its held-out sessions stay held out.")
+@click.option("--salt", default=None, help="Split salt (default: the parent's, else trb-split-v1).")
+@click.option("--redact-pii", is_flag=True, help="Release with PII hits redacted instead of refusing.")
+@click.option("--datasheet", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="A curator-completed datasheet template (required for --kind trb).")
+@_wait_option
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def release(corpus_dir, version, kind, out, trainer_orgs, parent, salt, redact_pii, datasheet, wait_seconds,
+            quiet) -> None:
+    """Cut an immutable, SHA-pinned release (a Hugging Face dataset directory); print its SHA last.
+
+    Nothing is written when any gate fails (exit 6): synthetic cap, transfer
+    provenance, split discipline, completeness, PII scan, immutability.
+    """
+    from corpus.release import cut_release
+    from corpus.store import Corpus, resolve_corpus_dir
+
+    result = cut_release(Corpus(resolve_corpus_dir(corpus_dir)), version, kind=kind, out=out,
+                         trainer_orgs=list(trainer_orgs), parent=parent, salt=salt, redact_pii=redact_pii,
+                         datasheet=datasheet, progress=not quiet, wait_seconds=wait_seconds)
+    m = result.manifest
+    for g in m["gates"]:
+        click.echo(f"gate {g['name']}: {'passed' if g['passed'] else 'FAILED'}: {g['figure']}", err=True)
+    state = "written" if result.created else "already released with the same content"
+    smoke = " (SMOKE TEST: no TRB score may be claimed from it)" if m["smoke_test"] else ""
+    click.echo(f"release {m['version']} {state}: {result.directory}{smoke}", err=True)
+    click.echo(m["release_sha"])
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False))
+def verify(directory) -> None:
+    """Recompute every hash, count and the release SHA from the files of DIRECTORY; exit 1 naming what differs."""
+    from corpus.verify import verify_release
+
+    m = verify_release(directory)
+    click.echo(f"verified {directory}: release {m['version']} ({m['kind']}), SHA {m['release_sha']}", err=True)
+
+
+@cli.command()
+@_corpus_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def releases(corpus_dir, as_json) -> None:
+    """Every release of the corpus: version, SHA, kind, counts per split, synthetic share."""
+    from corpus.release import list_releases
+    from corpus.store import Corpus, resolve_corpus_dir
+
+    rows = list_releases(Corpus(resolve_corpus_dir(corpus_dir)))
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("(no releases)")
+    for r in rows:
+        splits: dict[str, int] = {}
+        for per_split in r["counts"].values():
+            for split, n in per_split.items():
+                splits[split] = splits.get(split, 0) + n
+        share = "n/a" if r["synthetic_share"] is None else f"{r['synthetic_share']:.3f}"
+        parts = ", ".join(f"{k} {v:,}" for k, v in splits.items())
+        click.echo(f"{r['version']}  {r['release_sha']}  {r['kind']}{' (SMOKE TEST)' if r['smoke_test'] else ''}"
+                   f"  rows by split: {parts}  synthetic share {share}")
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False, exists=True))
+@click.option("--repo", required=True, help="Hugging Face dataset repository ORG/NAME.")
+@click.option("--private", is_flag=True, help="Create the repository as private.")
+def publish(directory, repo, private) -> None:
+    """Upload a verified release to the Hugging Face Hub, tag its version, record the hub commit in hub.json."""
+    from corpus.publish import publish_release
+
+    record = publish_release(directory, repo, token=os.environ.get("HF_TOKEN"), private=private)
+    click.echo(f"published {directory} to {repo} at {record['commit']} (tag {record['tag']})", err=True)
+    click.echo(record["commit"])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,9 @@ __all__ = [
     "CorpusNotFound",
     "CorpusExists",
     "UsageError",
+    "ReleaseRefused",
+    "VerifyFailed",
+    "PublishFailed",
 ]
 
 
@@ -25,6 +28,8 @@ class ExitCode(IntEnum):
     CONFLICT = 3  # a record id exists with different content
     BUSY = 4  # another process held the corpus for longer than the wait
     NOT_FOUND = 5  # no corpus at the given path
+    GATE_FAILED = 6  # a release gate refused the release; nothing was written
+    PUBLISH_FAILED = 7  # the hub could not be reached or refused the upload
     INTERNAL = 70
 
 
@@ -96,3 +101,39 @@ class CorpusExists(CorpusError):
 
 class UsageError(CorpusError):
     exit_code = ExitCode.USAGE
+
+
+class ReleaseRefused(CorpusError):
+    """One or more release gates failed; nothing was written."""
+
+    exit_code = ExitCode.GATE_FAILED
+
+    def __init__(self, failed: list, message: str = ""):
+        self.failed = failed
+        super().__init__(message or f"release refused: {len(failed)} gate(s) failed; nothing was written")
+
+    def lines(self) -> list[str]:
+        out = []
+        for g in self.failed:
+            out.append(f"gate {g.name}: FAILED: {g.figure} (bar: {g.bar})")
+            if g.detail:
+                out.extend(f"  {line}" for line in g.detail.splitlines())
+        out.append(self.message)
+        return out
+
+
+class VerifyFailed(CorpusError):
+    """A release directory does not match its manifest."""
+
+    exit_code = ExitCode.INVALID
+
+    def __init__(self, directory: str, differences: list[str]):
+        self.differences = differences
+        super().__init__(f"verify {directory}: {len(differences)} difference(s): the release is not what its manifest says")
+
+    def lines(self) -> list[str]:
+        return [*self.differences, self.message]
+
+
+class PublishFailed(CorpusError):
+    exit_code = ExitCode.PUBLISH_FAILED

@@ -1,9 +1,19 @@
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# Nothing in the tests may reach the Hugging Face Hub or the user's caches.
+_HF_HOME = tempfile.mkdtemp(prefix="trb-tests-hf-")
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ["HF_HOME"] = _HF_HOME
+os.environ["HF_DATASETS_CACHE"] = os.path.join(_HF_HOME, "datasets")
+os.environ.setdefault("TRB_LOCK_WAIT", "60")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))

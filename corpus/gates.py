@@ -1,0 +1,132 @@
+"""The release gates (spec §5, DESIGN "Rules the toolkit enforces").
+
+Each gate reads the release being cut (DuckDB relations ``assigned`` and the
+per-config views ``rel_<config>``) and returns a :class:`GateResult` with its
+figure, the bar, and the first offending ids when it fails. The PII scan and the
+immutability check run while the files are written (see :mod:`corpus.release`).
+"""
+
+from __future__ import annotations
+
+from corpus.layout import SPLITS
+from schemas.models import GateResult
+
+__all__ = ["SYNTHETIC_CAP", "FIRST_OFFENDERS", "release_kind_gate", "synthetic_cap_gate", "transfer_provenance_gate",
+           "split_discipline_gate", "completeness_gate"]
+
+SYNTHETIC_CAP = 3.0
+HUMAN_ORIGINS = ("same_session_revision", "paired_session")
+#: How many offending ids a failed gate names.
+FIRST_OFFENDERS = 10
+
+
+def _ids(rows) -> str:
+    ids = [str(r[0]) for r in rows[:FIRST_OFFENDERS]]
+    more = f" (and {len(rows) - FIRST_OFFENDERS} more)" if len(rows) > FIRST_OFFENDERS else ""
+    return ", ".join(ids) + more
+
+
+def release_kind_gate(con, kind: str) -> GateResult:
+    """A ``trb`` release holds only real data (human sessions, model rollouts)."""
+    rows = con.execute("SELECT session_id, source_kind FROM rel_sessions WHERE source_kind IN ('simulated', 'illustrative') "
+                       "ORDER BY session_id").fetchall()
+    if kind == "smoke":
+        return GateResult(name="release_kind", passed=True, figure=f"smoke: {len(rows)} simulated/illustrative session(s)",
+                          bar="smoke releases may hold simulated or illustrative data; labelled SMOKE TEST")
+    return GateResult(name="release_kind", passed=not rows, figure=f"{len(rows)} simulated/illustrative session(s)",
+                      bar="0 in a trb release (use --kind smoke)",
+                      detail=f"first offending sessions: {_ids(rows)}" if rows else None)
+
+
+def synthetic_shares(con) -> dict[str, dict]:
+    """'overall' and each split: synthetic and human counterfactual counts, share, within cap."""
+    rows = con.execute(f"""
+        SELECT split, count(*) FILTER (WHERE origin = 'synthetic'),
+               count(*) FILTER (WHERE origin IN {HUMAN_ORIGINS})
+        FROM rel_counterfactuals GROUP BY split ORDER BY split""").fetchall()
+    out = {}
+    for split, syn, hum in [("overall", sum(r[1] for r in rows), sum(r[2] for r in rows)), *rows]:
+        total = syn + hum
+        out[split] = {"synthetic": syn, "human": hum, "share": (syn / total) if total else None,
+                      "within_cap": syn <= SYNTHETIC_CAP * hum}
+    return out
+
+
+def synthetic_cap_gate(con, shares: dict[str, dict]) -> GateResult:
+    """Synthetic counterfactuals ≤ 3 × human ones, per split and overall."""
+    bad = [s for s, v in shares.items() if not v["within_cap"]]
+    figure = "; ".join(f"{s}: {v['synthetic']} synthetic / {v['human']} human" for s, v in shares.items())
+    detail = None
+    if bad:
+        split_list = [s for s in bad if s != "overall"] or list(SPLITS)
+        rows = con.execute(f"""
+            SELECT session_id, count(*) FILTER (WHERE origin = 'synthetic') AS syn,
+                   count(*) FILTER (WHERE origin IN {HUMAN_ORIGINS}) AS hum
+            FROM rel_counterfactuals WHERE split IN (SELECT unnest(?::VARCHAR[]))
+            GROUP BY session_id HAVING syn > {SYNTHETIC_CAP} * hum ORDER BY syn - {SYNTHETIC_CAP} * hum DESC, session_id""",
+            [split_list]).fetchall()
+        detail = f"over the cap in: {', '.join(bad)}; first offending sessions: {_ids(rows) or 'none singly'}"
+    return GateResult(name="synthetic_cap", passed=not bad, figure=figure or "no counterfactuals",
+                      bar=f"synthetic <= {SYNTHETIC_CAP:g} x human, per split and overall", detail=detail)
+
+
+def transfer_provenance_gate(con, trainer_orgs: list[str]) -> GateResult:
+    """Every transfer context was collected by an org that did not train the model, with an attestation."""
+    orgs = sorted({o.strip().casefold() for o in trainer_orgs if o.strip()})
+    n = con.execute("SELECT count(*) FROM rel_transfer").fetchone()[0]
+    if n == 0:
+        return GateResult(name="transfer_provenance", passed=True, figure="no transfer contexts: no transfer split",
+                          bar="collector not among --trainer-org, with an attestation")
+    rows = con.execute("""
+        SELECT context_id, collector_org FROM rel_transfer
+        WHERE lower(trim(collector_org)) IN (SELECT unnest(?::VARCHAR[])) OR coalesce(trim(attestation_ref), '') = ''
+        ORDER BY context_id""", [orgs]).fetchall()
+    return GateResult(
+        name="transfer_provenance", passed=not rows,
+        figure=f"{len(rows)} of {n} transfer context(s) collected by a trainer org or without attestation",
+        bar=f"0 (trainer orgs: {', '.join(trainer_orgs) or 'none given'})",
+        detail=f"first offending contexts: {_ids(rows)}" if rows else None)
+
+
+def split_discipline_gate(con, parent_held_out: dict[str, str] | None) -> GateResult:
+    """No session and no subject in two splits; a session held out in the parent stays held out."""
+    subj = con.execute("""
+        SELECT subject_id, list(DISTINCT split ORDER BY split) FROM assigned
+        GROUP BY subject_id HAVING count(DISTINCT split) > 1 ORDER BY subject_id""").fetchall()
+    sess = con.execute("SELECT session_id FROM assigned GROUP BY session_id HAVING count(*) > 1 ORDER BY 1").fetchall()
+    moved = []
+    if parent_held_out:
+        now = dict(con.execute("SELECT session_id, split FROM assigned").fetchall())
+        moved = sorted((sid, was, now.get(sid)) for sid, was in parent_held_out.items() if now.get(sid) not in (was, None))
+    problems = []
+    if subj:
+        problems.append("subjects in two splits: " + ", ".join(f"{s} {sp}" for s, sp in subj[:FIRST_OFFENDERS]))
+    if sess:
+        problems.append(f"sessions in two splits: {_ids(sess)}")
+    if moved:
+        problems.append("held-out sessions of the parent that left their split: "
+                        + ", ".join(f"{s} ({a} -> {b})" for s, a, b in moved[:FIRST_OFFENDERS]))
+    figure = f"{len(subj)} subject(s) and {len(sess)} session(s) in two splits; {len(moved)} held-out session(s) moved"
+    return GateResult(name="split_discipline", passed=not problems, figure=figure,
+                      bar="0 / 0 / 0 (splits by subject; eval and transfer stay held out)",
+                      detail="\n".join(problems) or None)
+
+
+def completeness_gate(con, excluded_lacking_phi: int, kind: str, datasheet_prompts: int) -> GateResult:
+    """Every eval counterfactual has Φ; every eval attribution item has a label; a trb datasheet is complete."""
+    unlabeled = con.execute("SELECT item_id FROM rel_attribution WHERE split IN ('eval', 'transfer') AND label IS NULL "
+                            "ORDER BY item_id").fetchall()
+    no_phi = con.execute("SELECT cf_id FROM rel_counterfactuals WHERE split IN ('eval', 'transfer') AND phi_type IS NULL "
+                         "ORDER BY cf_id").fetchall()
+    problems = []
+    if unlabeled:
+        problems.append(f"eval attribution items without a label: {_ids(unlabeled)}")
+    if no_phi:
+        problems.append(f"eval counterfactuals without Φ: {_ids(no_phi)}")
+    if kind == "trb" and datasheet_prompts:
+        problems.append(f"the datasheet still has {datasheet_prompts} [curator: ...] prompt(s) (give --datasheet)")
+    figure = (f"{len(no_phi)} eval counterfactual(s) without Φ ({excluded_lacking_phi} lacking Φ kept out of eval and "
+              f"transfer); {len(unlabeled)} eval item(s) without a label")
+    return GateResult(name="completeness", passed=not problems, figure=figure,
+                      bar="0 and 0" + (" and a curated datasheet" if kind == "trb" else ""),
+                      detail="\n".join(problems) or None)

@@ -1,0 +1,438 @@
+"""PII scanner for release gate 5: find personal data in a release's text fields.
+
+Before a corpus release every text field is scanned; each hit is listed and the
+release is refused unless the hit is redacted. The scanner looks for five kinds
+(:data:`PII_KINDS`) and is tuned for precision as much as for recall, because
+the corpus is full of numbers that are not personal data: clock times
+("3:44 pm", "15:46:00"), dates and ISO timestamps ("2026-11-29T10:00:00Z"),
+grid cells ("C3"), decimals ("0.75", "1e-6"), versions ("v0.1", "2.13.0"), hex
+digests, counts ("Step 3 of 14", "2+2=4") and ids ("sim-1-0000123",
+"7f3a.t2.cf0", "consent/2026/001").
+
+Rules
+-----
+Tokens. A hit never starts or ends inside a longer token: it must not touch a
+letter, digit or ``_`` on either side, nor continue into one through ``.``,
+``-``, ``/``, ``+`` or ``:`` (so "sim-1-0000123", "1.2.3.4.5", "v1.2.3.4",
+"10:00 ..." and digit runs inside hex digests are never split into a hit).
+Only ASCII digits count as digits.
+
+email
+    ``local@domain.tld``: a dot-atom local part of ``[A-Za-z0-9_%+-]``, one or
+    more domain labels (letters, digits, inner hyphens) and a top-level domain
+    of at least 2 letters. ASCII only; "user@localhost" (no TLD) is not a hit.
+phone
+    10 to 15 digits in all (E.164 allows 7-15; fewer than 10 is refused so that
+    times, dates and counts stay clear), written as digit groups separated by
+    single spaces, hyphens or dots, with optional parenthesised groups:
+
+    * international: a leading ``+`` and the country code, any grouping, e.g.
+      "+1 415 555 0167", "+44 (0)20 7946 0958", "+14155550167";
+    * national, one of: a parenthesised area code first ("(415) 555-0167",
+      "(020) 7946 0958"); a trunk prefix ``0`` (first group 2-5 digits starting
+      with 0 then 1-9, or with 00 then 1-9, every other group at least 2
+      digits, spaces or hyphens: "020 7946 0958", "06 12 34 56 78",
+      "0044 20 7946 0958"; not "000-000-0000"); or the North
+      American 3-3-4 shape with an area code starting 2-9 and one kind of
+      separator, optionally after a "1" ("415-555-0167", "415.555.0167",
+      "1 415 555 0167").
+
+    A bare digit run without ``+`` ("4155550167") is a number, not a phone.
+    Between groups of a national number there is one kind of separator (the
+    space or nothing around a parenthesised group excepted); a dotted national
+    number must be 3-3-4 (so "01.02.03.04.05" is not a hit). A candidate
+    containing a date (2026-11-29, 29.11.2026, 29 11 2026) is refused, and a
+    number followed by ``:`` and a digit is a time, not a phone.
+ipv4
+    Four dotted decimal octets, each 0-255 without leading zeros ("010.1.1.1" is
+    not canonical and is not a hit), not part of a longer dotted sequence:
+    "1.2.3.4.5" and "v1.2.3.4" are not hits. Every valid address is a hit,
+    loopback and private ones included (the gate errs on the side of redaction).
+    "1.0.0.1" IS a hit: it is a real public address (a DNS resolver) and a
+    bare four-part version string cannot be told from it by its shape; four-part
+    versions are a tolerated false positive, and "v1.0.0.1" is not a hit.
+ipv6
+    Full, compressed and IPv4-suffixed forms ("2001:0db8:0000:0000:0000:ff00:0042:8329",
+    "2001:db8::1", "::1", "::ffff:192.0.2.1"), confirmed by
+    :class:`ipaddress.IPv6Address`. A candidate needs at least two colons, at
+    least one decimal digit (so code paths such as "dead::beef" or "Foo::bar"
+    are not hits) and must not end with a colon ("f32::" in code). Clock times
+    ("3:44", "15:46:00") are never valid addresses.
+card
+    13 to 19 digits, contiguous or grouped by single spaces or single hyphens
+    (one kind per number), passing the Luhn check and starting with an issuer
+    prefix of its length: Visa 4 (13, 16 or 19 digits), Mastercard 51-55 and
+    2221-2720 (16), Amex 34/37 (15), Diners/JCB 30, 35, 36, 38, 39 (14+),
+    Discover/UnionPay/Maestro 6, 50, 56-58. The prefix rule keeps epoch
+    timestamps (1732870800000) and lists of years ("2019 2020 2021 2022") clear.
+    A grouped number is grouped in fours (the last group 1-4 digits) or 4-6-4
+    / 4-6-5 (Diners, Amex): "4111 1111 1111 1111", "5500-0000-0000-0004",
+    "3782 822463 10005", "378282246310005".
+
+Digit runs (phone and card). A run is a maximal sequence of digit groups joined
+by single separators; within it the leftmost, longest valid *window* of whole
+groups is taken, and the search goes on after it. A window starts at the run's
+start or after a space and ends at the run's end or before a space, so it never
+cuts a hyphen- or dot-joined token ("ref 12 (415) 555-0167" yields the phone,
+"12-415-555-0167" yields nothing). Shapes that are ambiguous with a list of
+numbers need more: a card grouped by spaces must not have another group of 3+
+digits next to it in the run, and a North American number grouped by spaces no
+other digit group at all. So "2631 6290 9521 9944" and
+"4111 1111 1111 1111 12/28" hold a card, but the same four groups inside the list
+"7654 2631 6290 9521 9944 1612" do not (nor do two space-grouped cards written
+one after the other with a single space, a known gap), and "6 415 555 0167 2"
+holds no phone.
+
+Overlaps are resolved leftmost first, then longest, then by the order
+card, email, ipv6, ipv4, phone; :func:`scan_text` returns non-overlapping hits in
+text order. :func:`redact` replaces each hit by ``[REDACTED:<kind>]``;
+:meth:`PiiHit.masked` gives a display form that does not reprint the value.
+
+Speed. Each detector runs only where a cheap test passes: email needs ``@``,
+ipv6 ``::`` or ``:h:h:h:h:`` (hex groups), ipv4 the fast regex ``\.d.d.d``, phone and card 10
+characters of digits and separators in a row (``[+(0-9][0-9 ().-]{9}``); the
+exact, slower patterns run only from those places. A field with none of these
+costs a few substring tests and two regex scans that skip on their first
+character.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+__all__ = ["PII_KINDS", "PiiHit", "redact", "scan_record", "scan_records", "scan_text", "text_fields"]
+
+#: The kinds of personal data the scanner reports.
+PII_KINDS: tuple[str, ...] = ("email", "phone", "ipv4", "ipv6", "card")
+
+_PRIORITY = {"card": 0, "email": 1, "ipv6": 2, "ipv4": 3, "phone": 4}
+_DIGITS = "0123456789"
+
+
+_EMAIL = re.compile(
+    r"(?<![A-Za-z0-9_%+.-])[A-Za-z0-9_%+-]+(?:\.[A-Za-z0-9_%+-]+)*"
+    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}"
+    r"(?![A-Za-z0-9_-])"
+)
+
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+_IPV4 = re.compile(rf"(?<![\w.]){_OCTET}(?:\.{_OCTET}){{3}}(?![\w]|\.[0-9A-Za-z])")
+
+_IPV6 = re.compile(
+    r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,8}"
+    r"(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}(?![0-9])|[0-9A-Fa-f]{0,4})"
+)
+
+# A run of digit groups (with an optional leading "+", parenthesised groups and
+# single separators) in which phones and cards are looked for.
+# It may not start right after a word character, a joiner (. - / +) or
+# "<digit>:" (a clock time).
+_RUN = re.compile(
+    r"(?<![\w.+/-])(?<![0-9]:)"
+    r"(?:\+[0-9]+|\([0-9]{1,5}\)|[0-9]+)"
+    r"(?:[ .-]?\([0-9]{1,5}\)|(?<=\))[0-9]+|[ .-][0-9]+)*"
+)
+# Cheap gates, each starting with a literal or a small class so that ``re`` skips
+# through text quickly: the start of 10 run characters in a row (a run with 10
+# digits has at least that), and ".d.d.d" (the tail of a dotted quad).
+_RUN_HINT = re.compile(r"[+(0-9][0-9 ().-]{9}")
+_IPV4_HINT = re.compile(r"\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]")
+# an IPv6 address without "::" has 7 colons (6 before an IPv4 tail): 4 hex groups between 5 of them
+_IPV6_HINT = re.compile(r":[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:")
+_ATOM = re.compile(r"([ .-]?)(\+[0-9]+|\([0-9]{1,5}\)|[0-9]+)")
+
+_TRUNK = re.compile(r"0[1-9]|00[1-9]")
+_DATE = re.compile(
+    r"(?<![0-9])(?:(?:19|20)[0-9]{2}([-./ ])(?:0?[1-9]|1[0-2])\1(?:0?[1-9]|[12][0-9]|3[01])"
+    r"|(?:0?[1-9]|[12][0-9]|3[01])([-./ ])(?:0?[1-9]|1[0-2])\2(?:19|20)[0-9]{2})(?![0-9])"
+)
+
+
+@dataclass(frozen=True)
+class PiiHit:
+    """One piece of personal data: ``text == source[start:end]``."""
+
+    kind: str
+    start: int
+    end: int
+    text: str
+
+    def masked(self) -> str:
+        """A display form that shows the kind and shape but not the value.
+
+        email "j***@e***.org"; phone keeps a leading "+CC" group and the last 2
+        digits ("+1 *** *** **67"); card keeps the first 4 and last 4 digits
+        ("4111 **** **** 1111"); ipv4 keeps the first octet ("192.*.*.*");
+        ipv6 keeps the first group ("2001:****").
+        """
+        t = self.text
+        if self.kind == "email":
+            local, domain = t.rsplit("@", 1)
+            labels = domain.split(".")
+            return f"{local[0]}***@{labels[0][0]}***.{labels[-1]}"
+        if self.kind == "ipv4":
+            return t.split(".", 1)[0] + ".*.*.*"
+        if self.kind == "ipv6":
+            return t.split(":", 1)[0] + ":****"
+        if self.kind == "card":
+            n = sum(c.isdigit() for c in t)
+            keep = lambda i: i < 4 or i >= n - 4  # noqa: E731
+        else:  # phone
+            n = sum(c.isdigit() for c in t)
+            cc = 0
+            m = re.match(r"\+([0-9]{1,3})(?![0-9])", t)
+            if m:
+                cc = len(m.group(1))
+            keep = lambda i: i < cc or i >= n - 2  # noqa: E731
+        out, i = [], 0
+        for c in t:
+            if c.isdigit():
+                out.append(c if keep(i) else "*")
+                i += 1
+            else:
+                out.append(c)
+        return "".join(out)
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, c in enumerate(reversed(digits)):
+        d = ord(c) - 48
+        if i & 1:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def _card_brand_ok(digits: str) -> bool:
+    """Whether the number starts with an issuer prefix (IIN) of a payment card and has its length."""
+    n = len(digits)
+    d1, d2, d4 = int(digits[0]), int(digits[:2]), int(digits[:4])
+    if d1 == 4:                                   # Visa
+        return n in (13, 16, 19)
+    if d2 in (34, 37):                            # American Express
+        return n == 15
+    if 51 <= d2 <= 55 or 2221 <= d4 <= 2720:      # Mastercard
+        return n == 16
+    if d2 in (30, 36, 38, 39, 35):                # Diners Club, JCB
+        return n >= 14
+    return d1 == 6 or d2 in (50, 56, 57, 58)     # Discover, UnionPay, Maestro
+
+
+def _is_card(atoms: list[tuple[str, str]], around: tuple[str, ...]) -> bool:
+    """``atoms``: the (separator, group) pairs of one window; ``around``: the groups next to it in its run."""
+    groups = [g for _, g in atoms]
+    if len(groups) > 5 or not all(g.isdigit() for g in groups):  # no "+..." or "(...)"
+        return False
+    digits = "".join(groups)
+    if not 13 <= len(digits) <= 19 or not _card_brand_ok(digits):
+        return False
+    if len(groups) > 1:
+        seps = {s for s, _ in atoms[1:]}
+        if seps not in ({" "}, {"-"}):
+            return False
+        if seps == {" "} and any(g.isdigit() and len(g) >= 3 for g in around):  # "7654 2631 ... 1612" lists
+            return False
+        sizes = [len(g) for g in groups]
+        if sizes not in ([4, 6, 4], [4, 6, 5]) and not (sizes[:-1] == [4] * (len(sizes) - 1) and sizes[-1] <= 4):
+            return False
+    return _luhn(digits)
+
+
+def _is_phone(atoms: list[tuple[str, str]], window: str, around: tuple[str, ...]) -> bool:
+    """``atoms``: the (separator, group) pairs of one window; ``window``: its text; ``around``: see :func:`_is_card`."""
+    ndigits = sum(map(window.count, _DIGITS))
+    if not 10 <= ndigits <= 15 or _DATE.search(window):
+        return False
+    groups = [g for _, g in atoms]
+    if groups[0].startswith("+"):
+        return True
+    # National. One kind of separator between groups; around a "(...)" group it is free.
+    seps = {sep for (sep, g), (_, prev) in zip(atoms[1:], atoms) if not prev.endswith(")") and not g.startswith("(")}
+    if len(seps) > 1:
+        return False
+    sep = seps.pop() if seps else " "
+    bare = [g.strip("()") for g in groups]
+    sizes = [len(g) for g in bare]
+    # North American 3-3-4 with an area code 2-9, optionally after a bare "1"
+    if sizes == [3, 3, 4] or (sizes == [1, 3, 3, 4] and groups[0] == "1"):
+        listed = sep == " " and "(" not in window and any(g.isdigit() for g in around)  # "6 415 555 0167 2"
+        if bare[-3][0] not in "01" and not listed:
+            return True
+    if sep == "." or any(s < 2 for s in sizes):
+        return False
+    # a parenthesised area code, or a trunk prefix 0 / international prefix 00 (first group of 2-5 digits)
+    return groups[0].startswith("(") or (sizes[0] <= 5 and _TRUNK.match(bare[0]) is not None)
+
+
+def _continues(text: str, end: int) -> bool:
+    """Whether ``text`` goes on past ``end`` as part of the same token."""
+    if end >= len(text):
+        return False
+    c = text[end]
+    if c.isalnum() or c == "_":
+        return True
+    return c in ".:/+-" and end + 1 < len(text) and text[end + 1].isalnum()
+
+
+_MAX_WINDOW_ATOMS = 8  # a phone or card has at most 8 groups (and at most 19 digits)
+
+
+def _scan_runs(text: str, out: list[PiiHit], hint: re.Match | None) -> None:
+    """Phones and cards: the leftmost, longest valid windows of whole groups in each digit run."""
+    while hint is not None:
+        # no run of 10+ digits starts before the hint (it would contain an earlier one)
+        m = _RUN.search(text, hint.start())
+        if m is None:
+            return
+        hint = _RUN_HINT.search(text, m.end())
+        run = m.group()
+        if len(run) < 10 or sum(map(run.count, _DIGITS)) < 10:
+            continue
+        base = m.start()
+        atoms = [(a.group(1), a.group(2), base + a.start(2), base + a.end(2)) for a in _ATOM.finditer(run)]
+        n = len(atoms)
+        # a window starts at the run start or after a space, and ends at the run end or before a space
+        starts = [0] + [i for i in range(1, n) if atoms[i][0] == " "]
+        ends = [j for j in range(1, n) if atoms[j][0] == " "]
+        if not _continues(text, m.end()):
+            ends.append(n)
+        next_free = 0
+        for i in starts:
+            if i < next_free:
+                continue
+            for j in reversed(ends[bisect_right(ends, i):bisect_right(ends, i + _MAX_WINDOW_ATOMS)]):
+                pairs = [(s, g) for s, g, _, _ in atoms[i:j]]
+                a0, a1 = atoms[i][2], atoms[j - 1][3]
+                window = text[a0:a1]
+                around = (atoms[i - 1][1] if i else "", atoms[j][1] if j < n else "")
+                kind = "card" if _is_card(pairs, around) else "phone" if _is_phone(pairs, window, around) else None
+                if kind:
+                    out.append(PiiHit(kind, a0, a1, window))
+                    next_free = j
+                    break
+
+
+def _scan_email(text: str, out: list[PiiHit]) -> None:
+    for m in _EMAIL.finditer(text):
+        out.append(PiiHit("email", m.start(), m.end(), m.group()))
+
+
+def _scan_ipv4(text: str, out: list[PiiHit], hint: re.Match | None) -> None:
+    while hint is not None:
+        dot = hint.start()  # the first octet is the 1-3 characters before it
+        pos = dot + 1
+        for start in range(max(0, dot - 3), dot):
+            m = _IPV4.match(text, start)
+            if m is not None:
+                out.append(PiiHit("ipv4", m.start(), m.end(), m.group()))
+                pos = m.end()
+                break
+        hint = _IPV4_HINT.search(text, pos)
+
+
+def _scan_ipv6(text: str, out: list[PiiHit], near: int) -> None:
+    # an address is at most 45 characters long, so none that contains the
+    # first "::" or hint (at ``near``) starts more than 45 characters before it
+    for m in _IPV6.finditer(text, max(0, near - 45)):
+        cand = m.group()
+        if cand.endswith(":") or cand.count(":") < 2 or not any(c.isdigit() for c in cand):
+            continue
+        if _continues(text, m.end()) or text[m.end():m.end() + 1] == ":":
+            continue
+        try:
+            ipaddress.IPv6Address(cand)
+        except ValueError:
+            continue
+        out.append(PiiHit("ipv6", m.start(), m.end(), cand))
+
+
+def scan_text(text: str) -> list[PiiHit]:
+    """The PII hits in ``text``: non-overlapping, in order of position (see the module rules)."""
+    found: list[PiiHit] = []
+    if "@" in text:
+        _scan_email(text, found)
+    if ":" in text:
+        # where the first address can be: at the first "::" or the first ":h:h:h:h:"
+        near = text.find("::")
+        hint = _IPV6_HINT.search(text)
+        if hint is not None and (near < 0 or hint.start() < near):
+            near = hint.start()
+        if near >= 0:
+            _scan_ipv6(text, found, near)
+    if "." in text and (hint := _IPV4_HINT.search(text)) is not None:
+        _scan_ipv4(text, found, hint)
+    if (hint := _RUN_HINT.search(text)) is not None:
+        _scan_runs(text, found, hint)
+    if len(found) <= 1:
+        return found
+    found.sort(key=lambda h: (h.start, h.start - h.end, _PRIORITY[h.kind]))
+    hits: list[PiiHit] = []
+    for h in found:
+        if not hits or h.start >= hits[-1].end:
+            hits.append(h)
+    return hits
+
+
+def redact(text: str, hits: list[PiiHit] | None = None) -> str:
+    """``text`` with each hit replaced by ``[REDACTED:<kind>]``.
+
+    ``hits`` defaults to :func:`scan_text` of ``text``; given hits must lie in
+    ``text`` (``text[start:end] == hit.text``) and must not overlap, or
+    :class:`ValueError` is raised.
+    """
+    if hits is None:
+        hits = scan_text(text)
+    parts: list[str] = []
+    pos = 0
+    for h in sorted(hits, key=lambda h: h.start):
+        if text[h.start:h.end] != h.text or h.kind not in PII_KINDS:
+            raise ValueError(f"hit {h!r} does not lie in the text")
+        if h.start < pos:
+            raise ValueError(f"hit {h!r} overlaps another")
+        parts.append(text[pos:h.start])
+        parts.append(f"[REDACTED:{h.kind}]")
+        pos = h.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _walk(obj: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(obj, str):
+        yield path, obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            sub = f"{path}.{k}" if path else str(k)
+            if isinstance(k, str):
+                yield sub + "<key>", k
+            yield from _walk(v, sub)
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            yield from _walk(v, f"{path}[{i}]")
+
+
+def text_fields(obj: Any) -> Iterator[tuple[str, str]]:
+    """Every string in a JSON-like value (dict keys included), as (path, string).
+
+    Paths read like ``steps[2].observation``; a key is reported as
+    ``r_extensions.endorses_last_output<key>``.
+    """
+    yield from _walk(obj, "")
+
+
+def scan_record(obj: Any) -> list[tuple[str, PiiHit]]:
+    """The hits in every text field of a record (any JSON-like value), as (path, hit)."""
+    return [(path, h) for path, s in text_fields(obj) for h in scan_text(s)]
+
+
+def scan_records(records: Iterable[Any]) -> Iterator[tuple[int, str, PiiHit]]:
+    """(record index, path, hit) for every hit in ``records``."""
+    for n, rec in enumerate(records):
+        for path, h in scan_record(rec):
+            yield n, path, h

@@ -1,0 +1,426 @@
+"""Cutting a release: splits, gates, parquet shards, card, datasheet, Croissant, manifest.
+
+A release is built in a temporary directory beside its destination and renamed
+into place only when every gate has passed, so a refused release writes nothing.
+Its identity is the content SHA (:mod:`corpus.content`); an existing version with
+different content is refused (immutability), the same content is a no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from corpus.content import ContentDigest
+from corpus.errors import ReleaseRefused, UsageError
+from corpus.gates import (
+    completeness_gate,
+    release_kind_gate,
+    split_discipline_gate,
+    synthetic_cap_gate,
+    synthetic_shares,
+    transfer_provenance_gate,
+)
+from corpus.layout import CONFIGS, ROWS_PER_SHARD, SPLIT_FRACTIONS, SPLITS, arrow_schema, shard_name
+from corpus.splits import DEFAULT_SALT, HELD_OUT, assign_subjects, pinned_subjects
+from corpus.store import Corpus
+from schemas import SCHEMA_VERSION, TRB_VERSION
+from schemas.models import GateResult, ReleaseManifest
+
+__all__ = ["ReleaseResult", "cut_release", "read_manifest", "list_releases", "TOOLKIT_VERSION"]
+
+TOOLKIT_VERSION = "0.1.0"
+TEMPLATE = Path(__file__).resolve().parents[1] / "DATASHEET.md"
+_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+_BATCH_ROWS = 50_000
+_MAX_PII_LISTED = 20
+
+#: config -> SQL producing its rows (every column of corpus.layout.CONFIGS, in order), sorted.
+_ROWS_SQL = {
+    "sessions": """
+        SELECT s.session_id, x.split, s.source_kind, s.collector, s.consent_ref, s.licence, s.subject_id, s.context_id,
+               s.stimulus_set, s.subject_population, s.language, s.r_extensions, s.n_steps
+        FROM store.sessions s JOIN assigned x USING (session_id)""",
+    "steps": """
+        SELECT st.session_id, x.split, st.t, st.observation, st.has_r, st.r_goal, st.r_planned_next,
+               st.r_caused_by_self, st.r_confidence, st.r_ext, st.action, st.action_space, st.outcome
+        FROM store.steps st JOIN assigned x USING (session_id)""",
+    "counterfactuals": """
+        SELECT c.cf_id, x.split, c.session_id, c.t, c.rp_goal, c.rp_planned_next, c.rp_caused_by_self,
+               c.rp_confidence, c.rp_ext, c.origin, c.paired_session_id, c.adversarial, c.ood, c.author_person,
+               c.generator_name, c.generator_version, c.generator_seed, c.phi_type,
+               CASE WHEN c.phi_type = 'distribution' THEN list_sort(list_transform(
+                   map_entries(json_transform(c.phi_probs, '"MAP(VARCHAR, DOUBLE)"')),
+                   lambda e: {'action': e.key, 'p': e.value})) END AS phi_probs,
+               c.phi_text, c.phi_n
+        FROM store.counterfactuals c JOIN assigned x USING (session_id)
+        WHERE NOT (c.phi_type IS NULL AND x.split IN ('eval', 'transfer'))""",
+    "attribution": """
+        WITH adj AS (
+            SELECT target_id, arg_max(label, created_at || lpad(revision::VARCHAR, 10, '0') || annotation_id) AS label
+            FROM store.annotations
+            WHERE target_kind = 'attribution' AND value_type = 'attribution' AND role IN ('adjudicator', 'reviewer')
+            GROUP BY target_id),
+        labs AS (
+            SELECT target_id, list({'annotator_id': annotator_id, 'role': role, 'label': label, 'method': method}
+                                   ORDER BY annotator_id, role, revision, annotation_id) AS annotations
+            FROM store.annotations WHERE target_kind = 'attribution' AND value_type = 'attribution'
+            GROUP BY target_id)
+        SELECT a.item_id, x.split, a.session_id, a.t, a.design_label, a.endorsed, a.note,
+               CASE WHEN adj.label IS NULL THEN a.design_label WHEN adj.label = 'unsure' THEN NULL
+                    ELSE adj.label END AS label,
+               CASE WHEN adj.label IS NULL THEN 'design' ELSE 'adjudicated' END AS label_source,
+               labs.annotations AS annotations
+        FROM store.attribution a JOIN assigned x USING (session_id)
+        LEFT JOIN adj ON adj.target_id = a.item_id LEFT JOIN labs ON labs.target_id = a.item_id""",
+    "transfer": """
+        SELECT tc.context_id, 'transfer' AS split, tc.description, tc.collector_org, tc.attestation_ref,
+               count(x.session_id)::INTEGER AS n_sessions
+        FROM store.transfer_contexts tc
+        LEFT JOIN store.sessions s ON s.context_id = tc.context_id
+        LEFT JOIN assigned x ON x.session_id = s.session_id AND x.split = 'transfer'
+        GROUP BY ALL""",
+}
+_ORDER = {"sessions": "session_id", "steps": "session_id, t", "counterfactuals": "cf_id", "attribution": "item_id",
+          "transfer": "context_id"}
+
+
+@dataclass
+class ReleaseResult:
+    directory: Path
+    manifest: dict
+    created: bool  # False when the same content was already released under this version
+
+
+def read_manifest(directory: str | os.PathLike) -> dict:
+    return json.loads((Path(directory) / "manifest.json").read_text(encoding="utf-8"))
+
+
+def list_releases(corpus: Corpus) -> list[dict]:
+    """Every release under ``<corpus>/releases/``, by version."""
+    root = corpus.require().dir / "releases"
+    out = []
+    for d in sorted(root.glob("*/manifest.json")) if root.is_dir() else []:
+        m = json.loads(d.read_text(encoding="utf-8"))
+        out.append({"version": m["version"], "release_sha": m["release_sha"], "kind": m["kind"],
+                    "smoke_test": m["smoke_test"], "directory": str(d.parent), "counts": m["counts"],
+                    "synthetic_share": m["synthetic_share"]})
+    return sorted(out, key=lambda r: tuple(int(x) for x in r["version"].split(".")))
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _parent_info(parent: Path) -> tuple[dict, pa.Table]:
+    m = read_manifest(parent)
+    files = sorted((parent / "data" / "sessions").glob("*.parquet"))
+    table = pa.concat_tables([pq.read_table(f, columns=["session_id", "subject_id", "split"]) for f in files]) \
+        if files else pa.table({"session_id": [], "subject_id": [], "split": []})
+    return m, table
+
+
+def _assign(con, salt: str, pinned: dict[str, str]) -> None:
+    subjects = [r[0] for r in con.execute("SELECT DISTINCT subject_id FROM store.sessions ORDER BY 1").fetchall()]
+    con.register("subject_splits", assign_subjects(subjects, salt, pinned))
+    con.execute("""
+        CREATE TEMP TABLE assigned AS
+        SELECT s.session_id, s.subject_id,
+               CASE WHEN s.context_id IN (SELECT context_id FROM store.transfer_contexts) THEN 'transfer'
+                    ELSE ss.split END AS split
+        FROM store.sessions s JOIN subject_splits ss USING (subject_id)""")
+    for config, sql in _ROWS_SQL.items():
+        con.execute(f"CREATE TEMP VIEW rel_{config} AS {sql}")
+
+
+def _facts(con) -> dict:
+    """What the datasheet says about the released rows."""
+    one = lambda sql: con.execute(sql).fetchall()  # noqa: E731
+    return {
+        "source_kinds": dict(one("SELECT source_kind, count(*) FROM rel_sessions GROUP BY 1 ORDER BY 1")),
+        "subject_count": one("SELECT count(DISTINCT subject_id) FROM rel_sessions")[0][0],
+        "collectors": one("SELECT collector, count(*) FROM rel_sessions GROUP BY 1 ORDER BY 2 DESC, 1"),
+        "licences": one("SELECT licence, count(*) FROM rel_sessions GROUP BY 1 ORDER BY 2 DESC, 1 NULLS LAST"),
+        "consent": tuple(one("SELECT count(consent_ref), count(*) FROM rel_sessions")[0]),
+        "contexts": [dict(zip(("context_id", "stimulus_set", "subject_population", "language", "split", "n_sessions"), r))
+                     for r in one("SELECT context_id, stimulus_set, subject_population, language, split, count(*) "
+                                  "FROM rel_sessions GROUP BY ALL ORDER BY 1, 5")],
+        "origins": dict(one("SELECT origin, count(*) FROM rel_counterfactuals GROUP BY 1 ORDER BY 1")),
+        "transfer_contexts": [dict(zip(("context_id", "collector_org", "attestation_ref", "description", "n_sessions"), r))
+                              for r in one("SELECT context_id, collector_org, attestation_ref, description, n_sessions "
+                                           "FROM rel_transfer ORDER BY 1")],
+        "label_status": dict(one("SELECT label_source, count(*) FROM rel_attribution GROUP BY 1 ORDER BY 1")),
+    }
+
+
+def _licence_id(licences: list[tuple]) -> str:
+    """The Hub licence id when every session has the same SPDX-style licence, else ``other`` (see the datasheet)."""
+    names = {(lic or "").strip() for lic, _ in licences}
+    if len(names) == 1:
+        name = names.pop().lower()
+        if re.fullmatch(r"[a-z0-9][a-z0-9.+\-]*", name):
+            return name
+    return "other"
+
+
+def _scan_rows(rows: list[dict], config: str, hits: list, counter: list[int], redact_pii: bool) -> bool:
+    """PII-scan every string in ``rows`` (in place redaction if asked); True if any row changed."""
+    from corpus.pii import redact, scan_text
+
+    key = CONFIGS[config][0][0]
+    changed = False
+
+    def visit(value, where):
+        nonlocal changed
+        if isinstance(value, str):
+            found = scan_text(value)
+            if found:
+                counter[0] += len(found)
+                for h in found:
+                    if len(hits) < _MAX_PII_LISTED:
+                        hits.append(f"{config} {row[key]} {where}: {h.kind} {h.masked()}")
+                if redact_pii:
+                    changed = True
+                    return redact(value, found)
+            return value
+        if isinstance(value, list):
+            return [visit(v, where) for v in value]
+        if isinstance(value, dict):
+            return {k: visit(v, f"{where}.{k}") for k, v in value.items()}
+        return value
+
+    for row in rows:
+        for col, value in row.items():
+            if isinstance(value, (str, list, dict)):
+                new = visit(value, col)
+                if redact_pii:
+                    row[col] = new
+    return changed
+
+
+def _write_data(con, tmp: Path, progress: bool, redact_pii: bool) -> tuple[dict, dict, list, int, ContentDigest]:
+    counts: dict[str, dict[str, int]] = {}
+    files: list[dict] = []
+    hits: list[str] = []
+    n_hits = [0]
+    digest = ContentDigest()
+    totals = {c: dict(con.execute(f"SELECT split, count(*) FROM rel_{c} GROUP BY 1").fetchall()) for c in CONFIGS}
+    bar = tqdm(total=sum(sum(v.values()) for v in totals.values()), unit="row", desc="writing",
+               disable=None if progress else True, leave=False)
+    try:
+        for config in CONFIGS:
+            schema = arrow_schema(config)
+            for split in SPLITS:
+                n = totals[config].get(split, 0)
+                if not n:
+                    continue
+                counts.setdefault(config, {})[split] = n
+                n_shards = max(1, -(-n // ROWS_PER_SHARD))
+                reader = con.sql(f"SELECT * FROM rel_{config} WHERE split = $split ORDER BY {_ORDER[config]}",
+                                 params={"split": split}).to_arrow_reader(_BATCH_ROWS)
+                shard, writer, in_shard = 0, None, 0
+                for batch in reader:
+                    batch = pa.Table.from_batches([batch]).rename_columns(schema.names).cast(schema)
+                    rows = batch.to_pylist()
+                    if _scan_rows(rows, config, hits, n_hits, redact_pii):
+                        batch = pa.Table.from_pylist(rows, schema=schema)
+                    digest.add_batch(config, batch)
+                    start = 0
+                    while start < batch.num_rows:
+                        if writer is None:
+                            path = tmp / shard_name(config, split, shard, n_shards)
+                            path.parent.mkdir(parents=True, exist_ok=True)
+                            writer = pq.ParquetWriter(path, schema, compression="zstd")
+                        take = min(ROWS_PER_SHARD - in_shard, batch.num_rows - start)
+                        writer.write_table(batch.slice(start, take))
+                        start += take
+                        in_shard += take
+                        if in_shard == ROWS_PER_SHARD:
+                            writer.close()
+                            writer, in_shard, shard = None, 0, shard + 1
+                    bar.update(batch.num_rows)
+                if writer is not None:
+                    writer.close()
+    finally:
+        bar.close()
+    for path in sorted(tmp.glob("data/*/*.parquet")):
+        files.append({"path": path.relative_to(tmp).as_posix(), "sha256": _sha256_file(path), "bytes": path.stat().st_size})
+    return counts, files, hits, n_hits[0], digest
+
+
+def _rai(manifest: dict, facts: dict) -> dict:
+    smoke = manifest["smoke_test"]
+    kinds = ", ".join(f"{k} ({n})" for k, n in facts["source_kinds"].items())
+    return {
+        "dataCollection": f"Sessions by source kind: {kinds}. Collectors: "
+                          + ", ".join(f"{c} ({n})" for c, n in facts["collectors"]) + ".",
+        "dataCollectionType": "Simulated" if smoke else "Direct measurement",
+        "dataAnnotationProtocol": "Attribution items carry a design label; annotators label caused_by_self "
+                                  "(self/exogenous/unsure) in Label Studio, adjudicated by majority with a margin "
+                                  f"and by reviewers. Label source in this release: {manifest['label_source']}. "
+                                  "Counterfactual continuations Φ(r') are distributions over the step's actions.",
+        "annotationsPerItem": "Overlap 3 by default for annotated items; design labels otherwise.",
+        "dataLimitations": ("SMOKE TEST: simulated or illustrative data; no TRB score may be claimed from it "
+                            "(TRB spec section 6). " if smoke else "") +
+                           f"Synthetic counterfactual share {manifest['synthetic_share']} (capped at 3 synthetic "
+                           "per human one).",
+        "dataBiases": "Subject populations and contexts are listed in the datasheet; transfer contexts are held out.",
+        "personalSensitiveInformation": "Subjects are pseudonymous ids; every text field passed a PII scan "
+                                        f"(e-mail, phone, IP, card numbers): {manifest['pii']}.",
+        "dataUseCases": "Evaluating whether a model's stated reasoning governs its actions (TRB Tracks 1 and 3). "
+                        "The eval and transfer splits must never be used to fit anything.",
+        "dataSocialImpact": "Measures faithfulness of model self-reports; a misread result could overstate it.",
+        "dataReleaseMaintenancePlan": "Releases are immutable and SHA-pinned; corrections come as new versions "
+                                      "with a parent reference.",
+    }
+
+
+def cut_release(
+    corpus: Corpus,
+    version: str,
+    *,
+    kind: str = "smoke",
+    out: str | os.PathLike | None = None,
+    trainer_orgs: list[str] | tuple[str, ...] = (),
+    parent: str | os.PathLike | None = None,
+    salt: str | None = None,
+    redact_pii: bool = False,
+    datasheet: str | os.PathLike | None = None,
+    progress: bool = True,
+    wait_seconds: float | None = None,
+) -> ReleaseResult:
+    """Cut release ``version`` of ``corpus`` (see the module docstring).
+
+    Raises:
+        ReleaseRefused: a gate failed (its figure, bar and first offending ids); nothing was written.
+        UsageError: a malformed version, kind, parent or datasheet.
+        CorpusNotFound, CorpusBusy: as for every corpus command.
+    """
+    from corpus.card import datasheet_values, fill_datasheet, render_card
+    from corpus.croissant import build_croissant, validate_croissant
+
+    if not _VERSION.match(version):
+        raise UsageError(f"version {version!r} is not X.Y.Z (e.g. 0.1.0)")
+    if kind not in ("trb", "smoke"):
+        raise UsageError(f"kind {kind!r} is not trb or smoke")
+    corpus.require()
+    dest = Path(out) if out else corpus.dir / "releases" / version
+    template_path = Path(datasheet) if datasheet else TEMPLATE
+    if not template_path.is_file():
+        raise UsageError(f"datasheet template {template_path} does not exist")
+    template = template_path.read_text(encoding="utf-8")
+    parent_manifest, parent_sessions, pinned, held_out = None, None, {}, {}
+    if parent is not None:
+        if not (Path(parent) / "manifest.json").is_file():
+            raise UsageError(f"--parent {parent} is not a release directory (no manifest.json)")
+        parent_manifest, parent_sessions = _parent_info(Path(parent))
+        pinned = pinned_subjects(parent_sessions)
+        held_out = {s: sp for s, sp in zip(parent_sessions.column("session_id").to_pylist(),
+                                           parent_sessions.column("split").to_pylist()) if sp in HELD_OUT}
+    salt = salt or (parent_manifest or {}).get("salt") or DEFAULT_SALT
+
+    spill = corpus.dir / f".release-{os.getpid()}.spill"
+    with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-corpus release", spill_dir=spill) as con:
+        _assign(con, salt, pinned)
+        excluded = con.execute("SELECT count(*) FROM store.counterfactuals c JOIN assigned x USING (session_id) "
+                               "WHERE c.phi_type IS NULL AND x.split IN ('eval', 'transfer')").fetchone()[0]
+        shares = synthetic_shares(con)
+        gates = [
+            release_kind_gate(con, kind),
+            synthetic_cap_gate(con, shares),
+            transfer_provenance_gate(con, list(trainer_orgs)),
+            split_discipline_gate(con, held_out),
+            completeness_gate(con, excluded, kind, template.count("[curator:")),
+        ]
+        failed = [g for g in gates if not g.passed]
+        if failed:
+            raise ReleaseRefused(failed)
+        facts = _facts(con)
+        subjects = dict(con.execute("SELECT split, count(DISTINCT subject_id) FROM assigned GROUP BY 1").fetchall())
+        labels = set(facts["label_status"])
+        label_source = "none" if not labels else labels.pop() if len(labels) == 1 else "mixed"
+
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.parent / f".{dest.name}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            counts, files, hits, n_hits, digest = _write_data(con, tmp, progress, redact_pii)
+            pii_gate = GateResult(
+                name="pii_scan", passed=redact_pii or n_hits == 0,
+                figure=f"{n_hits} hit(s) in every text field" + (" (redacted)" if redact_pii and n_hits else ""),
+                bar="0 unredacted hits (e-mail, phone, IP, card numbers)",
+                detail="\n".join(hits) if hits else None)
+            if not pii_gate.passed:
+                raise ReleaseRefused([pii_gate], "release refused: personal data found; redact it in the corpus, "
+                                                 "or cut with --redact-pii; nothing was written")
+            release_sha = digest.hexdigest()
+            if (dest / "manifest.json").is_file():
+                existing = read_manifest(dest)
+                if existing["release_sha"] == release_sha:
+                    return ReleaseResult(dest, existing, created=False)
+                raise ReleaseRefused([GateResult(
+                    name="immutability", passed=False,
+                    figure=f"version {version} exists with release SHA {existing['release_sha']}",
+                    bar=f"the same content (this one is {release_sha}); cut a new version",
+                    detail=f"existing release: {dest}")])
+            if dest.exists():
+                raise UsageError(f"{dest} exists and is not a release directory; choose another --out")
+            gates += [pii_gate, GateResult(name="immutability", passed=True, figure=f"version {version} is new",
+                                           bar="an existing version is never changed")]
+            manifest = ReleaseManifest(
+                release_sha=release_sha, version=version, kind=kind, smoke_test=kind == "smoke",
+                trb_version=TRB_VERSION, schema_version=SCHEMA_VERSION, toolkit_version=TOOLKIT_VERSION,
+                created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), salt=salt,
+                split_fractions=SPLIT_FRACTIONS, counts=counts, subjects=subjects,
+                synthetic_share=shares["overall"]["share"], synthetic=shares, label_source=label_source,
+                excluded={"counterfactuals_lacking_phi_kept_out_of_eval": excluded}, trainer_orgs=list(trainer_orgs),
+                pii={"hits": n_hits, "redacted": n_hits if redact_pii else 0}, gates=gates, files=files,
+                parent={"version": parent_manifest["version"], "release_sha": parent_manifest["release_sha"]}
+                if parent_manifest else None,
+            ).model_dump(mode="json")
+            configs = {c: list(splits) for c, splits in counts.items()}
+            licence = _licence_id(facts["licences"])
+            smoke = " (SMOKE TEST)" if kind == "smoke" else ""
+            pretty = f"TRB corpus release {version}{smoke}"
+            (tmp / "README.md").write_text(render_card(manifest, pretty_name=pretty, license=licence, configs=configs),
+                                           encoding="utf-8")
+            (tmp / "DATASHEET.md").write_text(fill_datasheet(template, datasheet_values(manifest, facts)),
+                                              encoding="utf-8")
+            croissant = build_croissant(
+                manifest, name=f"trb-corpus-{version}", license=licence, url=None, configs=configs,
+                description=f"TRB corpus release {version}{smoke}: paired-counterfactual sessions and "
+                            f"self-attribution items. Release SHA {release_sha}.",
+                rai=_rai(manifest, facts))
+            problems = validate_croissant(croissant)
+            if problems:  # a bug in this toolkit, not in the user's data
+                raise RuntimeError("generated croissant.json fails mlcroissant validation: " + "; ".join(problems))
+            (tmp / "croissant.json").write_text(json.dumps(croissant, indent=2, ensure_ascii=False) + "\n",
+                                                encoding="utf-8")
+            problems = validate_croissant(tmp / "croissant.json", max_records=1000)  # reads records from the files
+            if problems:
+                raise RuntimeError("croissant.json does not read back with mlcroissant: " + "; ".join(problems))
+            for name in ("README.md", "DATASHEET.md", "croissant.json"):
+                p = tmp / name
+                manifest["files"].append({"path": name, "sha256": _sha256_file(p), "bytes": p.stat().st_size})
+            ReleaseManifest.model_validate(manifest)
+            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+                                               encoding="utf-8")
+            os.replace(tmp, dest)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return ReleaseResult(dest, manifest, created=True)
