@@ -25,6 +25,8 @@ demo: install
 	$(BIN)/trb-corpus validate $(DEMO_DIR)/simulated.jsonl.gz examples/7f3a/7f3a.jsonl
 	$(BIN)/trb-corpus ingest --corpus $(DEMO_DIR)/corpus $(DEMO_DIR)/simulated.jsonl.gz examples/7f3a/7f3a.jsonl
 	$(BIN)/trb-corpus stats --corpus $(DEMO_DIR)/corpus
+	$(BIN)/trb-corpus release --corpus $(DEMO_DIR)/corpus --version 0.1.0 --kind smoke
+	$(BIN)/trb-corpus verify $(DEMO_DIR)/corpus/releases/0.1.0
 	@echo "SMOKE TEST: simulated and illustrative data only; no TRB score can be claimed from it (spec section 6)." >&2
 
 test: install
@@ -32,6 +34,7 @@ test: install
 
 bench: install
 	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/release.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR)

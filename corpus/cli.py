@@ -151,24 +151,34 @@ def synth(corpus_dir, seed, per_step, adversarial, ood, wait_seconds, quiet) -> 
 @click.option("--parent", type=click.Path(file_okay=False, exists=True), default=None,
               help="The previous release: its salt is reused and its held-out sessions stay held out.")
 @click.option("--salt", default=None, help="Split salt (default: the parent's, else trb-split-v1).")
+@click.option("--split-fractions", default=None,
+              help="Shares of subjects per split, e.g. train=0.7,dev=0.1,eval=0.2 (the default; a parent's are "
+                   "reused). A smoke test of a tiny corpus may use eval=1.")
 @click.option("--redact-pii", is_flag=True, help="Release with PII hits redacted instead of refusing.")
 @click.option("--datasheet", type=click.Path(dir_okay=False, exists=True), default=None,
               help="A curator-completed datasheet template (required for --kind trb).")
 @_wait_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def release(corpus_dir, version, kind, out, trainer_orgs, parent, salt, redact_pii, datasheet, wait_seconds,
-            quiet) -> None:
+def release(corpus_dir, version, kind, out, trainer_orgs, parent, salt, split_fractions, redact_pii, datasheet,
+            wait_seconds, quiet) -> None:
     """Cut an immutable, SHA-pinned release (a Hugging Face dataset directory); print its SHA last.
 
     Nothing is written when any gate fails (exit 6): synthetic cap, transfer
     provenance, split discipline, completeness, PII scan, immutability.
     """
+    from corpus.errors import UsageError
     from corpus.release import cut_release
+    from corpus.splits import parse_fractions
     from corpus.store import Corpus, resolve_corpus_dir
 
+    try:
+        fractions = parse_fractions(split_fractions) if split_fractions else None
+    except ValueError as e:
+        raise UsageError(f"--split-fractions: {e}") from None
     result = cut_release(Corpus(resolve_corpus_dir(corpus_dir)), version, kind=kind, out=out,
                          trainer_orgs=list(trainer_orgs), parent=parent, salt=salt, redact_pii=redact_pii,
-                         datasheet=datasheet, progress=not quiet, wait_seconds=wait_seconds)
+                         datasheet=datasheet, split_fractions=fractions, progress=not quiet,
+                         wait_seconds=wait_seconds)
     m = result.manifest
     for g in m["gates"]:
         click.echo(f"gate {g['name']}: {'passed' if g['passed'] else 'FAILED'}: {g['figure']}", err=True)

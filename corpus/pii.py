@@ -89,7 +89,7 @@ text order. :func:`redact` replaces each hit by ``[REDACTED:<kind>]``;
 :meth:`PiiHit.masked` gives a display form that does not reprint the value.
 
 Speed. Each detector runs only where a cheap test passes: email needs ``@``,
-ipv6 ``::`` or ``:h:h:h:h:`` (hex groups), ipv4 the fast regex ``\.d.d.d``, phone and card 10
+ipv6 ``::`` or ``:h:h:h:h:`` (hex groups), ipv4 the fast regex for ".d.d.d", phone and card 10
 characters of digits and separators in a row (``[+(0-9][0-9 ().-]{9}``); the
 exact, slower patterns run only from those places. A field with none of these
 costs a few substring tests and two regex scans that skip on their first

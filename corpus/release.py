@@ -134,9 +134,9 @@ def _parent_info(parent: Path) -> tuple[dict, pa.Table]:
     return m, table
 
 
-def _assign(con, salt: str, pinned: dict[str, str]) -> None:
+def _assign(con, salt: str, pinned: dict[str, str], fractions: dict[str, float]) -> None:
     subjects = [r[0] for r in con.execute("SELECT DISTINCT subject_id FROM store.sessions ORDER BY 1").fetchall()]
-    con.register("subject_splits", assign_subjects(subjects, salt, pinned))
+    con.register("subject_splits", assign_subjects(subjects, salt, pinned, fractions))
     con.execute("""
         CREATE TEMP TABLE assigned AS
         SELECT s.session_id, s.subject_id,
@@ -300,6 +300,7 @@ def cut_release(
     salt: str | None = None,
     redact_pii: bool = False,
     datasheet: str | os.PathLike | None = None,
+    split_fractions: dict[str, float] | None = None,
     progress: bool = True,
     wait_seconds: float | None = None,
 ) -> ReleaseResult:
@@ -332,10 +333,11 @@ def cut_release(
         held_out = {s: sp for s, sp in zip(parent_sessions.column("session_id").to_pylist(),
                                            parent_sessions.column("split").to_pylist()) if sp in HELD_OUT}
     salt = salt or (parent_manifest or {}).get("salt") or DEFAULT_SALT
+    fractions = split_fractions or (parent_manifest or {}).get("split_fractions") or dict(SPLIT_FRACTIONS)
 
     spill = corpus.dir / f".release-{os.getpid()}.spill"
     with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-corpus release", spill_dir=spill) as con:
-        _assign(con, salt, pinned)
+        _assign(con, salt, pinned, fractions)
         excluded = con.execute("SELECT count(*) FROM store.counterfactuals c JOIN assigned x USING (session_id) "
                                "WHERE c.phi_type IS NULL AND x.split IN ('eval', 'transfer')").fetchone()[0]
         shares = synthetic_shares(con)
@@ -386,7 +388,7 @@ def cut_release(
                 release_sha=release_sha, version=version, kind=kind, smoke_test=kind == "smoke",
                 trb_version=TRB_VERSION, schema_version=SCHEMA_VERSION, toolkit_version=TOOLKIT_VERSION,
                 created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), salt=salt,
-                split_fractions=SPLIT_FRACTIONS, counts=counts, subjects=subjects,
+                split_fractions=fractions, counts=counts, subjects=subjects,
                 synthetic_share=shares["overall"]["share"], synthetic=shares, label_source=label_source,
                 excluded={"counterfactuals_lacking_phi_kept_out_of_eval": excluded}, trainer_orgs=list(trainer_orgs),
                 pii={"hits": n_hits, "redacted": n_hits if redact_pii else 0}, gates=gates, files=files,

@@ -292,3 +292,27 @@ def test_release_cli_prints_the_sha_last_and_refusals_exit_6(tmp_path, cli):
 def test_bad_version_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError):
         cut_release(_corpus(tmp_path, small_corpus()), "v1", kind="smoke", progress=False)
+
+
+def test_split_fractions_put_a_tiny_smoke_corpus_in_eval(tmp_path, cli):
+    c = Corpus(init_corpus(tmp_path / "ex"))
+    ingest(c, [EXAMPLE_7F3A], progress=False)
+    code, out, err = cli("release", "--corpus", c.dir, "--version", "0.1.0", "--kind", "smoke", "-q",
+                         "--split-fractions", "eval=1")
+    assert code == 0, err
+    m = json.loads((c.dir / "releases/0.1.0/manifest.json").read_text())
+    assert m["split_fractions"] == {"train": 0.0, "dev": 0.0, "eval": 1.0}
+    assert set(m["counts"]["counterfactuals"]) == {"eval"} and m["counts"]["sessions"] == {"eval": 2}
+    for bad in ("eval=0.5", "test=1", "eval=x"):
+        code, _, err = cli("release", "--corpus", c.dir, "--version", "0.2.0", "--kind", "smoke", "--split-fractions", bad)
+        assert code == ExitCode.USAGE and "--split-fractions" in err
+
+
+def test_subject_split_is_deterministic_and_near_its_fractions():
+    from corpus.splits import subject_split
+
+    splits = [subject_split("trb-split-v1", f"subj-{i}") for i in range(20000)]
+    assert splits == [subject_split("trb-split-v1", f"subj-{i}") for i in range(20000)]
+    share = {s: splits.count(s) / len(splits) for s in ("train", "dev", "eval")}
+    assert abs(share["train"] - 0.7) < 0.015 and abs(share["dev"] - 0.1) < 0.01 and abs(share["eval"] - 0.2) < 0.012
+    assert splits != [subject_split("other-salt", f"subj-{i}") for i in range(20000)]
