@@ -1,0 +1,332 @@
+"""The report from real results stores: numbers against independent computations, shape, honesty rules."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests_paths import ROOT
+from trb.report import SMOKE_BANNER, _figure, build_report, plot_tracks, render_html, render_json, render_markdown
+from trb.results import ResultsError, ResultsStore
+from trb.stats import mean_by_session, paired_delta_by_session
+
+B = 1000
+SHA = "c0ffee" + "0" * 58
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+# Track 1 (tv) items as (item_id, session, score) — G(full) = 3.0 / 5, G(ablation) = 2.0 / 6
+FULL_T1 = [("cf1", "s1", 1.0), ("cf2", "s1", 0.8), ("cf3", "s2", 0.6), ("cf4", "s3", 0.4), ("cf5", "s3", 0.2)]
+ABL_T1 = [("cf1", "s1", 0.5), ("cf2", "s1", 0.5), ("cf3", "s2", 0.6), ("cf4", "s3", 0.1), ("cf5", "s3", 0.3),
+          ("cf9", "s3", 0.0)]  # cf9 has no partner in the full run: in G(ablation), not in Δgov
+# Track 3 items as (item_id, session, label, predicted)
+FULL_T3 = [("a1", "s1", "self", "self"), ("a2", "s1", "self", "exogenous"), ("a3", "s2", "self", "self"),
+           ("a4", "s2", "exogenous", "exogenous"), ("a5", "s3", "exogenous", "self"),
+           ("a6", "s3", "exogenous", "missing"), ("a7", "s3", "exogenous", "exogenous")]
+COT_T3 = [("a1", "s1", "self", "self"), ("a2", "s1", "self", "self"), ("a3", "s2", "self", "self"),
+          ("a4", "s2", "exogenous", "self"), ("a5", "s3", "exogenous", "self"), ("a6", "s3", "exogenous", "exogenous"),
+          ("a7", "s3", "exogenous", "self")]
+
+
+def t1_rows(spec, *, synthetic=(), metric="tv") -> list[dict]:
+    return [{"track": "1", "metric": metric, "item_id": i, "session_id": s, "score": x, "split": "eval",
+             "origin": "synthetic" if i in synthetic else "paired_session", "adversarial": i == "cf1", "ood": False}
+            for i, s, x in spec]
+
+
+def t3_rows(spec) -> list[dict]:
+    return [{"track": "3", "metric": "attribution", "item_id": i, "session_id": s, "label": lab, "predicted": p,
+             "score": float(lab == p), "split": "eval"} for i, s, lab, p in spec]
+
+
+def run(baseline: str, tier: str, *, sha=SHA, smoke=False, created="2026-08-03T10:00:00+00:00", tracks=("1", "3"),
+        **over) -> dict:
+    row = {"release_sha": sha, "release_version": "0.2.0", "release_kind": "smoke" if smoke else "trb",
+           "smoke_test": smoke, "baseline": baseline, "adapter_tier": tier, "adapter_spec": {"kind": tier},
+           "seed": 0, "tracks": list(tracks), "split": "eval", "synthetic_share": 0.4, "created_at": created}
+    row.update(over)
+    return row
+
+
+def hand_store(tmp_path: Path, *, smoke: bool = False) -> ResultsStore:
+    store = ResultsStore(tmp_path / "results.duckdb")
+    # an older trace-full run, superseded by the later one below
+    store.record_run(run("trace-full", "native", smoke=smoke, created="2026-08-01T09:00:00+00:00", run_id="old-full"),
+                     t1_rows([(i, s, 0.0) for i, s, _ in FULL_T1]))
+    store.record_run(run("trace-full", "native", smoke=smoke, run_id="full"),
+                     t1_rows(FULL_T1, synthetic={"cf4"}) + t3_rows(FULL_T3))
+    store.record_run(run("trace-ablation", "native", smoke=smoke, run_id="abl", tracks=("1",)), t1_rows(ABL_T1))
+    store.record_run(run("cot-sft", "proxy", smoke=smoke, run_id="cot"),
+                     t1_rows([(i, s, 0.25) for i, s, _ in FULL_T1]) + t3_rows(COT_T3))
+    return store
+
+
+def hand_ba(spec) -> float:
+    pos = [p == "self" for _, _, lab, p in spec if lab == "self"]
+    neg = [p == "exogenous" for _, _, lab, p in spec if lab == "exogenous"]
+    return (sum(pos) / len(pos) + sum(neg) / len(neg)) / 2
+
+
+def keys_anywhere(obj) -> set[str]:
+    if isinstance(obj, dict):
+        return set(obj) | {k for v in obj.values() for k in keys_anywhere(v)}
+    if isinstance(obj, list):
+        return {k for v in obj for k in keys_anywhere(v)}
+    return set()
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> dict[bool, dict]:
+    """The hand-made release's report, as a smoke release and as a real one (built once; tests only read it)."""
+    return {smoke: build_report(hand_store(tmp_path_factory.mktemp(f"smoke-{smoke}"), smoke=smoke), n_resamples=B)
+            for smoke in (False, True)}
+
+
+@pytest.fixture
+def report(reports):
+    return reports[False]
+
+
+# -- numbers ----------------------------------------------------------------------------------------
+
+
+def test_track_scores_match_independent_computations(report):
+    by = {b["name"]: b for b in report["baselines"]}
+    assert [b["name"] for b in report["baselines"]] == ["cot-sft", "trace-ablation", "trace-full"]  # spec §4 order
+    full1 = by["trace-full"]["tracks"]["1"]
+    assert full1["score"] == pytest.approx(np.mean([x for _, _, x in FULL_T1]), abs=1e-12)
+    assert full1["score"] == pytest.approx(0.6, abs=1e-12)
+    assert (full1["n_items"], full1["n_sessions"]) == (5, 3)
+    assert full1["synthetic_share"] == pytest.approx(1 / 5)
+    assert by["trace-ablation"]["tracks"]["1"]["score"] == pytest.approx(2.0 / 6, abs=1e-12)
+    assert by["cot-sft"]["tracks"]["1"]["score"] == pytest.approx(0.25)
+    # Track 3: balanced accuracy by hand — full: TPR 2/3, TNR 2/4 (the 'missing' prediction is a miss)
+    assert by["trace-full"]["tracks"]["3"]["score"] == pytest.approx((2 / 3 + 2 / 4) / 2, abs=1e-12)
+    assert by["trace-full"]["tracks"]["3"]["score"] == pytest.approx(hand_ba(FULL_T3), abs=1e-12)
+    assert by["cot-sft"]["tracks"]["3"]["score"] == pytest.approx(hand_ba(COT_T3), abs=1e-12)  # (1 + 1/4) / 2
+    assert by["cot-sft"]["tracks"]["3"]["score"] == pytest.approx(0.625, abs=1e-12)
+    # the ablation did not run Track 3: shown, without a number
+    assert by["trace-ablation"]["tracks"]["3"]["score"] is None
+    assert "not run" in by["trace-ablation"]["tracks"]["3"]["note"]
+    # an adversarial slice is reported beside the score, not folded into anything
+    assert full1["slices"]["adversarial"] == {"score": 1.0, "n_items": 1}
+
+
+def test_intervals_are_the_session_bootstrap_of_the_right_items(report):
+    by = {b["name"]: b for b in report["baselines"]}
+    est = mean_by_session([x for _, _, x in FULL_T1], [s for _, s, _ in FULL_T1], n_resamples=B, seed=0)
+    full1 = by["trace-full"]["tracks"]["1"]
+    assert (full1["ci_low"], full1["ci_high"]) == (est.ci_low, est.ci_high)
+    for b in report["baselines"]:
+        for entry in b["tracks"].values():
+            if entry["score"] is not None:
+                assert entry["ci_low"] <= entry["score"] <= entry["ci_high"]
+
+
+def test_the_latest_run_of_each_baseline_is_reported(report):
+    by = {b["name"]: b for b in report["baselines"]}
+    assert by["trace-full"]["run_id"] == "full"
+    assert any("superseded" in n for n in report["notes"])
+
+
+def test_delta_gov_is_the_paired_difference_with_a_session_interval(report):
+    d = report["delta_gov"]
+    abl = dict((i, x) for i, _, x in ABL_T1)
+    diffs = [x - abl[i] for i, _, x in FULL_T1]
+    assert d["value"] == pytest.approx(np.mean(diffs), abs=1e-12)
+    assert d["value"] == pytest.approx(0.2, abs=1e-12)
+    # not the unpaired difference of the two G's, which counts cf9
+    assert abs(d["value"] - (0.6 - 2.0 / 6)) > 0.05
+    assert (d["n_items"], d["n_sessions"], d["n_unpaired_ablation"], d["n_unpaired_full"]) == (5, 3, 1, 0)
+    order = sorted(range(5), key=lambda k: FULL_T1[k][0])
+    ref = paired_delta_by_session([FULL_T1[k][2] for k in order], [abl[FULL_T1[k][0]] for k in order],
+                                  [FULL_T1[k][1] for k in order], n_resamples=B, seed=0)
+    assert (d["ci_low"], d["ci_high"]) == (ref.ci_low, ref.ci_high)
+    assert d["ci_low"] <= d["value"] <= d["ci_high"]
+    assert d["ci_excludes_zero"] == (d["ci_low"] > 0 or d["ci_high"] < 0)
+    assert report["delta_gov_note"] is None
+
+
+def test_delta_gov_is_null_with_a_reason_without_both_runs(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    store.record_run(run("trace-full", "native"), t1_rows(FULL_T1))
+    rep = build_report(store, n_resamples=B)
+    assert rep["delta_gov"] is None and "trace-ablation" in rep["delta_gov_note"]
+    assert "not available" in render_markdown(rep, None) and json.loads(render_json(rep))["delta_gov"] is None
+
+
+def test_delta_gov_without_common_items_is_null_with_a_reason(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    store.record_run(run("trace-full", "native"), t1_rows(FULL_T1))
+    store.record_run(run("trace-ablation", "native"), t1_rows([("zz", "s1", 0.5), ("zy", "s2", 0.5)]))
+    rep = build_report(store, n_resamples=B)
+    assert rep["delta_gov"] is None and "none in common" in rep["delta_gov_note"]
+
+
+def test_llr_items_are_reported_separately_from_g(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    llr = [(f"t{k}", f"s{k % 2}", 3.0 + k) for k in range(4)]
+    store.record_run(run("cot-prompted", "proxy"), t1_rows(FULL_T1) + t1_rows(llr, metric="llr"))
+    rep = build_report(store, n_resamples=B)
+    tracks = rep["baselines"][0]["tracks"]
+    assert tracks["1"]["score"] == pytest.approx(0.6) and tracks["1"]["n_items"] == 5
+    assert tracks["1-llr"]["score"] == pytest.approx(4.5) and tracks["1-llr"]["n_items"] == 4
+    assert "LLR" in render_markdown(rep, None)
+
+
+def test_a_track3_run_with_one_class_has_no_score_and_says_why(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    store.record_run(run("instruct-base", "proxy", tracks=("3",)), t3_rows([("a1", "s1", "self", "self"),
+                                                                            ("a2", "s2", "self", "exogenous")]))
+    entry = build_report(store, n_resamples=B)["baselines"][0]["tracks"]["3"]
+    assert entry["score"] is None and "both classes" in entry["note"] and entry["n_items"] == 2
+
+
+def test_one_session_gives_a_score_without_an_interval(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    store.record_run(run("trace-full", "native", tracks=("1",)), t1_rows([("x1", "s1", 0.2), ("x2", "s1", 0.6)]))
+    rep = build_report(store, n_resamples=B)
+    entry = rep["baselines"][0]["tracks"]["1"]
+    assert entry["score"] == pytest.approx(0.4) and entry["ci_low"] is None and "one session" in entry["note"]
+    assert '"ci_low": null' in render_json(rep)
+    assert "[CI n/a]" in render_markdown(rep, None)
+
+
+# -- choosing the release -----------------------------------------------------------------------------
+
+
+def test_the_latest_release_is_chosen_and_named_when_several_have_runs(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    store.record_run(run("trace-full", "native", sha="old" + "0" * 61, created="2026-08-01T00:00:00+00:00"),
+                     t1_rows(FULL_T1))
+    store.record_run(run("trace-full", "native", sha="new" + "0" * 61, created="2026-08-02T00:00:00+00:00"),
+                     t1_rows(ABL_T1))
+    rep = build_report(store, n_resamples=B)
+    assert rep["release_sha"] == "new" + "0" * 61
+    assert "new" + "0" * 61 in rep["release_choice"] and "old000000000" in rep["release_choice"]
+    assert "Release chosen" in render_markdown(rep, None) and "Release chosen" in render_html(rep)
+    older = build_report(store, release_sha="old" + "0" * 61, n_resamples=B)
+    assert older["release_choice"] is None and older["baselines"][0]["tracks"]["1"]["score"] == pytest.approx(0.6)
+    with pytest.raises(ResultsError, match="no runs on release nope"):
+        build_report(store, release_sha="nope", n_resamples=B)
+
+
+def test_an_empty_store_is_a_results_error(tmp_path):
+    with pytest.raises(ResultsError, match="no runs"):
+        build_report(ResultsStore(tmp_path / "r.duckdb"), n_resamples=B)
+
+
+# -- shape and honesty -------------------------------------------------------------------------------------
+
+
+def test_json_shape(report):
+    data = json.loads(render_json(report))
+    assert {"trb_version", "release_sha", "release_version", "smoke_test", "baselines", "delta_gov"} <= set(data)
+    assert data["trb_version"] == "0.1" and data["release_sha"] == SHA and data["release_version"] == "0.2.0"
+    assert data["smoke_test"] is False and data["banner"] is None
+    for b in data["baselines"]:
+        assert {"name", "adapter_tier", "run_id", "tracks"} <= set(b)
+        assert set(b["tracks"]) == {"1", "3"}
+        for entry in b["tracks"].values():
+            assert {"score", "ci_low", "ci_high", "n_items", "n_sessions", "synthetic_share"} <= set(entry)
+    assert {b["name"]: b["adapter_tier"] for b in data["baselines"]} == {
+        "cot-sft": "proxy", "trace-ablation": "native", "trace-full": "native"}
+    assert {"value", "ci_low", "ci_high", "n_sessions", "n_items"} <= set(data["delta_gov"])
+
+
+def test_no_mean_across_tracks_anywhere(report, tmp_path):
+    banned = re.compile(r"overall|mean|average|aggregate|combined|total|composite", re.I)
+    assert not [k for k in keys_anywhere(report) if banned.search(k)]
+    for b in report["baselines"]:
+        numeric = {k for k, v in b.items() if isinstance(v, float)}
+        assert not numeric, f"a number outside the per-track entries: {numeric}"
+    # the cross-track averages of this data appear in no output
+    md = render_markdown(report, None)
+    html_text = render_html(report)
+    js = render_json(report)
+    for b in report["baselines"]:
+        scores = [e["score"] for e in b["tracks"].values() if e["score"] is not None]
+        if len(scores) > 1:
+            avg = sum(scores) / len(scores)
+            assert f"{avg:.3f}" not in md and f"{avg:.3f}" not in html_text
+            assert not re.search(rf"{avg:.6f}", js)
+
+
+@pytest.mark.parametrize("smoke", [True, False])
+def test_smoke_banner_in_every_format_iff_smoke(reports, tmp_path, smoke):
+    rep = reports[smoke]
+    assert rep["smoke_test"] is smoke
+    data = json.loads(render_json(rep))
+    assert data["smoke_test"] is smoke and (data["banner"] == SMOKE_BANNER) is smoke
+    md = render_markdown(rep, None)
+    lines = [ln for ln in md.splitlines() if ln.strip()]
+    assert lines[0].startswith("# ")
+    assert (SMOKE_BANNER in lines[1]) is smoke
+    assert (SMOKE_BANNER in md) is smoke
+    html_text = render_html(rep)
+    assert ('class="banner"' in html_text) is smoke and (SMOKE_BANNER in html_text) is smoke
+    assert (SMOKE_BANNER in _figure(rep).get_suptitle()) is smoke
+    png = plot_tracks(rep, tmp_path / "p.png")
+    with Image.open(png) as img:
+        assert (SMOKE_BANNER in img.info.get("Title", "")) is smoke
+
+
+def test_a_smoke_run_makes_the_whole_release_a_smoke_test(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    store.record_run(run("trace-full", "native"), t1_rows(FULL_T1))
+    store.record_run(run("cot-sft", "proxy", smoke=True), t1_rows(FULL_T1))
+    assert build_report(store, n_resamples=B)["smoke_test"] is True
+
+
+def test_every_format_names_version_sha_and_tiers(report):
+    md = render_markdown(report, None)
+    html_text = render_html(report)
+    for text in (md, html_text):
+        assert "TRB version 0.1" in text and SHA in text
+        for b in report["baselines"]:
+            assert re.search(rf"{b['name']}.*?{b['adapter_tier']}", text, re.S)
+    table = [ln for ln in md.splitlines() if ln.startswith("| trace-full ")]
+    assert len(table) == 1 and "| native |" in table[0] and "0.600 [" in table[0] and "5 items / 3 sessions" in table[0]
+    assert "20.0%" in table[0]  # the synthetic share beside Track 1
+    assert "Δgov" in md and "+0.200 [" in md
+
+
+def test_markdown_links_the_plot_when_given(report, tmp_path):
+    assert "![" not in render_markdown(report, None)
+    md = render_markdown(report, Path("plots/profile.png"))
+    assert "](plots/profile.png)" in md
+
+
+def test_the_plot_is_a_valid_png(report, tmp_path):
+    path = plot_tracks(report, tmp_path / "out" / "profile.png")
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    with Image.open(path) as img:
+        img.verify()
+    with Image.open(path) as img:
+        assert img.format == "PNG" and img.size[0] > 400 and img.size[1] > 200
+    fig = _figure(report)
+    assert [ax.get_title() for ax in fig.axes][:2] == ["Track 1 — governance G", "Track 3 — attribution BA"]
+    assert len(fig.axes) == 3  # Track 1, Track 3, Δgov: one panel each, no combined panel
+
+
+def test_html_is_self_contained_with_the_plot_embedded(report):
+    text = render_html(report)
+    assert text.startswith("<!DOCTYPE html>")
+    assert not re.search(r"""(src|href)=["'](https?:|//|file:)""", text)
+    m = re.search(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
+    assert m and base64.b64decode(m.group(1))[:8] == PNG_MAGIC
+
+
+def test_report_modules_load_no_forbidden_packages():
+    code = ("import sys, trb.stats, trb.results, trb.report; "
+            "bad = sorted({m.split('.')[0] for m in sys.modules} & {'corpus', 'textual', 'torch', 'matplotlib'}); "
+            "print(','.join(bad))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.strip() == ""  # matplotlib too: it loads only when a plot is drawn

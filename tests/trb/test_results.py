@@ -1,0 +1,261 @@
+"""The results store on real DuckDB files: round trips, atomic writes, typed errors, the lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from tests_paths import ROOT
+from trb.results import ITEM_SCHEMA, RESULTS_FORMAT_VERSION, ResultsBusy, ResultsError, ResultsStore
+
+
+def item(i: int, **over) -> dict:
+    row = {"track": "1", "metric": "tv", "item_id": f"cf{i}", "session_id": f"s{i % 3}", "t": i, "split": "eval",
+           "context_id": "ctx", "score": i / 10, "origin": "synthetic" if i % 2 else "paired_session",
+           "adversarial": i == 1, "ood": False, "detail": {"tv": 1 - i / 10}}
+    row.update(over)
+    return row
+
+
+def run_row(**over) -> dict:
+    row = {"release_sha": "a" * 64, "release_version": "0.1.0", "release_kind": "smoke", "smoke_test": True,
+           "baseline": "trace-full", "adapter_tier": "native", "adapter_spec": {"kind": "native", "model": "tiny"},
+           "seed": 7, "tracks": ["1", "3"], "split": "eval", "synthetic_share": 0.25, "timings": {"wall_s": 1.5}}
+    row.update(over)
+    return row
+
+
+def plain(path: Path, sql: str):
+    """Read the store with plain DuckDB, not the toolkit."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_a_new_store_has_the_tables_and_the_format_version(tmp_path):
+    path = tmp_path / "sub" / "results.duckdb"
+    ResultsStore(path)
+    tables = {r[0] for r in plain(path, "SELECT table_name FROM information_schema.tables")}
+    assert tables == {"meta", "runs", "item_scores"}
+    assert plain(path, "SELECT value FROM meta WHERE key = 'results_format_version'") == [(RESULTS_FORMAT_VERSION,)]
+    cols = [r[0] for r in plain(path, "SELECT column_name FROM information_schema.columns "
+                                      "WHERE table_name = 'item_scores' ORDER BY ordinal_position")]
+    assert cols == ITEM_SCHEMA.names
+    assert not list(tmp_path.glob("sub/.results.duckdb.init-*"))
+    ResultsStore(path)  # reopening an existing store is fine
+
+
+def test_record_run_round_trips_the_run_and_its_items(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    items = [item(i) for i in range(5)]
+    run_id = store.record_run(run_row(), items)
+    assert re.fullmatch(r"[0-9a-f]{32}", run_id)
+    [run] = store.runs()
+    assert run["run_id"] == run_id and run["baseline"] == "trace-full" and run["tracks"] == ["1", "3"]
+    assert run["adapter_spec"] == {"kind": "native", "model": "tiny"} and run["timings"] == {"wall_s": 1.5}
+    assert run["n_items"] == 5 and run["smoke_test"] is True and run["seed"] == 7
+    assert run["trb_version"] == "0.1" and run["created_at"]
+    # the JSON really is stored as JSON text
+    assert json.loads(plain(store.path, "SELECT adapter_spec FROM runs")[0][0]) == {"kind": "native", "model": "tiny"}
+    got = store.items(run_id).to_pylist()
+    assert [r["item_id"] for r in got] == [f"cf{i}" for i in range(5)]
+    assert got[3]["score"] == pytest.approx(0.3) and got[3]["session_id"] == "s0" and got[1]["adversarial"] is True
+    assert json.loads(got[2]["detail"]) == {"tv": 0.8}
+    assert all(r["run_id"] == run_id for r in got)
+    assert store.items(run_id).schema == ITEM_SCHEMA
+
+
+def test_record_run_takes_an_arrow_table_and_keeps_a_given_run_id(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    table = pa.table({"track": ["3", "3"], "metric": ["attribution"] * 2, "item_id": ["a1", "a2"],
+                      "session_id": ["s1", "s2"], "score": [1, 0], "label": ["self", "exogenous"],
+                      "predicted": ["self", "self"], "t": pa.array([3, 4], pa.int64())})
+    assert store.record_run(run_row(run_id="my-run"), table) == "my-run"
+    got = store.items("my-run", track="3")
+    assert got.column("score").to_pylist() == [1.0, 0.0] and got.column("t").to_pylist() == [3, 4]
+    assert got.column("origin").to_pylist() == [None, None]
+    assert store.items("my-run", track="1").num_rows == 0
+
+
+def test_runs_filter_by_release_and_keep_recording_order(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    ids = [store.record_run(run_row(release_sha=sha, created_at="2026-08-03T10:00:00+00:00", baseline=b), [item(0)])
+           for sha, b in [("x", "b1"), ("y", "b2"), ("x", "b3")]]
+    assert [r["run_id"] for r in store.runs()] == ids  # equal timestamps: insertion order
+    assert [r["baseline"] for r in store.runs(release_sha="x")] == ["b1", "b3"]
+    assert store.runs(release_sha="nope") == []
+
+
+def test_a_failing_insert_leaves_no_run_row(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    bad = [item(0), item(1, session_id=None)]  # item_scores.session_id is NOT NULL
+    with pytest.raises(ResultsError, match="NOT NULL"):
+        store.record_run(run_row(run_id="r1"), bad)
+    assert store.runs() == []
+    assert plain(store.path, "SELECT count(*) FROM runs") == [(0,)]
+    assert plain(store.path, "SELECT count(*) FROM item_scores") == [(0,)]
+
+
+def test_a_duplicate_item_rolls_back_the_whole_run(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    with pytest.raises(ResultsError, match="cf1.*appears 2 times"):
+        store.record_run(run_row(run_id="r1"), [item(0), item(1), item(1)])
+    assert plain(store.path, "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM item_scores)") == [(0, 0)]
+
+
+def test_a_duplicate_run_id_is_refused_and_the_first_run_kept(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    store.record_run(run_row(run_id="r1"), [item(0), item(1)])
+    with pytest.raises(ResultsError, match="already stored"):
+        store.record_run(run_row(run_id="r1", baseline="other"), [item(5)])
+    assert [r["baseline"] for r in store.runs()] == ["trace-full"]
+    assert store.items("r1").column("item_id").to_pylist() == ["cf0", "cf1"]
+
+
+def test_unknown_columns_and_bad_types_are_results_errors(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    with pytest.raises(ResultsError, match="no column.*colour"):
+        store.record_run(run_row(), [item(0, colour="red")])
+    with pytest.raises(ResultsError, match="no column.*flavour"):
+        store.record_run(run_row(flavour="x"), [item(0)])
+    with pytest.raises(ResultsError, match="score"):
+        store.record_run(run_row(), pa.table({"track": ["1"], "metric": ["tv"], "item_id": ["i"],
+                                              "session_id": ["s"], "score": ["high"]}))
+    assert store.runs() == []
+
+
+def test_items_of_an_unknown_run_is_an_error(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    with pytest.raises(ResultsError, match="no run 'nope'"):
+        store.items("nope")
+
+
+def test_query_returns_columns_and_rows(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    rid = store.record_run(run_row(), [item(i) for i in range(4)])
+    cols, rows = store.query("SELECT session_id, count(*) AS n, sum(score) AS s FROM item_scores "
+                             "GROUP BY 1 ORDER BY 1")
+    assert cols == ["session_id", "n", "s"]
+    assert [(r[0], r[1]) for r in rows] == [("s0", 2), ("s1", 1), ("s2", 1)]
+    assert rows[0][2] == pytest.approx(0.3)
+    assert store.query(f"SELECT baseline FROM runs WHERE run_id = '{rid}'") == (["baseline"], [("trace-full",)])
+
+
+def test_a_bad_query_raises_results_error_with_duckdbs_message(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    sql = "SELECT no_such_column FROM runs"
+    con = duckdb.connect(str(store.path), read_only=True)
+    try:
+        with pytest.raises(duckdb.Error) as direct:
+            con.execute(sql)
+    finally:
+        con.close()
+    with pytest.raises(ResultsError) as ours:
+        store.query(sql)
+    assert str(ours.value) == str(direct.value)
+    assert ours.value.__cause__ is None and ours.value.__suppress_context__
+
+
+def test_query_cannot_write_the_store(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    store.record_run(run_row(), [item(0)])
+    for sql in ("DELETE FROM runs", "DROP TABLE item_scores", "CREATE TABLE x (a INT)"):
+        with pytest.raises(ResultsError, match="read-only"):
+            store.query(sql)
+    assert len(store.runs()) == 1
+
+
+def test_a_file_that_is_not_a_results_store_is_refused_untouched(tmp_path):
+    text = tmp_path / "notes.duckdb"
+    text.write_text("hello", encoding="utf-8")
+    with pytest.raises(ResultsError, match="not a results store"):
+        ResultsStore(text)
+    assert text.read_text(encoding="utf-8") == "hello"
+    other = tmp_path / "corpus.duckdb"
+    con = duckdb.connect(str(other))
+    con.execute("CREATE TABLE sessions (id INT)")
+    con.close()
+    with pytest.raises(ResultsError, match="not a results store"):
+        ResultsStore(other)
+    assert {r[0] for r in plain(other, "SELECT table_name FROM information_schema.tables")} == {"sessions"}
+    with pytest.raises(ResultsError, match="directory"):
+        ResultsStore(tmp_path)
+
+
+def test_a_store_of_another_format_version_is_refused(tmp_path):
+    path = tmp_path / "r.duckdb"
+    ResultsStore(path)
+    con = duckdb.connect(str(path))
+    con.execute("UPDATE meta SET value = '99' WHERE key = 'results_format_version'")
+    con.close()
+    with pytest.raises(ResultsError, match="format 99"):
+        ResultsStore(path)
+
+
+_HOLDER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from trb.results import _locked
+with _locked(Path({path!r}), exclusive=True, wait_seconds=5, purpose="test holder"):
+    print("held", flush=True)
+    time.sleep(float(sys.argv[1]))
+"""
+
+
+def _hold(path: Path, seconds: float) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER.format(root=str(ROOT), path=str(path)), str(seconds)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_busy_store_names_its_holder_and_gives_up_after_the_bound(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb", wait_seconds=0.3)
+    proc = _hold(store.path, 5)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(ResultsBusy, match=rf"pid {proc.pid} .*test holder.*nothing was changed"):
+            store.record_run(run_row(), [item(0)])
+        assert time.monotonic() - t0 < 3
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert store.runs() == []
+
+
+def test_a_writer_waits_for_the_holder_then_proceeds(tmp_path, capfd):
+    store = ResultsStore(tmp_path / "r.duckdb", wait_seconds=20)
+    proc = _hold(store.path, 0.6)
+    try:
+        store.record_run(run_row(), [item(0)])
+    finally:
+        proc.communicate()
+    assert len(store.runs()) == 1
+    assert f"in use by pid {proc.pid}" in capfd.readouterr().err
+
+
+def test_bulk_insert_of_many_items_is_fast(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    n = 200_000
+    table = pa.table({"track": pa.array(["1"] * n), "metric": pa.array(["tv"] * n),
+                      "item_id": pa.array([f"i{i}" for i in range(n)]),
+                      "session_id": pa.array([f"s{i % 997}" for i in range(n)]),
+                      "score": pa.array([(i % 100) / 100 for i in range(n)], pa.float64())})
+    t0 = time.monotonic()
+    rid = store.record_run(run_row(), table)
+    assert time.monotonic() - t0 < 10
+    assert plain(store.path, "SELECT count(*), count(DISTINCT session_id) FROM item_scores") == [(n, 997)]
+    assert store.items(rid).num_rows == n
+    assert os.path.getsize(store.path) > 0

@@ -1,0 +1,69 @@
+"""The adapter contract: exactly the spec's two hooks (TRB spec §2).
+
+Everything the tracks do is written against these two hooks, so the suite never
+touches model internals directly. A lab wraps its checkpoint in a class with these
+members; see the README section "Wrapping your own model".
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol, runtime_checkable
+
+from trb.context import StepContext
+
+__all__ = ["Adapter", "AdapterTier", "check_distribution"]
+
+AdapterTier = Literal["native", "proxy"]
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """A model under test.
+
+    Attributes:
+        tier: ``"native"`` when ``act(..., r_override)`` is a true do(r_t := r')
+            intervention on an explicit r_t pathway; ``"proxy"`` when r is elicited
+            from the model's chain of thought and the intervention edits that span.
+    """
+
+    tier: AdapterTier
+
+    def spec(self) -> dict:
+        """A JSON-serialisable description from which the same adapter can be re-created
+        (kind, model path, its sha256 or version, dtype, prompt template, seed...)."""
+        ...
+
+    def emit_r(self, context: StepContext) -> dict:
+        """The self-representation at this step, as schema slots.
+
+        Returns:
+            A dict with any of ``goal`` (str), ``planned_next`` (str), ``caused_by_self``
+            (probability), ``confidence`` (probability); a slot the model did not
+            report is absent or None (never a silent default).
+        Raises:
+            AdapterError: the model cannot be run on this context.
+        """
+        ...
+
+    def act(self, context: StepContext, r_override: dict | None = None) -> dict[str, float]:
+        """Roll forward one step: a probability for every action of ``context.action_space``.
+
+        If ``r_override`` is given, r_t is clamped to it (do(r_t := r')) before acting.
+        Returns:
+            ``{action: p}`` over exactly the step's action space, summing to 1.
+        Raises:
+            AdapterError: the model cannot be run on this context.
+        """
+        ...
+
+
+def check_distribution(p: dict[str, float], space: tuple[str, ...] | list[str], who: str) -> dict[str, float]:
+    """Hold an adapter to its contract: exactly the action space, non-negative, summing to 1."""
+    from trb.errors import AdapterError
+
+    if set(p) != set(space):
+        raise AdapterError(f"{who}: act() returned actions {sorted(p)}, expected exactly the action space {sorted(space)}")
+    total = sum(p.values())
+    if any(v < 0 for v in p.values()) or abs(total - 1.0) > 1e-4:
+        raise AdapterError(f"{who}: act() returned a distribution summing to {total:.6g} (or a negative value)")
+    return {a: v / total for a, v in p.items()}

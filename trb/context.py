@@ -1,0 +1,69 @@
+"""What an adapter sees: the context of one step, built from a release.
+
+A :class:`StepContext` holds a session up to a step: the completed earlier steps
+(observation, r_t, action, outcome), the current observation and action space,
+and the recorded r_t. Track 1 asks ``act(context_t, r_override=r')``; Track 3 asks
+``emit_r`` of the context *after* the attributed step's outcome (the completed
+steps include it; the observation is the next step's, if any).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["PastStep", "StepContext", "R_SLOTS"]
+
+R_SLOTS = ("goal", "planned_next", "caused_by_self", "confidence")
+
+
+@dataclass(frozen=True)
+class PastStep:
+    t: int
+    observation: str
+    r: dict | None
+    action: str
+    action_space: tuple[str, ...] | None
+    outcome: str | None
+
+
+@dataclass(frozen=True)
+class StepContext:
+    session_id: str
+    t: int  # the step about to be taken
+    history: tuple[PastStep, ...]  # every step before t, completed
+    observation: str | None  # what the agent sees at step t (None after the last step)
+    action_space: tuple[str, ...] | None  # the actions open at step t (None: open-ended)
+    r: dict | None = None  # the recorded r_t, when there is one
+    context_id: str | None = None
+    language: str | None = None
+    split: str | None = None
+    extras: dict = field(default_factory=dict, compare=False)
+
+    def render(self, r: dict | None = None, *, include_r_history: bool = True) -> str:
+        """Plain text of the context (for text models): earlier steps, then the current observation."""
+        lines = []
+        for s in self.history:
+            lines.append(f"Step {s.t}: {s.observation}")
+            if include_r_history and s.r:
+                lines.append("Self-report: " + render_r(s.r))
+            lines.append(f"Action: {s.action}")
+            if s.outcome:
+                lines.append(f"Outcome: {s.outcome}")
+        if self.observation is not None:
+            lines.append(f"Step {self.t}: {self.observation}")
+        if r is not None:
+            lines.append("Self-report: " + render_r(r))
+        if self.action_space:
+            lines.append("Actions: " + ", ".join(self.action_space))
+        return "\n".join(lines)
+
+
+def render_r(r: dict) -> str:
+    parts = []
+    for slot in R_SLOTS:
+        v = r.get(slot)
+        if v is not None:
+            parts.append(f"{slot}={v:.2f}" if isinstance(v, float) else f"{slot}={v}")
+    for k, v in sorted((r.get("ext") or {}).items()):
+        parts.append(f"{k}={v}")
+    return "; ".join(parts) if parts else "(none)"

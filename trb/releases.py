@@ -1,0 +1,125 @@
+"""Reading a release: the published format only (manifest.json and parquet files, through DuckDB).
+
+The eval engine never reads a corpus store. Work lists are SQL over the release's
+parquet files; sessions are turned into :class:`trb.context.StepContext` objects
+one session at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import orjson
+
+from trb.context import PastStep, StepContext
+from trb.errors import ReleaseError
+
+__all__ = ["Release", "SessionSteps"]
+
+CONFIGS = ("sessions", "steps", "counterfactuals", "attribution", "transfer")
+
+
+def _r(row: dict, prefix: str) -> dict | None:
+    r = {k: row[f"{prefix}{k}"] for k in ("goal", "planned_next", "caused_by_self", "confidence")}
+    ext = row.get(f"{prefix}ext")
+    r["ext"] = orjson.loads(ext) if ext else None
+    return r
+
+
+@dataclass
+class SessionSteps:
+    """Every step of one session, in order, with its split and context."""
+
+    session_id: str
+    split: str
+    context_id: str | None
+    language: str | None
+    steps: list[dict]
+
+    def past(self, upto: int) -> tuple[PastStep, ...]:
+        return tuple(
+            PastStep(s["t"], s["observation"], _r(s, "r_") if s["has_r"] else None, s["action"],
+                     tuple(s["action_space"]) if s["action_space"] is not None else None, s["outcome"])
+            for s in self.steps[:upto])
+
+    def context(self, t: int) -> StepContext:
+        """The context for acting at step ``t`` (steps before it completed)."""
+        s = self.steps[t]
+        return StepContext(
+            session_id=self.session_id, t=t, history=self.past(t), observation=s["observation"],
+            action_space=tuple(s["action_space"]) if s["action_space"] is not None else None,
+            r=_r(s, "r_") if s["has_r"] else None, context_id=self.context_id, language=self.language,
+            split=self.split)
+
+    def context_after(self, t: int) -> StepContext:
+        """The context right after step ``t``'s outcome (Track 3): steps 0..t completed."""
+        nxt = self.steps[t + 1] if t + 1 < len(self.steps) else None
+        return StepContext(
+            session_id=self.session_id, t=t + 1, history=self.past(t + 1),
+            observation=nxt["observation"] if nxt else None,
+            action_space=tuple(nxt["action_space"]) if nxt and nxt["action_space"] is not None else None,
+            r=_r(nxt, "r_") if nxt and nxt["has_r"] else None, context_id=self.context_id,
+            language=self.language, split=self.split)
+
+
+class Release:
+    """A release directory, read through DuckDB views named after its configs."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.dir = Path(directory)
+        mpath = self.dir / "manifest.json"
+        if not mpath.is_file():
+            raise ReleaseError(f"{self.dir} is not a TRB release (no manifest.json); cut one with `trb-corpus release`")
+        try:
+            self.manifest = json.loads(mpath.read_text(encoding="utf-8"))
+            self.sha: str = self.manifest["release_sha"]
+            self.version: str = self.manifest["version"]
+            self.kind: str = self.manifest["kind"]
+            self.smoke_test: bool = bool(self.manifest["smoke_test"])
+        except (ValueError, KeyError) as e:
+            raise ReleaseError(f"{mpath}: not a release manifest ({e})") from None
+        self.synthetic_share = self.manifest.get("synthetic_share")
+        self.con = duckdb.connect(":memory:", config={"threads": min(4, os.cpu_count() or 1)})
+        self.configs = []
+        for config in CONFIGS:
+            files = sorted(self.dir.glob(f"data/{config}/*.parquet"))
+            if files:
+                paths = ", ".join("'" + str(p).replace("'", "''") + "'" for p in files)
+                self.con.execute(f"CREATE VIEW {config} AS SELECT * FROM read_parquet([{paths}])")
+                self.configs.append(config)
+        if "sessions" not in self.configs or "steps" not in self.configs:
+            raise ReleaseError(f"{self.dir}: the release has no sessions or steps data")
+
+    def rows(self, sql: str, params: list | None = None) -> list[dict]:
+        cur = self.con.execute(sql, params or [])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    def sessions(self, split: str | None = None, session_ids: list[str] | None = None) -> Iterator[SessionSteps]:
+        """Sessions (optionally of one split, or the given ids) with their steps, one at a time, by id."""
+        where, params = [], []
+        if split is not None:
+            where.append("s.split = ?")
+            params.append(split)
+        if session_ids is not None:
+            where.append("s.session_id IN (SELECT unnest(?::VARCHAR[]))")
+            params.append(list(session_ids))
+        cond = ("WHERE " + " AND ".join(where)) if where else ""
+        cur = self.con.execute(f"""
+            SELECT s.session_id, s.split, s.context_id, s.language, list(st ORDER BY st.t) AS steps
+            FROM sessions s JOIN steps st USING (session_id) {cond}
+            GROUP BY ALL ORDER BY s.session_id""", params)
+        while True:
+            batch = cur.fetchmany(256)
+            if not batch:
+                break
+            for sid, split_, ctx, lang, steps in batch:
+                yield SessionSteps(sid, split_, ctx, lang, steps)
+
+    def close(self) -> None:
+        self.con.close()

@@ -1,0 +1,236 @@
+"""Point estimates with confidence intervals from a bootstrap that resamples sessions.
+
+The steps of one session share a subject, a context and a model state: they are
+not independent draws, and an item-level bootstrap would report intervals that are
+too narrow (DESIGN.md rule 4). Every interval here is a *cluster* bootstrap: the
+unit resampled with replacement is the session, and a resampled session brings all
+of its items with it.
+
+Each estimator first reduces the items to one row of sufficient statistics per
+session (score sum and item count; or TP, P, TN, N counts), then hands those
+per-session arrays to :func:`scipy.stats.bootstrap` with ``paired=True`` (the rows
+of one session stay together) and ``vectorized=True``.
+
+Interval method: **percentile**. Reasons, in order of weight:
+
+* Reproducible by anyone with a few lines of numpy (draw sessions, take the ratio,
+  take the 2.5 and 97.5 percentiles); ``tests/trb/test_stats.py`` does exactly that
+  and checks agreement. A partner can audit a TRB interval without SciPy.
+* BCa's acceleration term is a jackknife over sessions; with the handful of
+  sessions a v0.1 corpus has (spec §6: n = 3) it is unstable, and it is undefined
+  when a leave-one-out or bootstrap statistic is undefined, which happens for
+  balanced accuracy (a resample without a positive or without a negative item).
+* The statistics are ratios of sums over many sessions: close to symmetric, where
+  the percentile interval's coverage is adequate.
+
+Degenerate cases, decided once here:
+
+* **Empty input** (no items, or no item with a usable label for balanced accuracy)
+  raises :class:`ValueError`.
+* **One session**: the value is reported, the interval is ``nan`` on both sides.
+  Between-session variation cannot be estimated from one session; an interval
+  ``[value, value]`` would claim a certainty the data do not have. Renderers show
+  ``nan`` as "n/a" / JSON ``null``.
+* **Balanced accuracy, a resample with no positive or no negative item**: that
+  resample's statistic is undefined. It is skipped, and the number skipped is
+  recorded in :attr:`Estimate.n_skipped`; the interval is the percentile interval
+  of the remaining resamples. If every resample is undefined the interval is
+  ``nan``. If the *full* data lack a class, balanced accuracy itself is undefined
+  and :class:`ValueError` is raised.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as _sps
+
+__all__ = [
+    "CI_METHOD",
+    "Estimate",
+    "balanced_accuracy_by_session",
+    "mean_by_session",
+    "paired_delta_by_session",
+]
+
+#: The interval method used by every estimator here (see the module docstring).
+CI_METHOD = "percentile"
+
+# scipy >= 1.15 takes ``rng``; 1.14 takes ``random_state`` (a Generator works for both).
+_RNG_KW = "rng" if "rng" in inspect.signature(_sps.bootstrap).parameters else "random_state"
+# Bound the memory of one batch of resamples: about this many session indices at once.
+_BATCH_CELLS = 20_000_000
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with a session-bootstrap confidence interval.
+
+    ``ci_low``/``ci_high`` are ``nan`` when no interval can be given (one session;
+    every resample undefined). ``n_skipped`` counts bootstrap resamples whose
+    statistic was undefined and were left out of the interval (balanced accuracy only).
+    """
+
+    value: float
+    ci_low: float
+    ci_high: float
+    n_items: int
+    n_sessions: int
+    n_skipped: int = 0
+
+    @property
+    def has_ci(self) -> bool:
+        return not (math.isnan(self.ci_low) or math.isnan(self.ci_high))
+
+
+def _session_index(sessions: Sequence, n: int) -> tuple[np.ndarray, int]:
+    """Dense session codes 0..k-1 for each item, and k."""
+    arr = np.asarray(sessions, dtype=object) if not isinstance(sessions, np.ndarray) else sessions
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ValueError(f"sessions has {arr.shape[0] if arr.ndim else 0} entries for {n} items; they must align")
+    if arr.dtype == object:
+        if any(s is None for s in arr):
+            raise ValueError("every item needs a session id (found None)")
+        arr = arr.astype(str)
+    _, codes = np.unique(arr, return_inverse=True)
+    codes = codes.reshape(-1)
+    return codes, int(codes.max()) + 1
+
+
+def _scores(values: Sequence[float], name: str) -> np.ndarray:
+    x = np.asarray(values, dtype=float).reshape(-1)
+    if x.size == 0:
+        raise ValueError(f"{name} is empty: no items to estimate from")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} holds {int(np.sum(~np.isfinite(x)))} non-finite values (nan or inf)")
+    return x
+
+
+def _bootstrap(data: tuple[np.ndarray, ...], statistic, *, n_resamples: int, confidence: float,
+               seed: int) -> tuple[float, float, int]:
+    """Percentile CI of ``statistic`` over per-session rows ``data``; (low, high, n_undefined)."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be positive, got {n_resamples}")
+    k = data[0].shape[0]
+    batch = max(1, min(n_resamples, _BATCH_CELLS // max(k, 1)))
+    with warnings.catch_warnings():
+        # An undefined resample makes scipy's own quantile nan and warn; we redo it nan-aware below.
+        warnings.simplefilter("ignore", _sps.DegenerateDataWarning)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            res = _sps.bootstrap(data, statistic, n_resamples=n_resamples, batch=batch, vectorized=True,
+                                 paired=True, confidence_level=confidence, method=CI_METHOD,
+                                 **{_RNG_KW: np.random.default_rng(seed)})
+    dist = np.asarray(res.bootstrap_distribution, dtype=float)
+    undefined = int(np.sum(np.isnan(dist)))
+    if undefined == 0:
+        return float(res.confidence_interval.low), float(res.confidence_interval.high), 0
+    kept = dist[~np.isnan(dist)]
+    if kept.size == 0:
+        return math.nan, math.nan, undefined
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(kept, [alpha, 1 - alpha])  # 'linear', as scipy's percentile interval
+    return float(low), float(high), undefined
+
+
+def _ratio_of_sums(sums: np.ndarray, counts: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.sum(sums, axis=axis) / np.sum(counts, axis=axis)
+
+
+def mean_by_session(scores: Sequence[float], sessions: Sequence, *, n_resamples: int = 2000,
+                    confidence: float = 0.95, seed: int = 0) -> Estimate:
+    """The mean item score, with a session-bootstrap CI.
+
+    ``value`` is the plain mean over items. Each bootstrap replicate draws sessions
+    with replacement and computes (sum of the drawn sessions' score sums) / (sum of
+    their item counts), i.e. the item mean of the resampled data.
+
+    Raises:
+        ValueError: no items; non-finite scores; ``sessions`` not aligned with ``scores``.
+    """
+    x = _scores(scores, "scores")
+    codes, k = _session_index(sessions, x.size)
+    sums = np.bincount(codes, weights=x, minlength=k)
+    counts = np.bincount(codes, minlength=k).astype(float)
+    value = float(np.mean(x))
+    if k < 2:
+        return Estimate(value, math.nan, math.nan, int(x.size), k)
+    low, high, skipped = _bootstrap((sums, counts), _ratio_of_sums, n_resamples=n_resamples,
+                                    confidence=confidence, seed=seed)
+    return Estimate(value, low, high, int(x.size), k, skipped)
+
+
+def _balanced_accuracy(tp: np.ndarray, p: np.ndarray, tn: np.ndarray, n: np.ndarray, axis: int = -1) -> np.ndarray:
+    """(TP/P + TN/N) / 2 from per-session counts; nan where a class is absent."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpr = np.sum(tp, axis=axis) / np.sum(p, axis=axis)
+        tnr = np.sum(tn, axis=axis) / np.sum(n, axis=axis)
+    return (tpr + tnr) / 2
+
+
+def balanced_accuracy_by_session(labels: Sequence, predicted: Sequence, sessions: Sequence, *,
+                                 positive: str = "self", negative: str = "exogenous",
+                                 n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> Estimate:
+    """Balanced accuracy (TPR + TNR) / 2, with a session-bootstrap CI.
+
+    Only items whose label is ``positive`` or ``negative`` count (others, e.g. an
+    unresolved label, are left out and not in ``n_items``). A prediction that is
+    neither class (``None``, "unsure") is simply not a hit: it lowers TPR or TNR.
+    The bootstrap resamples sessions and recomputes BA from the summed TP, P, TN, N
+    of the drawn sessions; a draw with no positive or no negative item is skipped and
+    counted in ``n_skipped``.
+
+    Raises:
+        ValueError: inputs not aligned; no labelled item; only one class present.
+    """
+    lab = np.asarray(labels, dtype=object).reshape(-1)
+    pred = np.asarray(predicted, dtype=object).reshape(-1)
+    sess = np.asarray(sessions, dtype=object).reshape(-1)
+    if not (lab.size == pred.size == sess.size):
+        raise ValueError(f"labels ({lab.size}), predicted ({pred.size}) and sessions ({sess.size}) must align")
+    is_pos = lab == positive
+    is_neg = lab == negative
+    keep = is_pos | is_neg
+    if not keep.any():
+        raise ValueError(f"no item is labelled {positive!r} or {negative!r}: balanced accuracy has nothing to score")
+    is_pos, is_neg, pred, sess = is_pos[keep], is_neg[keep], pred[keep], sess[keep]
+    n_pos, n_neg = int(is_pos.sum()), int(is_neg.sum())
+    if n_pos == 0 or n_neg == 0:
+        missing = positive if n_pos == 0 else negative
+        raise ValueError(f"no item is labelled {missing!r}: balanced accuracy needs both classes")
+    codes, k = _session_index(sess, sess.size)
+    hit_pos = (is_pos & (pred == positive)).astype(float)
+    hit_neg = (is_neg & (pred == negative)).astype(float)
+    tp = np.bincount(codes, weights=hit_pos, minlength=k)
+    p = np.bincount(codes, weights=is_pos.astype(float), minlength=k)
+    tn = np.bincount(codes, weights=hit_neg, minlength=k)
+    n = np.bincount(codes, weights=is_neg.astype(float), minlength=k)
+    value = float(_balanced_accuracy(tp, p, tn, n))
+    if k < 2:
+        return Estimate(value, math.nan, math.nan, int(sess.size), k)
+    low, high, skipped = _bootstrap((tp, p, tn, n), _balanced_accuracy, n_resamples=n_resamples,
+                                    confidence=confidence, seed=seed)
+    return Estimate(value, low, high, int(sess.size), k, skipped)
+
+
+def paired_delta_by_session(scores_a: Sequence[float], scores_b: Sequence[float], sessions: Sequence, *,
+                            n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> Estimate:
+    """Δ = mean(a − b) over aligned items (item i of ``a`` is item i of ``b``), session-bootstrap CI.
+
+    Pairing removes the between-item variation both conditions share, so the
+    interval is that of the per-item differences, resampled by session.
+
+    Raises:
+        ValueError: lengths differ; no items; non-finite scores.
+    """
+    a = _scores(scores_a, "scores_a")
+    b = _scores(scores_b, "scores_b")
+    if a.size != b.size:
+        raise ValueError(f"scores_a ({a.size}) and scores_b ({b.size}) must be aligned item by item")
+    return mean_by_session(a - b, sessions, n_resamples=n_resamples, confidence=confidence, seed=seed)

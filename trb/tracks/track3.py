@@ -1,0 +1,88 @@
+"""Track 3 — self-attribution (the false-credit test), spec §3.
+
+After each attribution item's outcome, ``emit_r`` gives the agent's caused_by_self
+belief; thresholded at 0.5 it predicts ``self`` or ``exogenous``, scored against
+the item's label by balanced accuracy. A belief the adapter did not report is
+recorded as ``missing`` and counts as wrong (never a silent default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import orjson
+
+from trb.context import StepContext
+from trb.releases import Release
+from trb.tracks.timing import AdapterTimer
+
+__all__ = ["Track3Item", "track3_items", "score_track3", "THRESHOLD"]
+
+THRESHOLD = 0.5
+BATCH = 256
+
+
+@dataclass
+class Track3Item:
+    item_id: str
+    session_id: str
+    t: int
+    split: str
+    context_id: str | None
+    context: StepContext
+    label: str  # "self" or "exogenous"
+
+
+def track3_items(release: Release, split: str = "eval") -> Iterator[Track3Item]:
+    """Every attribution item of ``split`` with a self/exogenous label, with the context after its outcome."""
+    if "attribution" not in release.configs:
+        return
+    rows = release.rows("SELECT item_id, session_id, t, label FROM attribution WHERE split = ? "
+                        "AND label IN ('self', 'exogenous') ORDER BY session_id, t, item_id", [split])
+    by_session: dict[str, list[dict]] = {}
+    for row in rows:
+        by_session.setdefault(row["session_id"], []).append(row)
+    for sess in release.sessions(session_ids=list(by_session)):
+        for row in by_session[sess.session_id]:
+            yield Track3Item(row["item_id"], sess.session_id, row["t"], sess.split, sess.context_id,
+                             sess.context_after(row["t"]), row["label"])
+
+
+def score_track3(adapter, items: Iterable[Track3Item], timer: AdapterTimer | None = None,
+                 progress=None) -> tuple[list[dict], dict]:
+    timer = timer or AdapterTimer()
+    batch_emit = getattr(adapter, "emit_r_batch", None)
+    rows: list[dict] = []
+    missing = 0
+    pending: list[Track3Item] = []
+
+    def flush() -> None:
+        nonlocal missing
+        if not pending:
+            return
+        with timer.timed(len(pending)):
+            rs = batch_emit([i.context for i in pending]) if batch_emit else [adapter.emit_r(i.context) for i in pending]
+        for item, r in zip(pending, rs):
+            belief = (r or {}).get("caused_by_self")
+            if belief is None:
+                predicted = "missing"
+                missing += 1
+            else:
+                predicted = "self" if float(belief) >= THRESHOLD else "exogenous"
+            rows.append({"track": "3", "metric": "attribution", "item_id": item.item_id, "session_id": item.session_id,
+                         "t": item.t, "split": item.split, "context_id": item.context_id,
+                         "score": 1.0 if predicted == item.label else 0.0, "label": item.label,
+                         "predicted": predicted, "belief": None if belief is None else float(belief), "origin": None,
+                         "adversarial": None, "ood": None,
+                         "detail": orjson.dumps({"r": r}, option=orjson.OPT_SORT_KEYS, default=str).decode()})
+        if progress is not None:
+            progress(len(pending))
+        pending.clear()
+
+    for item in items:
+        pending.append(item)
+        if len(pending) >= BATCH:
+            flush()
+    flush()
+    return rows, {"scored": len(rows), "missing_belief": missing}
