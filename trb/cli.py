@@ -1,0 +1,185 @@
+"""``trb``: the eval engine's command line, a thin layer over the library.
+
+Errors from the library are rendered here, once, as lines on stderr with an exit
+code from :class:`trb.errors.ExitCode`; stdout carries data (tables, JSON, SHAs).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from trb.errors import ExitCode, TrbError
+
+_RESULTS_HELP = "Results store (a DuckDB file; default results.duckdb)."
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option("0.1.0", prog_name="trb")
+def cli() -> None:
+    """The TRB eval engine: run tracks on a release through an adapter, record and report the scores."""
+
+
+@cli.command("train-reference")
+@click.option("--release", "release_dir", required=True, type=click.Path(file_okay=False, exists=True),
+              help="A release directory (trained on its train split only).")
+@click.option("--variant", type=click.Choice(["ablation", "full"]), required=True,
+              help="ablation: L_trace + L_selfrep; full: + L_gov.")
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Checkpoint directory.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--epochs", type=int, default=None, help="Training epochs (default: the model's own).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def train_reference_cmd(release_dir, variant, out, seed, epochs, quiet) -> None:
+    """Train a native reference model (baseline trace-ablation or trace-full) on a release's train split."""
+    from trb.reference.train import train_reference
+
+    record = train_reference(release_dir, variant, out, seed=seed, epochs=epochs, progress=not quiet)
+    click.echo(f"trained trace-{variant} on {release_dir} -> {out} "
+               f"({json.dumps({k: record[k] for k in record if k in ('wall_s', 'n_train_steps')})})", err=True)
+    click.echo(str(out))
+
+
+@cli.command()
+@click.option("--release", "release_dir", required=True, type=click.Path(file_okay=False, exists=True))
+@click.option("--adapter", type=click.Choice(["native"]), required=True, help="Adapter tier/kind.")
+@click.option("--model", required=True, type=click.Path(exists=True), help="The checkpoint the adapter loads.")
+@click.option("--baseline", required=True, help="Baseline name: instruct-base, cot-prompted, cot-sft, "
+                                                "trace-ablation, trace-full (or your own).")
+@click.option("--tracks", default="1,3", show_default=True, help="Comma-separated tracks.")
+@click.option("--split", default="eval", show_default=True, help="Split to score (eval, or transfer).")
+@click.option("--results", default="results.duckdb", show_default=True, help=_RESULTS_HELP)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def run(release_dir, adapter, model, baseline, tracks, split, results, seed, quiet) -> None:
+    """Run tracks on a release through an adapter; write one run row and every item score; print the run id."""
+    from trb.run import load_adapter, run_tracks
+
+    a = load_adapter(adapter, model)
+    r = run_tracks(release_dir, a, baseline=baseline, tracks=tuple(t.strip() for t in tracks.split(",") if t.strip()),
+                   split=split, results=results, seed=seed, progress=not quiet)
+    smoke = " SMOKE TEST (not a TRB score)" if r["smoke_test"] else ""
+    click.echo(f"run {r['run_id']}: {baseline} ({r['adapter_tier']}) on release {r['release_version']} "
+               f"{r['release_sha'][:12]}: {r['n_items']} items{smoke}; {json.dumps(r['summary'])}", err=True)
+    click.echo(r["run_id"])
+
+
+@cli.command()
+@click.argument("sql")
+@click.option("--results", default="results.duckdb", show_default=True, help=_RESULTS_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON rows.")
+def query(sql, results, as_json) -> None:
+    """Run read-only SQL on the results store (tables runs, item_scores) and print a table."""
+    from trb.results import ResultsStore
+
+    names, rows = ResultsStore(Path(results)).query(sql)
+    if as_json:
+        click.echo(json.dumps([dict(zip(names, r)) for r in rows], indent=2, default=str))
+        return
+    cells = [names] + [["" if v is None else str(v) for v in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(names))]
+    for i, row in enumerate(cells):
+        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
+        if i == 0:
+            click.echo("  ".join("-" * w for w in widths))
+
+
+@cli.command()
+@click.option("--results", default="results.duckdb", show_default=True, help=_RESULTS_HELP)
+@click.option("--release", "release_sha", default=None, help="Release SHA (default: the latest run's release).")
+@click.option("--format", "fmt", type=click.Choice(["md", "html", "json"]), default="md", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write here instead of stdout.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+def report(results, release_sha, fmt, output, seed) -> None:
+    """The profile vector per baseline (never a mean across tracks) and Δgov with its CI."""
+    from trb.report import build_report, plot_tracks, render_html, render_json, render_markdown
+    from trb.results import ResultsStore
+
+    rep = build_report(ResultsStore(Path(results)), release_sha=release_sha, seed=seed)
+    if fmt == "json":
+        text = render_json(rep)
+    elif fmt == "html":
+        text = render_html(rep)
+    else:
+        plot = None
+        if output:
+            plot = plot_tracks(rep, Path(output).with_suffix(".png"))
+        text = render_markdown(rep, Path(plot.name) if plot else None)  # the link is relative to the report
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text)
+
+
+@cli.command()
+@click.option("--sessions", type=click.IntRange(10, 100_000), default=60, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def calibrate(sessions, seed, as_json) -> None:
+    """Run the real track code on scripted agents of known properties; exit 1 unless the engine separates them."""
+    from trb.calibrate import check_calibration, run_calibration
+
+    rep = run_calibration(sessions, seed=seed)
+    if as_json:
+        click.echo(json.dumps({"passed": rep.passed, "reasons": rep.reasons, "delta_governed_minus_narrator": rep.delta,
+                               "agents": [{"agent": r["agent"], "track1": r["track1"] and vars(r["track1"]),
+                                           "track3": r["track3"] and vars(r["track3"])} for r in rep.rows]}, indent=2))
+    else:
+        def cell(e) -> str:
+            return "-" if e is None else f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]"
+
+        click.echo(f"{'agent':<14} {'Track 1 G [95% CI]':<26} Track 3 balanced accuracy [95% CI]")
+        for r in rep.rows:
+            click.echo(f"{r['agent']:<14} {cell(r['track1']):<26} {cell(r['track3'])}")
+        d = rep.delta
+        click.echo(f"G(governed) - G(narrator) = {d['value']:.3f} [{d['ci_low']:.3f}, {d['ci_high']:.3f}] "
+                   f"({d['n_sessions']} sessions)")
+        click.echo("calibration passed" if rep.passed else "calibration FAILED")
+    check_calibration(rep)
+
+
+@cli.command()
+@click.option("--workdir", type=click.Path(file_okay=False), default="demo-work", show_default=True,
+              help="An empty or new directory; the corpus, release, checkpoints and results stay there.")
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--sessions", type=click.IntRange(50, 100_000), default=1000, show_default=True,
+              help="Simulated sessions.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+def demo(workdir, seed, sessions, quiet) -> None:
+    """The whole pipeline on the simulated world (a SMOKE TEST): simulate, ingest, release, train, run, report."""
+    from trb.demo import run_demo
+
+    result = run_demo(workdir, seed=seed, sessions=sessions, progress=not quiet)
+    click.echo(result["markdown"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; render every engine error once, as lines on stderr."""
+    from trb.results import ResultsError
+
+    try:
+        cli.main(args=argv, prog_name="trb", standalone_mode=False)
+    except TrbError as e:
+        for line in e.lines():
+            click.echo(line, err=True)
+        return int(e.exit_code)
+    except ResultsError as e:
+        click.echo(str(e), err=True)
+        return int(ExitCode.RESULTS)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.ClickException as e:
+        e.show()
+        return int(ExitCode.USAGE)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
