@@ -20,14 +20,8 @@ $(STAMP): pyproject.toml Makefile
 
 demo: install
 	rm -rf $(DEMO_DIR)
-	$(BIN)/trb-corpus init $(DEMO_DIR)/corpus
-	$(BIN)/trb-corpus simulate --sessions 2000 --seed 1 -o $(DEMO_DIR)/simulated.jsonl.gz
-	$(BIN)/trb-corpus validate $(DEMO_DIR)/simulated.jsonl.gz examples/7f3a/7f3a.jsonl
-	$(BIN)/trb-corpus ingest --corpus $(DEMO_DIR)/corpus $(DEMO_DIR)/simulated.jsonl.gz examples/7f3a/7f3a.jsonl
-	$(BIN)/trb-corpus stats --corpus $(DEMO_DIR)/corpus
-	$(BIN)/trb-corpus release --corpus $(DEMO_DIR)/corpus --version 0.1.0 --kind smoke
-	$(BIN)/trb-corpus verify $(DEMO_DIR)/corpus/releases/0.1.0
-	@echo "SMOKE TEST: simulated and illustrative data only; no TRB score can be claimed from it (spec section 6)." >&2
+	# simulate -> ingest -> smoke release -> train both references -> Tracks 1 and 3 -> report (a SMOKE TEST)
+	$(BIN)/trb demo --workdir $(DEMO_DIR) --seed 1
 
 test: install
 	$(BIN)/python -m pytest -q

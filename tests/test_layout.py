@@ -11,7 +11,11 @@ import pytest
 from tests_paths import ROOT
 
 HEADLESS = ["schemas", "schemas.models", "schemas.rules", "corpus.cli", "corpus.ingest", "corpus.stats",
-            "corpus.simulate", "simworld"]
+            "corpus.simulate", "corpus.release", "simworld", "trb.run", "trb.report", "trb.results", "trb.stats",
+            "trb.calibrate", "trb.tracks", "trb.releases", "trb.cli"]
+#: The eval engine reads releases, never the corpus store: no trb module but the demo imports corpus.
+ENGINE = ["trb.run", "trb.report", "trb.results", "trb.stats", "trb.calibrate", "trb.tracks", "trb.releases",
+          "trb.cli", "trb.adapters.native", "trb.reference.train"]
 
 
 @pytest.mark.parametrize("module", HEADLESS)
@@ -19,6 +23,14 @@ def test_headless_modules_never_load_textual_or_torch(module):
     code = (f"import sys, importlib; importlib.import_module({module!r}); "
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'torch', 'label_studio_sdk'));"
             "print(','.join(bad))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.strip() == "", f"{module} loads {out.strip()}"
+
+
+@pytest.mark.parametrize("module", ENGINE)
+def test_the_eval_engine_never_imports_the_corpus(module):
+    code = (f"import sys, importlib; importlib.import_module({module!r}); "
+            "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('corpus', 'textual'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "", f"{module} loads {out.strip()}"
 

@@ -69,7 +69,7 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
     for variant in ("ablation", "full"):
         t = time.perf_counter()
         out = work / "models" / f"trace-{variant}"
-        train_reference(release.directory, variant, out, seed=seed, progress=progress)
+        train_reference(release.directory, variant, out, seed=seed, progress=progress and sys.stderr.isatty())
         models[variant] = out
         step(f"train trace-{variant}", t)
     results = work / "results.duckdb"

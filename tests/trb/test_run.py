@@ -88,3 +88,22 @@ def test_cli_query_and_report_formats(release, tmp_path, capsys):
     assert "SMOKE TEST" in md and "(report.png)" in md and (md_path.parent / "report.png").is_file()
     assert main(["query", "SELECT nope FROM runs", "--results", str(results)]) == 5
     assert "nope" in capsys.readouterr().err
+
+
+def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
+    """`trb demo` (what `make demo` runs): every stage, a smoke-labelled report, and Δgov with a CI above 0."""
+    from trb.cli import main
+
+    work = tmp_path / "demo"
+    assert main(["demo", "--workdir", str(work), "--sessions", "400", "--seed", "2", "-q"]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("# TRB report") and "SMOKE TEST" in md and "Δgov" in md
+    for path in ("corpus/corpus.duckdb", "corpus/releases/0.1.0/manifest.json", "models/trace-full/model.safetensors",
+                 "models/trace-ablation/config.json", "results.duckdb", "report.md", "report.png"):
+        assert (work / path).exists(), path
+    assert main(["report", "--results", str(work / "results.duckdb"), "--format", "json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["smoke_test"] is True and {b["name"] for b in rep["baselines"]} == {"trace-ablation", "trace-full"}
+    assert all(b["adapter_tier"] == "native" for b in rep["baselines"])
+    assert rep["delta_gov"]["ci_low"] > 0
+    assert main(["demo", "--workdir", str(work)]) == 2  # never overwrites

@@ -1,0 +1,165 @@
+"""The native adapter: a reference model with an explicit r_t pathway (TRB spec §2, tier "native").
+
+``emit_r`` reads the model's r-head; ``act(context, r_override=r')`` performs the
+true do(r_t := r') intervention: the action head's input e(r) is computed from r'
+instead of from the r-head. Without an override the model acts through its own
+r-head output, so ``act(c)`` equals ``act(c, r_override=emit_r(c))``.
+
+torch is imported when a model is loaded, not when this module is imported.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from trb.context import StepContext
+from trb.errors import AdapterError
+
+__all__ = ["NativeAdapter"]
+
+#: Contexts per forward pass in the batched hooks.
+CHUNK = 512
+
+
+class NativeAdapter:
+    """A trained reference model (``trb.reference.train_reference``) behind the two-hook contract.
+
+    Attributes:
+        tier: always ``"native"``.
+        variant: ``"ablation"`` or ``"full"``.
+        config: the model's config.json.
+    """
+
+    tier = "native"
+
+    def __init__(self, model, config: dict, path: Path, sha256: str):
+        import torch
+
+        # Inference runs in float64 and reports float32-rounded numbers, so a context's result does not depend
+        # on the batch it is computed in (float32 matrix products round differently for different batch sizes).
+        self._dtype = torch.float64
+        self._model = model.to(self._dtype)
+        self.config = config
+        self.path = path
+        self.sha256 = sha256
+        self.variant: str = config.get("variant")
+        self._goal_index = {g: i for i, g in enumerate(model.cfg.goal_vocab)}
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "NativeAdapter":
+        """Load a model directory written by ``train_reference`` (config.json + model.safetensors).
+
+        Raises:
+            AdapterError: the directory, config or weights are missing, unreadable or do not fit
+                together, or torch is not installed.
+        """
+        p = Path(path)
+        if not p.is_dir():
+            raise AdapterError(f"{p}: no reference model directory here (train one with trb.reference.train_reference)")
+        try:
+            from trb.reference.model import load_checkpoint
+        except ImportError as e:
+            raise AdapterError(f"the native adapter needs torch and safetensors ({e}); "
+                               "install the toolkit's pinned CPU torch (see the Makefile)") from e
+        model, config, sha = load_checkpoint(p)
+        return cls(model, config, p, sha)
+
+    @property
+    def model(self):
+        """The underlying :class:`trb.reference.model.ReferenceModel` (torch module, eval mode, float64)."""
+        return self._model
+
+    def spec(self) -> dict:
+        release = self.config.get("release") or {}
+        return {
+            "kind": "native",
+            "path": str(self.path),
+            "sha256": self.sha256,
+            "variant": self.variant,
+            "seed": self.config.get("seed"),
+            "release_sha": release.get("sha"),
+            "release_version": release.get("version"),
+            "trb_version": self.config.get("trb_version"),
+        }
+
+    # -- the contract ----------------------------------------------------------------
+
+    def emit_r(self, context: StepContext) -> dict:
+        """The r-head's report: ``goal`` (a goal string seen in training, or None when the training split had
+        none), ``planned_next`` (an action of the step; None on an open-ended step), ``caused_by_self`` (None
+        before any outcome), ``confidence``. Raises AdapterError only if the model cannot run."""
+        return self.emit_r_batch([context])[0]
+
+    def act(self, context: StepContext, r_override: dict | None = None) -> dict[str, float]:
+        """``{action: p}`` over exactly ``context.action_space``, summing to 1; with ``r_override``, do(r_t := r').
+
+        Raises:
+            AdapterError: the step is open-ended (no action space).
+        """
+        return self.act_batch([context], [r_override])[0]
+
+    # -- batched hooks (same results as the single ones) ------------------------------
+
+    def _items(self, contexts: Sequence[StepContext], rs: Sequence[dict | None]):
+        from trb.reference.features import context_features
+        from trb.reference.model import RItem
+
+        buckets = self._model.cfg.context_buckets
+        return [RItem(context_features(c, buckets), c.action_space or None, r, bool(c.history))
+                for c, r in zip(contexts, rs)]
+
+    def emit_r_batch(self, contexts: Sequence[StepContext]) -> list[dict]:
+        """``[emit_r(c) for c in contexts]``, computed in batches; the results are identical."""
+        from trb.reference.model import collate
+
+        out: list[dict] = []
+        for i in range(0, len(contexts), CHUNK):
+            chunk = contexts[i:i + CHUNK]
+            items = self._items(chunk, [None] * len(chunk))
+            try:
+                out.extend(self._model.emit(collate(items, self._model.cfg, self._goal_index, self._dtype),
+                                            [it.space for it in items]))
+            except RuntimeError as e:
+                raise AdapterError(f"native model failed on a batch of {len(chunk)} contexts: {e}") from e
+        return out
+
+    def act_batch(self, contexts: Sequence[StepContext],
+                  r_overrides: Sequence[dict | None] | None = None) -> list[dict[str, float]]:
+        """``[act(c, r_override=r) for c, r in zip(contexts, r_overrides)]``, computed in batches; the results
+        are identical. Raises AdapterError if any step is open-ended or the two lists differ in length."""
+        from trb.reference.model import collate
+
+        if r_overrides is None:
+            r_overrides = [None] * len(contexts)
+        if len(r_overrides) != len(contexts):
+            raise AdapterError(f"act_batch: {len(contexts)} contexts but {len(r_overrides)} r overrides")
+        for c in contexts:
+            if not c.action_space:
+                raise AdapterError(f"native model cannot act on step {c.t} of session {c.session_id}: "
+                                   "the step is open-ended (no discrete action space)")
+            if len(set(c.action_space)) != len(c.action_space):
+                raise AdapterError(f"step {c.t} of session {c.session_id} repeats an action in its action space")
+        rs = list(r_overrides)
+        for r in rs:
+            if r is not None and not isinstance(r, Mapping):
+                raise AdapterError(f"r_override must be a mapping of r slots or None, not {type(r).__name__}")
+        own = [i for i, r in enumerate(rs) if r is None]
+        if own:  # act through the model's own self-report
+            for i, r in zip(own, self.emit_r_batch([contexts[i] for i in own])):
+                rs[i] = r
+        out: list[dict[str, float]] = []
+        for i in range(0, len(contexts), CHUNK):
+            chunk = contexts[i:i + CHUNK]
+            items = self._items(chunk, rs[i:i + CHUNK])
+            try:
+                probs = self._model.act_probs(collate(items, self._model.cfg, self._goal_index, self._dtype))
+                probs = probs.float().double()  # float32 precision, then normalised exactly
+            except RuntimeError as e:
+                raise AdapterError(f"native model failed on a batch of {len(chunk)} contexts: {e}") from e
+            for c, row in zip(chunk, probs):
+                p = row[:len(c.action_space)]
+                p = (p / p.sum()).tolist()
+                out.append(dict(zip(c.action_space, p)))
+        return out
