@@ -80,3 +80,13 @@ def test_every_option_in_help_is_in_the_cli_not_invented():
     for name in _commands():
         result = CliRunner().invoke(cli, [name, "--help"])
         assert result.exit_code == 0 and "Usage:" in result.output
+
+
+def test_every_trb_command_is_documented_in_the_readme():
+    from trb.cli import cli
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name in cli.commands:
+        assert f"`trb {name}" in readme, f"trb {name} is not in README.md"
+    named = set(re.findall(r"`trb ([a-z][a-z-]+)", readme))
+    assert named <= set(cli.commands), f"README names trb commands that do not exist: {named - set(cli.commands)}"
