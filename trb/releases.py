@@ -40,15 +40,26 @@ class SessionSteps:
     context_id: str | None
     language: str | None
     steps: list[dict]
+    _past: tuple[PastStep, ...] | None = None
+    _contexts: dict | None = None
 
     def past(self, upto: int) -> tuple[PastStep, ...]:
-        return tuple(
-            PastStep(s["t"], s["observation"], _r(s, "r_") if s["has_r"] else None, s["action"],
-                     tuple(s["action_space"]) if s["action_space"] is not None else None, s["outcome"])
-            for s in self.steps[:upto])
+        if self._past is None:  # built once per session; every context slices it
+            self._past = tuple(
+                PastStep(s["t"], s["observation"], _r(s, "r_") if s["has_r"] else None, s["action"],
+                         tuple(s["action_space"]) if s["action_space"] is not None else None, s["outcome"])
+                for s in self.steps)
+        return self._past[:upto]
 
     def context(self, t: int) -> StepContext:
-        """The context for acting at step ``t`` (steps before it completed)."""
+        """The context for acting at step ``t`` (steps before it completed); the same object for the same t."""
+        if self._contexts is None:
+            self._contexts = {}
+        if t not in self._contexts:
+            self._contexts[t] = self._context(t)
+        return self._contexts[t]
+
+    def _context(self, t: int) -> StepContext:
         s = self.steps[t]
         return StepContext(
             session_id=self.session_id, t=t, history=self.past(t), observation=s["observation"],
