@@ -28,6 +28,16 @@ def _wait_option(f):
                         help="Seconds to wait for a corpus held by another process (default $TRB_LOCK_WAIT or 120).")(f)
 
 
+def _file_options(f):
+    """FILES, --corpus, --max-line-bytes, --wait, -q: shared by validate and ingest."""
+    f = click.option("-q", "--quiet", is_flag=True, help="No progress bar.")(f)
+    f = _wait_option(f)
+    f = click.option("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES, show_default=True,
+                     help="Longest accepted line.")(f)
+    f = _corpus_option(f)
+    return click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))(f)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option("0.1.0", prog_name="trb-corpus")
 def cli() -> None:
@@ -59,12 +69,7 @@ def _ingest_like(dry_run: bool, files, corpus_dir, max_line_bytes, wait_seconds,
 
 
 @cli.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@_corpus_option
-@click.option("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES, show_default=True,
-              help="Longest accepted line.")
-@_wait_option
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@_file_options
 def validate(files, corpus_dir, max_line_bytes, wait_seconds, quiet) -> None:
     """Check FILES (JSONL or .jsonl.gz) without writing anything.
 
@@ -76,12 +81,7 @@ def validate(files, corpus_dir, max_line_bytes, wait_seconds, quiet) -> None:
 
 
 @cli.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@_corpus_option
-@click.option("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES, show_default=True,
-              help="Longest accepted line.")
-@_wait_option
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@_file_options
 def ingest(files, corpus_dir, max_line_bytes, wait_seconds, quiet) -> None:
     """Validate FILES completely, then write all their new records in one transaction, or none.
 
