@@ -132,5 +132,13 @@ class Release:
             for sid, split_, ctx, lang, steps in batch:
                 yield SessionSteps(sid, split_, ctx, lang, steps)
 
+    def with_sessions(self, rows: list[dict]) -> Iterator[tuple[SessionSteps, list[dict]]]:
+        """Each session that ``rows`` (work-list rows with a ``session_id``) name, with its rows, by session id."""
+        by_session: dict[str, list[dict]] = {}
+        for row in rows:
+            by_session.setdefault(row["session_id"], []).append(row)
+        for sess in self.sessions(session_ids=list(by_session)):
+            yield sess, by_session[sess.session_id]
+
     def close(self) -> None:
         self.con.close()

@@ -58,11 +58,8 @@ def track1_items(release: Release, split: str = "eval") -> Iterator[Track1Item]:
         return
     rows = release.rows("SELECT * FROM counterfactuals WHERE split = ? AND phi_type IS NOT NULL "
                         "ORDER BY session_id, t, cf_id", [split])
-    by_session: dict[str, list[dict]] = {}
-    for row in rows:
-        by_session.setdefault(row["session_id"], []).append(row)
-    for sess in release.sessions(session_ids=list(by_session)):
-        for row in by_session[sess.session_id]:
+    for sess, sess_rows in release.with_sessions(rows):
+        for row in sess_rows:
             phi = ({p["action"]: p["p"] for p in row["phi_probs"]} if row["phi_type"] == "distribution"
                    else row["phi_text"])
             yield Track1Item(row["cf_id"], sess.session_id, row["t"], sess.split, sess.context_id,

@@ -40,11 +40,8 @@ def track3_items(release: Release, split: str = "eval") -> Iterator[Track3Item]:
         return
     rows = release.rows("SELECT item_id, session_id, t, label FROM attribution WHERE split = ? "
                         "AND label IN ('self', 'exogenous') ORDER BY session_id, t, item_id", [split])
-    by_session: dict[str, list[dict]] = {}
-    for row in rows:
-        by_session.setdefault(row["session_id"], []).append(row)
-    for sess in release.sessions(session_ids=list(by_session)):
-        for row in by_session[sess.session_id]:
+    for sess, sess_rows in release.with_sessions(rows):
+        for row in sess_rows:
             yield Track3Item(row["item_id"], sess.session_id, row["t"], sess.split, sess.context_id,
                              sess.context_after(row["t"]), row["label"])
 
