@@ -44,8 +44,14 @@ def train_reference_cmd(release_dir, variant, out, seed, epochs, quiet) -> None:
 
 @cli.command()
 @click.option("--release", "release_dir", required=True, type=click.Path(file_okay=False, exists=True))
-@click.option("--adapter", type=click.Choice(["native"]), required=True, help="Adapter tier/kind.")
-@click.option("--model", required=True, type=click.Path(exists=True), help="The checkpoint the adapter loads.")
+@click.option("--adapter", type=click.Choice(["native", "proxy"]), required=True,
+              help="native: a model with an explicit r_t pathway; proxy: any Hugging Face causal LM (r in its CoT).")
+@click.option("--model", required=True, type=click.Path(exists=True),
+              help="The checkpoint the adapter loads (a directory, or a .gguf file for proxy).")
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default=None,
+              help="proxy: weights dtype (default float32).")
+@click.option("--elicit", "mode", type=click.Choice(["prompt_fill", "free_cot"]), default=None,
+              help="proxy: how r is elicited (default prompt_fill).")
 @click.option("--baseline", required=True, help="Baseline name: instruct-base, cot-prompted, cot-sft, "
                                                 "trace-ablation, trace-full (or your own).")
 @click.option("--tracks", default="1,3", show_default=True, help="Comma-separated tracks.")
@@ -53,11 +59,11 @@ def train_reference_cmd(release_dir, variant, out, seed, epochs, quiet) -> None:
 @click.option("--results", default="results.duckdb", show_default=True, help=_RESULTS_HELP)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def run(release_dir, adapter, model, baseline, tracks, split, results, seed, quiet) -> None:
+def run(release_dir, adapter, model, dtype, mode, baseline, tracks, split, results, seed, quiet) -> None:
     """Run tracks on a release through an adapter; write one run row and every item score; print the run id."""
     from trb.run import load_adapter, run_tracks
 
-    a = load_adapter(adapter, model)
+    a = load_adapter(adapter, model, dtype=dtype, mode=mode) if adapter == "proxy" else load_adapter(adapter, model)
     r = run_tracks(release_dir, a, baseline=baseline, tracks=tuple(t.strip() for t in tracks.split(",") if t.strip()),
                    split=split, results=results, seed=seed, progress=not quiet)
     smoke = " SMOKE TEST (not a TRB score)" if r["smoke_test"] else ""

@@ -19,7 +19,7 @@ from trb.tracks.timing import AdapterTimer
 from trb.tracks.track1 import score_track1, track1_items
 from trb.tracks.track3 import score_track3, track3_items
 
-__all__ = ["BASELINES", "TRACKS", "run_tracks", "load_adapter", "TOOLKIT_VERSION"]
+__all__ = ["ADAPTERS", "BASELINES", "TRACKS", "run_tracks", "load_adapter", "TOOLKIT_VERSION"]
 
 TOOLKIT_VERSION = "0.1.0"
 #: Baseline names used everywhere (spec §4): 1-3 through the proxy adapter, 4-5 through the native one.
@@ -27,13 +27,20 @@ BASELINES = ("instruct-base", "cot-prompted", "cot-sft", "trace-ablation", "trac
 TRACKS = ("1", "3")
 
 
-def load_adapter(kind: str, model: str | os.PathLike):
-    """The adapter of ``kind`` for the checkpoint at ``model``."""
+ADAPTERS = ("native", "proxy")
+
+
+def load_adapter(kind: str, model: str | os.PathLike, **options):
+    """The adapter of ``kind`` for the checkpoint at ``model`` (proxy options: gguf_file, dtype, device, mode)."""
     if kind == "native":
         from trb.adapters.native import NativeAdapter
 
         return NativeAdapter.load(model)
-    raise UsageError(f"unknown adapter {kind!r} (available: native)")
+    if kind == "proxy":
+        from trb.adapters.proxy import ProxyAdapter
+
+        return ProxyAdapter.load(model, **{k: v for k, v in options.items() if v is not None})
+    raise UsageError(f"unknown adapter {kind!r} (available: {', '.join(ADAPTERS)})")
 
 
 def _seed_everything(seed: int) -> None:

@@ -107,3 +107,38 @@ def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
     assert all(b["adapter_tier"] == "native" for b in rep["baselines"])
     assert rep["delta_gov"]["ci_low"] > 0
     assert main(["demo", "--workdir", str(work)]) == 2  # never overwrites
+
+
+def test_trb_run_through_the_proxy_adapter_on_a_local_causal_lm(release, tmp_path, capsys):
+    """`trb run --adapter proxy` on a tiny GPT-2 made here and loaded through the real loading code."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    from trb.cli import main
+
+    texts = [r[0] for r in duckdb.connect().execute(
+        f"SELECT observation FROM read_parquet('{release}/data/steps/*.parquet') LIMIT 2000").fetchall()]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(texts + ["Reasoning: goal=C3; planned_next=right; Action: right"],
+                            trainer=trainers.BpeTrainer(vocab_size=600, special_tokens=["<|endoftext|>"],
+                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
+    model_dir = tmp_path / "tiny-lm"
+    fast.save_pretrained(model_dir)
+    torch.manual_seed(0)
+    GPT2LMHeadModel(GPT2Config(vocab_size=len(fast), n_embd=32, n_layer=1, n_head=2, n_positions=4096,
+                               bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id)).save_pretrained(model_dir)
+    results = tmp_path / "results.duckdb"
+    code = main(["run", "--release", str(release), "--adapter", "proxy", "--model", str(model_dir), "--baseline",
+                 "cot-prompted", "--tracks", "1", "--results", str(results), "-q"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    run_id = out.strip().splitlines()[-1]
+    con = duckdb.connect(str(results), read_only=True)
+    tier, spec, n = con.execute("SELECT adapter_tier, adapter_spec, n_items FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    scores = [r[0] for r in con.execute("SELECT score FROM item_scores WHERE run_id = ?", [run_id]).fetchall()]
+    assert tier == "proxy" and json.loads(spec)["kind"] == "proxy" and len(json.loads(spec)["sha256"]) == 64
+    assert n == len(scores) > 0 and all(0.0 <= s <= 1.0 for s in scores)
