@@ -11,7 +11,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from trb.context import StepContext
 
-__all__ = ["Adapter", "AdapterTier", "check_distribution"]
+__all__ = ["Adapter", "AdapterTier", "check_distribution", "check_act_batch"]
 
 AdapterTier = Literal["native", "proxy"]
 
@@ -67,3 +67,28 @@ def check_distribution(p: dict[str, float], space: tuple[str, ...] | list[str], 
     if any(v < 0 for v in p.values()) or abs(total - 1.0) > 1e-4:
         raise AdapterError(f"{who}: act() returned a distribution summing to {total:.6g} (or a negative value)")
     return {a: v / total for a, v in p.items()}
+
+
+def check_act_batch(contexts, r_overrides, who: str) -> list:
+    """The arguments of a batched ``act``: one override (or None) per context, every step discrete.
+
+    Returns the overrides as a list. Raises AdapterError for mismatched lengths, an
+    open-ended step, a repeated action, or an override that is not a mapping.
+    """
+    from collections.abc import Mapping
+
+    from trb.errors import AdapterError
+
+    rs = [None] * len(contexts) if r_overrides is None else list(r_overrides)
+    if len(rs) != len(contexts):
+        raise AdapterError(f"act_batch: {len(contexts)} contexts but {len(rs)} r overrides")
+    for c in contexts:
+        if not c.action_space:
+            raise AdapterError(f"{who} cannot act on step {c.t} of session {c.session_id}: "
+                               "the step is open-ended (no discrete action space)")
+        if len(set(c.action_space)) != len(c.action_space):
+            raise AdapterError(f"step {c.t} of session {c.session_id} repeats an action in its action space")
+    for r in rs:
+        if r is not None and not isinstance(r, Mapping):
+            raise AdapterError(f"r_override must be a mapping of r slots or None, not {type(r).__name__}")
+    return rs

@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from trb.adapters.base import check_act_batch
 from trb.context import StepContext
 from trb.errors import AdapterError
 
@@ -131,20 +132,7 @@ class NativeAdapter:
         are identical. Raises AdapterError if any step is open-ended or the two lists differ in length."""
         from trb.reference.model import collate
 
-        if r_overrides is None:
-            r_overrides = [None] * len(contexts)
-        if len(r_overrides) != len(contexts):
-            raise AdapterError(f"act_batch: {len(contexts)} contexts but {len(r_overrides)} r overrides")
-        for c in contexts:
-            if not c.action_space:
-                raise AdapterError(f"native model cannot act on step {c.t} of session {c.session_id}: "
-                                   "the step is open-ended (no discrete action space)")
-            if len(set(c.action_space)) != len(c.action_space):
-                raise AdapterError(f"step {c.t} of session {c.session_id} repeats an action in its action space")
-        rs = list(r_overrides)
-        for r in rs:
-            if r is not None and not isinstance(r, Mapping):
-                raise AdapterError(f"r_override must be a mapping of r slots or None, not {type(r).__name__}")
+        rs = check_act_batch(contexts, r_overrides, "native model")
         own = [i for i, r in enumerate(rs) if r is None]
         if own:  # act through the model's own self-report
             for i, r in zip(own, self.emit_r_batch([contexts[i] for i in own])):

@@ -67,6 +67,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from trb.adapters.base import check_act_batch
 from trb.context import R_SLOTS, StepContext
 from trb.errors import AdapterError
 
@@ -371,19 +372,7 @@ class ProxyAdapter:
     def act_batch(self, contexts: Sequence[StepContext],
                   r_overrides: Sequence[dict | None] | None = None) -> list[dict[str, float]]:
         """``[act(c, r) for c, r in zip(contexts, r_overrides)]`` in one scoring call; identical results."""
-        if r_overrides is None:
-            r_overrides = [None] * len(contexts)
-        if len(r_overrides) != len(contexts):
-            raise AdapterError(f"act_batch: {len(contexts)} contexts but {len(r_overrides)} r overrides")
-        for c in contexts:
-            if not c.action_space:
-                raise AdapterError(f"proxy model cannot act on step {c.t} of session {c.session_id}: "
-                                   "the step is open-ended (no discrete action space)")
-            if len(set(c.action_space)) != len(c.action_space):
-                raise AdapterError(f"step {c.t} of session {c.session_id} repeats an action in its action space")
-        for r in r_overrides:
-            if r is not None and not isinstance(r, Mapping):
-                raise AdapterError(f"r_override must be a mapping of r slots or None, not {type(r).__name__}")
+        r_overrides = check_act_batch(contexts, r_overrides, "proxy model")
         rs = [r if r is not None else self.emit_r(c) for c, r in zip(contexts, r_overrides)]
         requests = [(self.prompt(c, r), [" " + a for a in c.action_space]) for c, r in zip(contexts, rs)]
         out = []
