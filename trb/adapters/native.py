@@ -11,7 +11,7 @@ torch is imported when a model is loaded, not when this module is imported.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from trb.adapters.base import check_act_batch
