@@ -15,7 +15,7 @@ import multiprocessing
 import os
 import time
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -400,6 +400,7 @@ def ingest(
     progress: bool = True,
     wait_seconds: float | None = None,
     max_problems: int = MAX_PROBLEMS_SHOWN,
+    on_wait: Callable[[str], None] | None = None,
 ) -> IngestReport:
     """Validate ``files`` completely, then (unless ``dry_run``) write all their new records, or none.
 
@@ -444,7 +445,7 @@ def ingest(
                 run(con)
         else:
             spill = corpus.require().dir / f".ingest-{os.getpid()}.spill"
-            with corpus.open(write=not dry_run, wait_seconds=wait_seconds, spill_dir=spill,
+            with corpus.open(write=not dry_run, wait_seconds=wait_seconds, spill_dir=spill, on_wait=on_wait,
                              purpose="trb-corpus validate" if dry_run else "trb-corpus ingest") as con:
                 run(con)
     finally:

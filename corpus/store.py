@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -94,14 +94,17 @@ class Corpus:
 
     @contextmanager
     def open(self, *, write: bool, wait_seconds: float | None = None, purpose: str = "",
-             spill_dir: Path | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+             spill_dir: Path | None = None,
+             on_wait: Callable[[str], None] | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
         """Hold the corpus lock and yield a connection with the store attached as ``store``.
 
         The connection's own database is in memory (bounded; it spills to
         ``spill_dir``), for staging; the store is attached read-only unless ``write``.
+        ``on_wait`` is told (once) who holds the corpus when this call has to wait.
         """
         self.require()
-        with CorpusLock(self.dir, exclusive=write, wait_seconds=wait_seconds, purpose=purpose):
+        lock_kw = {} if on_wait is None else {"on_wait": on_wait}
+        with CorpusLock(self.dir, exclusive=write, wait_seconds=wait_seconds, purpose=purpose, **lock_kw):
             _remove_dead_spills(self.dir)
             with scratch_connection(spill_dir) as con:
                 mode = "" if write else " (READ_ONLY)"

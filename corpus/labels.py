@@ -1,0 +1,200 @@
+"""Labels written by people and tools after ingest: annotations, adjudications, the review queue.
+
+Every label is an ``annotation`` record (schema v1) written through :func:`corpus.ingest`,
+so it is validated, content-hashed, conflict-checked and committed all or nothing like
+any other record; nothing here writes the annotations table directly.
+
+The review queue holds items whose annotators disagree too much for an automatic
+decision (``trb-annotate adjudicate`` puts them there). An item leaves the queue when a
+reviewer or adjudicator label on it is recorded after it was queued. The queue is a
+plain table in the store (``review_queue``), made on first use; releases ignore it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import orjson
+
+from corpus.ingest import IngestReport, ingest
+from corpus.store import Corpus
+
+__all__ = ["QueueItem", "now_iso", "make_annotation", "add_annotations", "enqueue_review", "review_queue"]
+
+_QUEUE_DDL = """
+CREATE TABLE IF NOT EXISTS store.review_queue (
+    target_kind VARCHAR NOT NULL,      -- attribution | counterfactual
+    target_id VARCHAR NOT NULL,
+    reason VARCHAR NOT NULL,           -- e.g. "tie", "margin 1 < 2"
+    votes VARCHAR NOT NULL,            -- JSON object: value -> count (latest revision per annotator)
+    annotators VARCHAR NOT NULL,       -- JSON object: annotator_id -> value
+    margin INTEGER NOT NULL,           -- top count minus runner-up count
+    queued_at VARCHAR NOT NULL,        -- ISO 8601 UTC
+    queued_by VARCHAR NOT NULL         -- the tool and method that queued it
+)"""
+
+
+def now_iso() -> str:
+    """The current UTC time as the schema's ``created_at`` form (milliseconds, ``Z``)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def make_annotation(
+    *,
+    target_kind: str,
+    target_id: str,
+    annotator_id: str,
+    value: dict,
+    role: str = "annotator",
+    method: str | None = None,
+    created_at: str | None = None,
+    revision: int = 1,
+    label_studio: dict | None = None,
+    annotation_id: str | None = None,
+) -> dict:
+    """An annotation record (a dict in schema-v1 form; validated when written).
+
+    Without ``annotation_id`` one is derived from target, annotator, role, time and
+    revision, so the same call at the same time gives the same id.
+    """
+    created_at = created_at or now_iso()
+    if annotation_id is None:
+        digest = hashlib.sha256(
+            f"{target_kind}\0{target_id}\0{annotator_id}\0{role}\0{created_at}\0{revision}".encode()
+        ).hexdigest()[:16]
+        annotation_id = f"ann-{role}-{digest}"
+    rec = {
+        "kind": "annotation",
+        "schema_version": 1,
+        "annotation_id": annotation_id,
+        "target": {"kind": target_kind, "id": target_id},
+        "annotator_id": annotator_id,
+        "role": role,
+        "value": value,
+        "created_at": created_at,
+        "revision": revision,
+    }
+    if method is not None:
+        rec["method"] = method
+    if label_studio is not None:
+        rec["label_studio"] = label_studio
+    return rec
+
+
+def add_annotations(
+    corpus: Corpus,
+    records: Iterable[dict],
+    *,
+    wait_seconds: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
+    progress: bool = False,
+) -> IngestReport:
+    """Write annotation records into the corpus, all or none (through :func:`corpus.ingest`).
+
+    Raises what ingest raises: InvalidInput (the records, located as ``<annotations>:N``),
+    RecordConflict (an id already stored with other content), CorpusBusy.
+    Re-adding identical records is a no-op ("unchanged").
+    """
+    corpus.require()
+    fd, name = tempfile.mkstemp(prefix=".labels-", suffix=".jsonl", dir=corpus.dir)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for rec in records:
+                f.write(orjson.dumps(rec) + b"\n")
+        return ingest(corpus, [name], progress=progress, wait_seconds=wait_seconds, on_wait=on_wait)
+    finally:
+        Path(name).unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    target_kind: str
+    target_id: str
+    reason: str
+    votes: dict[str, int]
+    annotators: dict[str, str]
+    margin: int
+    queued_at: str
+    queued_by: str
+    resolved: bool = field(default=False)
+
+
+def _has_queue(con) -> bool:
+    return bool(con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'store' AND table_name = 'review_queue'"
+    ).fetchone()[0])
+
+
+def enqueue_review(
+    corpus: Corpus,
+    items: Iterable[QueueItem],
+    *,
+    wait_seconds: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
+) -> int:
+    """Put items on the review queue (one transaction). An item already pending is not queued twice.
+
+    Returns how many were added.
+    """
+    items = list(items)
+    with corpus.open(write=True, wait_seconds=wait_seconds, on_wait=on_wait,
+                     purpose="review queue") as con:
+        con.execute(_QUEUE_DDL)
+        pending = {(q.target_kind, q.target_id) for q in _pending(con, include_resolved=False)}
+        rows = [
+            [q.target_kind, q.target_id, q.reason, orjson.dumps(q.votes, option=orjson.OPT_SORT_KEYS).decode(),
+             orjson.dumps(q.annotators, option=orjson.OPT_SORT_KEYS).decode(), q.margin, q.queued_at, q.queued_by]
+            for q in items if (q.target_kind, q.target_id) not in pending
+        ]
+        con.execute("BEGIN TRANSACTION")
+        try:
+            if rows:
+                con.executemany("INSERT INTO store.review_queue VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    return len(rows)
+
+
+def _pending(con, *, include_resolved: bool, target_kind: str | None = None) -> list[QueueItem]:
+    if not _has_queue(con):
+        return []
+    where = [] if target_kind is None else [f"q.target_kind = '{target_kind}'"]
+    sql = f"""
+        SELECT q.*, EXISTS (
+            SELECT 1 FROM store.annotations n
+            WHERE n.target_kind = q.target_kind AND n.target_id = q.target_id
+              AND n.role IN ('adjudicator', 'reviewer')
+              AND n.created_at::TIMESTAMPTZ >= q.queued_at::TIMESTAMPTZ) AS resolved
+        FROM store.review_queue q
+        {'WHERE ' + ' AND '.join(where) if where else ''}
+        QUALIFY row_number() OVER (PARTITION BY q.target_kind, q.target_id ORDER BY q.queued_at DESC) = 1
+        ORDER BY q.queued_at, q.target_kind, q.target_id"""
+    out = []
+    for kind, tid, reason, votes, annotators, margin, queued_at, queued_by, resolved in con.execute(sql).fetchall():
+        if resolved and not include_resolved:
+            continue
+        out.append(QueueItem(kind, tid, reason, orjson.loads(votes), orjson.loads(annotators), margin,
+                             queued_at, queued_by, bool(resolved)))
+    return out
+
+
+def review_queue(
+    corpus: Corpus,
+    *,
+    include_resolved: bool = False,
+    target_kind: str | None = None,
+    wait_seconds: float | None = None,
+) -> list[QueueItem]:
+    """The items waiting for a reviewer, oldest first (with ``include_resolved``, decided ones too)."""
+    if target_kind not in (None, "attribution", "counterfactual"):
+        raise ValueError(f"target_kind must be attribution or counterfactual, not {target_kind!r}")
+    with corpus.open(write=False, wait_seconds=wait_seconds, purpose="review queue") as con:
+        return _pending(con, include_resolved=include_resolved, target_kind=target_kind)
