@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml Makefile
 
 demo: install
 	rm -rf $(DEMO_DIR)
-	# simulate -> ingest -> smoke release -> train both references -> Tracks 1 and 3 -> report (a SMOKE TEST)
+	# simulate -> ingest -> smoke release -> train the five baselines -> Tracks 1 and 3 on each -> report (a SMOKE TEST)
 	$(BIN)/trb demo --workdir $(DEMO_DIR) --seed 1
 
 test: install

@@ -42,6 +42,36 @@ def train_reference_cmd(release_dir, variant, out, seed, epochs, quiet) -> None:
     click.echo(str(out))
 
 
+@cli.command("train-baseline")
+@click.option("--release", "release_dir", required=True, type=click.Path(file_okay=False, exists=True),
+              help="A release directory (trained on its train split only).")
+@click.option("--variant", type=click.Choice(["instruct-base", "cot-sft"]), required=True,
+              help="instruct-base: context -> action (also serves cot-prompted); cot-sft: context -> r as CoT -> action.")
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Model directory (new or empty).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--epochs", type=click.IntRange(1, 1000), default=None, help="Training epochs (default 2).")
+@click.option("--max-pairs", type=click.IntRange(1, None), default=None,
+              help="Train on at most this many steps (a seeded random subset; default: all).")
+@click.option("--history", type=click.IntRange(0, None), default=None,
+              help="Earlier steps shown in each prompt (default 1); the proxy adapter reuses it.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def train_baseline_cmd(release_dir, variant, out, seed, epochs, max_pairs, history, quiet) -> None:
+    """Train an LM baseline (spec §4 baselines 1-3) on a release's train split; run it with --adapter proxy."""
+    from dataclasses import replace
+
+    from trb.baselines import BaselineSettings, train_baseline
+
+    settings = BaselineSettings()
+    overrides = {k: v for k, v in (("epochs", epochs), ("max_pairs", max_pairs), ("history", history)) if v is not None}
+    record = train_baseline(release_dir, variant, out, seed=seed, settings=replace(settings, **overrides),
+                            progress=not quiet)
+    serves = ", ".join(f"{b} (--scaffold {sc})" for b, sc in record["serves_baselines"].items())
+    click.echo(f"trained {variant} on {release_dir} -> {out}: {record['model']['n_parameters']:,} parameters, "
+               f"{record['training']['n_train_pairs']} train steps, {record['training']['wall_s']} s; serves {serves}",
+               err=True)
+    click.echo(str(out))
+
+
 @cli.command()
 @click.option("--release", "release_dir", required=True, type=click.Path(file_okay=False, exists=True))
 @click.option("--adapter", type=click.Choice(["native", "proxy"]), required=True,
@@ -52,6 +82,9 @@ def train_reference_cmd(release_dir, variant, out, seed, epochs, quiet) -> None:
               help="proxy: weights dtype (default float32).")
 @click.option("--elicit", "mode", type=click.Choice(["prompt_fill", "free_cot"]), default=None,
               help="proxy: how r is elicited (default prompt_fill).")
+@click.option("--scaffold", type=click.Choice(["cot", "none"]), default=None,
+              help="proxy: act through the CoT span holding r (cot, the default) or with no reasoning "
+                   "scaffold (none: spec baseline 1, instruct base).")
 @click.option("--baseline", required=True, help="Baseline name: instruct-base, cot-prompted, cot-sft, "
                                                 "trace-ablation, trace-full (or your own).")
 @click.option("--tracks", default="1,3", show_default=True, help="Comma-separated tracks.")
@@ -59,11 +92,12 @@ def train_reference_cmd(release_dir, variant, out, seed, epochs, quiet) -> None:
 @click.option("--results", default="results.duckdb", show_default=True, help=_RESULTS_HELP)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def run(release_dir, adapter, model, dtype, mode, baseline, tracks, split, results, seed, quiet) -> None:
+def run(release_dir, adapter, model, dtype, mode, scaffold, baseline, tracks, split, results, seed, quiet) -> None:
     """Run tracks on a release through an adapter; write one run row and every item score; print the run id."""
     from trb.run import load_adapter, run_tracks
 
-    a = load_adapter(adapter, model, dtype=dtype, mode=mode) if adapter == "proxy" else load_adapter(adapter, model)
+    a = (load_adapter(adapter, model, dtype=dtype, mode=mode, scaffold=scaffold) if adapter == "proxy"
+         else load_adapter(adapter, model))
     r = run_tracks(release_dir, a, baseline=baseline, tracks=tuple(t.strip() for t in tracks.split(",") if t.strip()),
                    split=split, results=results, seed=seed, progress=not quiet)
     smoke = " SMOKE TEST (not a TRB score)" if r["smoke_test"] else ""
@@ -153,12 +187,16 @@ def calibrate(sessions, seed, as_json) -> None:
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--sessions", type=click.IntRange(50, 100_000), default=1000, show_default=True,
               help="Simulated sessions.")
+@click.option("--baseline-pairs", type=click.IntRange(10, None), default=2000, show_default=True,
+              help="Train steps (a seeded subset) each LM baseline is trained on.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
-def demo(workdir, seed, sessions, quiet) -> None:
-    """The whole pipeline on the simulated world (a SMOKE TEST): simulate, ingest, release, train, run, report."""
-    from trb.demo import run_demo
+def demo(workdir, seed, sessions, baseline_pairs, quiet) -> None:
+    """The whole pipeline on the simulated world (a SMOKE TEST): simulate, ingest, release, train the five
+    baselines, run Tracks 1 and 3 on each, report."""
+    from trb.demo import demo_baseline_settings, run_demo
 
-    result = run_demo(workdir, seed=seed, sessions=sessions, progress=not quiet)
+    result = run_demo(workdir, seed=seed, sessions=sessions, progress=not quiet,
+                      baseline_settings=demo_baseline_settings(max_pairs=baseline_pairs))
     click.echo(result["markdown"])
 
 

@@ -39,10 +39,14 @@ class StepContext:
     split: str | None = None
     extras: dict = field(default_factory=dict, compare=False)
 
-    def render(self, r: dict | None = None, *, include_r_history: bool = True) -> str:
-        """Plain text of the context (for text models): earlier steps, then the current observation."""
+    def render(self, r: dict | None = None, *, include_r_history: bool = True, last: int | None = None) -> str:
+        """Plain text of the context (for text models): earlier steps, then the current observation.
+
+        ``last`` keeps only the last that many earlier steps (None: all of them; 0: none).
+        """
         lines = []
-        for s in self.history:
+        history = self.history if last is None else (self.history[-last:] if last > 0 else ())
+        for s in history:
             lines.append(f"Step {s.t}: {s.observation}")
             if include_r_history and s.r:
                 lines.append("Self-report: " + render_r(s.r))

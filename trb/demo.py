@@ -1,7 +1,9 @@
 """`trb demo`: the whole pipeline on the simulated world, end to end (a SMOKE TEST).
 
-simulate → ingest → smoke release → train both native references on the train
-split → Tracks 1 and 3 on both → the report. Deterministic for a seed; leaves the
+simulate → ingest → smoke release → train both native references and the two LM
+baselines on the train split → Tracks 1 and 3 on all five spec baselines (§4: instruct
+base, CoT-prompted base and CoT-supervised finetune through the proxy adapter; the
+Trace-AI ablation and full model through the native adapter) → the report. Deterministic for a seed; leaves the
 corpus, the release, the checkpoints and ``results.duckdb`` in the work directory
 for ``trb report`` and ``trb query``.
 
@@ -19,9 +21,19 @@ from pathlib import Path
 
 from trb.errors import UsageError
 
-__all__ = ["DEMO_SESSIONS", "run_demo"]
+__all__ = ["DEMO_SESSIONS", "demo_baseline_settings", "run_demo"]
 
 DEMO_SESSIONS = 1000
+#: The demo trains each LM baseline on at most this many train steps, for this many epochs.
+DEMO_BASELINE_PAIRS = 2000
+DEMO_BASELINE_EPOCHS = 1
+
+
+def demo_baseline_settings(max_pairs: int = DEMO_BASELINE_PAIRS, epochs: int = DEMO_BASELINE_EPOCHS):
+    """The LM baselines' settings in the demo: the library defaults, on a capped number of train steps."""
+    from trb.baselines import BaselineSettings
+
+    return BaselineSettings(max_pairs=max_pairs, epochs=epochs)
 _EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "7f3a" / "7f3a.jsonl"
 
 
@@ -29,12 +41,19 @@ def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_SESSIONS, progress: bool = True) -> dict:
-    """Run the pipeline into ``workdir`` (which must be empty or absent); return paths and the report dict."""
+def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_SESSIONS, progress: bool = True,
+             baseline_settings=None) -> dict:
+    """Run the pipeline into ``workdir`` (which must be empty or absent); return paths and the report dict.
+
+    ``baseline_settings`` (a :class:`trb.baselines.BaselineSettings`) sizes the LM baselines'
+    training; the default is :data:`DEMO_BASELINE_SETTINGS`.
+    """
     from corpus import Corpus, ingest, init_corpus
     from corpus.release import cut_release
     from corpus.simulate import write_simulation
     from trb.adapters.native import NativeAdapter
+    from trb.adapters.proxy import ProxyAdapter
+    from trb.baselines import BASELINE_RUNS, TRAINED_VARIANTS, train_baseline
     from trb.reference.train import train_reference
     from trb.report import build_report, plot_tracks, render_markdown
     from trb.results import ResultsStore
@@ -72,7 +91,21 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
         train_reference(release.directory, variant, out, seed=seed, progress=progress and sys.stderr.isatty())
         models[variant] = out
         step(f"train trace-{variant}", t)
+    lm_settings = baseline_settings or demo_baseline_settings()
+    for variant in TRAINED_VARIANTS:
+        t = time.perf_counter()
+        out = work / "models" / variant
+        train_baseline(release.directory, variant, out, seed=seed, settings=lm_settings,
+                       progress=progress and sys.stderr.isatty())
+        models[variant] = out
+        step(f"train {variant}", t)
     results = work / "results.duckdb"
+    for baseline, (weights, scaffold) in BASELINE_RUNS.items():
+        t = time.perf_counter()
+        adapter = ProxyAdapter.load(models[weights], scaffold=scaffold)
+        runs[baseline] = run_tracks(release.directory, adapter, baseline=baseline, results=results,
+                                    seed=seed, progress=progress)["run_id"]
+        step(f"run {baseline} (proxy, scaffold {scaffold})", t)
     for variant in ("ablation", "full"):
         t = time.perf_counter()
         adapter = NativeAdapter.load(models[variant])

@@ -31,7 +31,7 @@ ADAPTERS = ("native", "proxy")
 
 
 def load_adapter(kind: str, model: str | os.PathLike, **options):
-    """The adapter of ``kind`` for the checkpoint at ``model`` (proxy options: gguf_file, dtype, device, mode)."""
+    """The adapter of ``kind`` for the checkpoint at ``model`` (proxy options: gguf_file, dtype, device, mode, scaffold)."""
     if kind == "native":
         from trb.adapters.native import NativeAdapter
 

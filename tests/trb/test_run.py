@@ -95,7 +95,8 @@ def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
     from trb.cli import main
 
     work = tmp_path / "demo"
-    assert main(["demo", "--workdir", str(work), "--sessions", "400", "--seed", "2", "-q"]) == 0
+    assert main(["demo", "--workdir", str(work), "--sessions", "400", "--seed", "2", "--baseline-pairs", "150",
+                 "-q"]) == 0
     md = capsys.readouterr().out
     assert md.startswith("# TRB report") and "SMOKE TEST" in md and "Δgov" in md
     for path in ("corpus/corpus.duckdb", "corpus/releases/0.1.0/manifest.json", "models/trace-full/model.safetensors",
@@ -103,8 +104,15 @@ def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
         assert (work / path).exists(), path
     assert main(["report", "--results", str(work / "results.duckdb"), "--format", "json"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert rep["smoke_test"] is True and {b["name"] for b in rep["baselines"]} == {"trace-ablation", "trace-full"}
-    assert all(b["adapter_tier"] == "native" for b in rep["baselines"])
+    tiers = {b["name"]: b["adapter_tier"] for b in rep["baselines"]}
+    assert rep["smoke_test"] is True and tiers == {  # the five spec baselines, 1-3 proxy and 4-5 native (§4)
+        "instruct-base": "proxy", "cot-prompted": "proxy", "cot-sft": "proxy",
+        "trace-ablation": "native", "trace-full": "native"}
+    assert [row.split(" | ")[0].lstrip("| ") for row in md.splitlines() if row.startswith("| ") and " | proxy | " in row
+            or row.startswith("| ") and " | native | " in row] == [
+        "instruct-base", "cot-prompted", "cot-sft", "trace-ablation", "trace-full"]
+    for path in ("models/instruct-base/trb-baseline.json", "models/cot-sft/model.safetensors"):
+        assert (work / path).exists(), path
     assert rep["delta_gov"]["ci_low"] > 0
     assert main(["demo", "--workdir", str(work)]) == 2  # never overwrites
 

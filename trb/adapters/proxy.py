@@ -6,8 +6,8 @@ span written in the schema's slots, and the intervention do(r_t := r') edits tha
 to the benchmark's intervention). A model whose CoT does not govern its action scores
 near zero on Track 1 through this adapter, which is the intended, honest outcome.
 
-Prompt template (``TEMPLATE_VERSION = "trb-proxy-cot-1"``)
-----------------------------------------------------------
+Prompt template (``TEMPLATE_VERSION = "trb-proxy-cot-1"``; scaffold ``"cot"``, the default)
+----------------------------------------------------------------------------------------
 ::
 
     {context.render()}                     # earlier steps (with their self-reports), current step, "Actions: a, b, c"
@@ -28,6 +28,21 @@ Prompt template (``TEMPLATE_VERSION = "trb-proxy-cot-1"``)
 * ``score_continuation(context, text, r_override)`` is ``log p(text | prompt)`` on the
   same prompt, with the continuation ``text`` if it begins with whitespace, else
   ``" " + text`` (Track 1's LLR variant for text continuations; open-ended steps allowed).
+
+History window (``history=N``)
+------------------------------
+``{context.render()}`` above shows every earlier step; with ``history=N`` only the last N
+(``StepContext.render(last=N)``), in every prompt the adapter writes. A model trained on
+windowed prompts (the LM baselines record theirs in ``trb-baseline.json``, which
+:meth:`ProxyAdapter.load` reads) is evaluated with the same window.
+
+No reasoning scaffold (``scaffold="none"``, ``DIRECT_TEMPLATE_VERSION = "trb-proxy-direct-1"``)
+----------------------------------------------------------------------------------------
+Baseline 1 of the spec (instruct base) acts with no chain of thought: the act prompt is
+``{context.render()}\nAction:``. The Reasoning line is absent, so an r' given to ``act``
+has no span to edit and the action distribution is the model's own whatever r' says
+(Track 1 measures exactly that). ``emit_r`` still elicits the slots, by the same modes, in
+a separate query whose answer is not fed to the action (the model's report about itself).
 
 emit_r (two modes)
 ------------------
@@ -60,6 +75,7 @@ torch and transformers are imported when a model is loaded, not when this module
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import re
@@ -71,10 +87,13 @@ from trb.adapters.base import check_act_batch
 from trb.context import R_SLOTS, StepContext
 from trb.errors import AdapterError
 
-__all__ = ["ProxyAdapter", "parse_r", "format_r", "TEMPLATE_VERSION", "PROB_SLOTS", "PROB_CANDIDATES"]
+__all__ = ["ProxyAdapter", "parse_r", "format_r", "TEMPLATE_VERSION", "DIRECT_TEMPLATE_VERSION", "SCAFFOLDS",
+           "PROB_SLOTS", "PROB_CANDIDATES"]
 
 TEMPLATE_VERSION = "trb-proxy-cot-1"
+DIRECT_TEMPLATE_VERSION = "trb-proxy-direct-1"
 MODES = ("prompt_fill", "free_cot")
+SCAFFOLDS = ("cot", "none")
 PROB_SLOTS = ("caused_by_self", "confidence")
 PROB_CANDIDATES = tuple(i / 10 for i in range(11))
 GOAL_MAX_TOKENS = 8
@@ -188,6 +207,8 @@ class ProxyAdapter:
     Attributes:
         tier: always ``"proxy"``.
         mode: ``"prompt_fill"`` or ``"free_cot"`` (how emit_r elicits r).
+        scaffold: ``"cot"`` (act through the Reasoning span) or ``"none"`` (act with no reasoning).
+        history: how many earlier steps the prompts show (None: all).
         missing_counts: per slot, how many emit_r calls could not elicit it.
         emit_count: how many emit_r calls were made.
         last_cot: the last free_cot generation (for inspection), else None.
@@ -196,9 +217,12 @@ class ProxyAdapter:
     tier = "proxy"
 
     def __init__(self, model, tokenizer, *, path: Path, sha256: str, hashed: list[str],
-                 gguf_file: str | None = None, dtype: str = "float32", mode: str = "prompt_fill"):
+                 gguf_file: str | None = None, dtype: str = "float32", mode: str = "prompt_fill",
+                 scaffold: str = "cot", history: int | None = None):
         if mode not in MODES:
             raise AdapterError(f"unknown proxy mode {mode!r}; expected one of {MODES}")
+        if scaffold not in SCAFFOLDS:
+            raise AdapterError(f"unknown proxy scaffold {scaffold!r}; expected one of {SCAFFOLDS}")
         self.model = model
         self.tokenizer = tokenizer
         self.path = path
@@ -207,13 +231,18 @@ class ProxyAdapter:
         self.gguf_file = gguf_file
         self.dtype = dtype
         self.mode = mode
+        self.scaffold = scaffold
+        if history is not None and history < 0:
+            raise AdapterError(f"history must be a number of steps >= 0, got {history}")
+        self.history = history
         self.missing_counts: Counter = Counter({s: 0 for s in R_SLOTS})
         self.emit_count = 0
         self.last_cot: str | None = None
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, gguf_file: str | None = None, dtype: str = "float32",
-             device: str | None = None, mode: str = "prompt_fill") -> "ProxyAdapter":
+             device: str | None = None, mode: str = "prompt_fill", scaffold: str = "cot",
+             history: int | None = None) -> "ProxyAdapter":
         """Load a local model directory (AutoModelForCausalLM + AutoTokenizer), offline.
 
         Args:
@@ -222,13 +251,18 @@ class ProxyAdapter:
             dtype: ``"float32"``, ``"bfloat16"`` or ``"float16"``.
             device: a torch device; None picks ``"cuda"`` when available, else ``"cpu"``.
             mode: emit_r's mode, ``"prompt_fill"`` or ``"free_cot"``.
+            scaffold: ``"cot"`` (the default) or ``"none"`` (no reasoning scaffold; spec baseline 1).
+            history: earlier steps shown in prompts (None: all; default: the model directory's
+                ``trb-baseline.json`` ``prompt.history`` when there is one).
         Raises:
-            AdapterError: missing path, unknown dtype/mode, missing torch/transformers, or a load failure.
+            AdapterError: missing path, unknown dtype/mode/scaffold, missing torch/transformers, or a load failure.
         """
         if dtype not in _DTYPES:
             raise AdapterError(f"unknown dtype {dtype!r}; expected one of {_DTYPES}")
         if mode not in MODES:
             raise AdapterError(f"unknown proxy mode {mode!r}; expected one of {MODES}")
+        if scaffold not in SCAFFOLDS:
+            raise AdapterError(f"unknown proxy scaffold {scaffold!r}; expected one of {SCAFFOLDS}")
         p = Path(path)
         if p.is_file() and p.suffix == ".gguf" and gguf_file is None:
             p, gguf_file = p.parent, p.name
@@ -244,6 +278,11 @@ class ProxyAdapter:
         except ImportError as e:
             raise AdapterError(f"the proxy adapter needs torch and transformers ({e})") from e
         sha, hashed = _weights_digest(p, gguf_file)
+        if history is None and (p / "trb-baseline.json").is_file():
+            try:
+                history = json.loads((p / "trb-baseline.json").read_text(encoding="utf-8"))["prompt"]["history"]
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise AdapterError(f"{p / 'trb-baseline.json'}: unreadable ({type(e).__name__}: {e})") from e
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         extra = {"gguf_file": gguf_file} if gguf_file else {}
@@ -255,7 +294,8 @@ class ProxyAdapter:
         except Exception as e:  # transformers raises many kinds (OSError, ValueError, ...)
             raise AdapterError(f"{p}: could not load the model/tokenizer offline: {type(e).__name__}: {e}") from e
         model.eval()
-        return cls(model, tok, path=p, sha256=sha, hashed=hashed, gguf_file=gguf_file, dtype=dtype, mode=mode)
+        return cls(model, tok, path=p, sha256=sha, hashed=hashed, gguf_file=gguf_file, dtype=dtype, mode=mode,
+                   scaffold=scaffold, history=history)
 
     def spec(self) -> dict:
         return {
@@ -266,26 +306,53 @@ class ProxyAdapter:
             "gguf_file": self.gguf_file,
             "dtype": self.dtype,
             "mode": self.mode,
-            "template_version": TEMPLATE_VERSION,
+            "scaffold": self.scaffold,
+            "history": self.history,
+            "template_version": TEMPLATE_VERSION if self.scaffold == "cot" else DIRECT_TEMPLATE_VERSION,
             "model_class": type(self.model).__name__,
         }
 
     # -- prompts ---------------------------------------------------------------------
 
     @staticmethod
-    def prompt(context: StepContext, r: Mapping | None) -> str:
-        """The act/score prompt: rendered context, the Reasoning line holding r, then ``"Action:"``."""
+    def prompt(context: StepContext, r: Mapping | None, scaffold: str = "cot", history: int | None = None) -> str:
+        """The act/score prompt: rendered context, the Reasoning line holding r, then ``"Action:"``.
+
+        With ``scaffold="none"`` there is no Reasoning line and r is not used; ``history``
+        keeps only the last that many earlier steps.
+        """
+        if scaffold == "none":
+            return f"{context.render(last=history)}\nAction:"
         slots = format_r(r)
         reasoning = "Reasoning: " + slots if slots else "Reasoning:"
-        return f"{context.render()}\n{reasoning}\nAction:"
+        return f"{context.render(last=history)}\n{reasoning}\nAction:"
 
     def _score(self, requests):
         from trb.adapters.lm_scoring import score_continuations
 
+        window = self._window()
+        if window is not None:  # past its window a model fails, or (rotary positions) silently degrades
+            from trb.adapters.lm_scoring import encode_request
+
+            for prompt, conts in requests:
+                ctx, cont_ids = encode_request(self.tokenizer, prompt, conts)
+                longest = len(ctx) + max((len(c) for c in cont_ids), default=0)
+                if longest > window:
+                    raise AdapterError(
+                        f"a prompt of {longest} tokens exceeds the model's context window of {window} "
+                        "(show fewer earlier steps with --history N)")
         try:
             return score_continuations(self.model, self.tokenizer, requests)
         except Exception as e:
             raise AdapterError(f"proxy model failed while scoring: {type(e).__name__}: {e}") from e
+
+    def _window(self) -> int | None:
+        cfg = getattr(self.model, "config", None)
+        for name in ("n_positions", "max_position_embeddings"):
+            v = getattr(cfg, name, None)
+            if isinstance(v, int):
+                return v
+        return None
 
     def _greedy(self, prompt: str, max_new_tokens: int) -> str:
         import torch
@@ -319,7 +386,7 @@ class ProxyAdapter:
         return r
 
     def _emit_free(self, context: StepContext) -> dict:
-        text = self._greedy(f"{context.render()}\nReasoning:", FREE_COT_MAX_TOKENS)
+        text = self._greedy(f"{context.render(last=self.history)}\nReasoning:", FREE_COT_MAX_TOKENS)
         stripped = text.lstrip()
         cut = stripped.find("\n")
         cot = stripped if cut < 0 else stripped[:cut]
@@ -328,7 +395,7 @@ class ProxyAdapter:
         return r
 
     def _emit_fill(self, context: StepContext) -> dict:
-        base = f"{context.render()}\nReasoning: "
+        base = f"{context.render(last=self.history)}\nReasoning: "
         r: dict = {}
 
         def prefix(slot: str) -> str:
@@ -373,8 +440,12 @@ class ProxyAdapter:
                   r_overrides: Sequence[dict | None] | None = None) -> list[dict[str, float]]:
         """``[act(c, r) for c, r in zip(contexts, r_overrides)]`` in one scoring call; identical results."""
         r_overrides = check_act_batch(contexts, r_overrides, "proxy model")
-        rs = [r if r is not None else self.emit_r(c) for c, r in zip(contexts, r_overrides)]
-        requests = [(self.prompt(c, r), [" " + a for a in c.action_space]) for c, r in zip(contexts, rs)]
+        if self.scaffold == "none":  # no span for r: the model's own r is never needed to act
+            rs = list(r_overrides)
+        else:
+            rs = [r if r is not None else self.emit_r(c) for c, r in zip(contexts, r_overrides)]
+        requests = [(self.prompt(c, r, self.scaffold, self.history), [" " + a for a in c.action_space])
+                    for c, r in zip(contexts, rs)]
         out = []
         for c, scores in zip(contexts, self._score(requests)):
             out.append(dict(zip(c.action_space, _softmax(scores))))
@@ -382,9 +453,12 @@ class ProxyAdapter:
 
     def score_continuation(self, context: StepContext, text: str, r_override: dict | None = None) -> float:
         """``log p(text | prompt(context, r))`` (natural log), r = r_override or the model's own emit_r."""
-        r = r_override if r_override is not None else self.emit_r(context)
+        if self.scaffold == "none":
+            r = r_override
+        else:
+            r = r_override if r_override is not None else self.emit_r(context)
         cont = text if text[:1].isspace() else " " + text
-        return float(self._score([(self.prompt(context, r), [cont])])[0][0])
+        return float(self._score([(self.prompt(context, r, self.scaffold, self.history), [cont])])[0][0])
 
 
 def _softmax(scores: Sequence[float]) -> list[float]:
