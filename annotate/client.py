@@ -54,13 +54,18 @@ class Project:
 
 
 def connect(url: str | None = None, api_key: str | None = None, **kw) -> LabelStudioClient:
-    """A client for ``url``/``api_key``, or ``LABEL_STUDIO_URL``/``LABEL_STUDIO_API_KEY`` from the environment."""
+    """A client for ``url``/``api_key``, or ``LABEL_STUDIO_URL``/``LABEL_STUDIO_API_KEY`` from the environment.
+
+    ``TRB_LS_RETRIES`` sets how many times a transient failure is retried (default 4).
+    """
     url = url or os.environ.get("LABEL_STUDIO_URL")
     api_key = api_key or os.environ.get("LABEL_STUDIO_API_KEY")
     if not url:
         raise MissingSetting("LABEL_STUDIO_URL is not set (the Label Studio server, e.g. http://localhost:8080)")
     if not api_key:
         raise MissingSetting("LABEL_STUDIO_API_KEY is not set (your Label Studio access token)")
+    if "retries" not in kw and os.environ.get("TRB_LS_RETRIES"):
+        kw["retries"] = int(os.environ["TRB_LS_RETRIES"])
     return LabelStudioClient(url, api_key, **kw)
 
 
