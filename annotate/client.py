@@ -223,6 +223,18 @@ class LabelStudioClient:
                 out.setdefault(str(k), task["id"])
         return out
 
+    def nth_task(self, project_id: int, n: int) -> tuple[int, int | None]:
+        """(tasks in the project, id of its n-th task in id order, or None past the end): one small request."""
+        try:
+            j = self._get_json(f"list tasks of project {project_id}", "/api/tasks",
+                               {"project": project_id, "page_size": 1, "page": max(n, 1), "include": "id"})
+        except LabelStudioFailed as e:
+            if "HTTP 404" in e.message:
+                return -1, None
+            raise
+        tasks = j.get("tasks") or []
+        return int(j.get("total", -1)), (tasks[0]["id"] if tasks and n >= 1 else None)
+
     def annotated_tasks(self, project_id: int) -> Iterator[dict]:
         """Every task of the project that has annotations, with them (``fields=all``), page by page."""
         yield from self._pages(project_id, {"fields": "all", "only_annotated": "true"}, "list annotations")

@@ -182,7 +182,14 @@ def test_an_interrupted_push_completes_on_rerun_without_duplicates(ls_server, ad
     rep = push(c, admin, "attribution", title="interrupted push", batch_size=3)
     assert (rep.already, rep.imported) == (3, 4)
     assert admin.project_by_id(p.id).task_number == 7
+    keys = admin.task_keys(p.id, ITEM_KEY)
+    assert sorted(keys) == sorted(f"s1.t{t}.attr" for t in range(7))
+    # push's ledger of what it imported is checked against the server: a task deleted there is pushed again
+    admin.sdk.tasks.delete(id=keys["s1.t4.attr"])
+    rep = push(c, admin, "attribution", title="interrupted push", batch_size=3)
+    assert (rep.already, rep.imported) == (6, 1)
     assert sorted(admin.task_keys(p.id, ITEM_KEY)) == sorted(f"s1.t{t}.attr" for t in range(7))
+    assert push(c, admin, "attribution", title="interrupted push").imported == 0
 
 
 def test_cli_push_status_and_pull(ls_server, corpus, capsys, monkeypatch):
