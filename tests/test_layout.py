@@ -102,3 +102,13 @@ def test_every_trb_annotate_command_is_documented_in_the_readme():
         assert f"`trb-annotate {name}" in readme, f"trb-annotate {name} is not in README.md"
     named = set(re.findall(r"`trb-annotate ([a-z][a-z-]+)", readme))
     assert named <= set(cli.commands), f"README names trb-annotate commands that do not exist: {named - set(cli.commands)}"
+
+
+def test_every_trb_annotate_command_renders_its_help():
+    from click.testing import CliRunner
+
+    from annotate.cli import cli
+
+    for name in cli.commands:
+        result = CliRunner().invoke(cli, [name, "--help"])
+        assert result.exit_code == 0 and "Usage:" in result.output
