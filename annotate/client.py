@@ -127,6 +127,10 @@ class LabelStudioClient:
         if self._http is not None:
             self._http.close()
 
+    def pause(self, attempt: int) -> None:
+        """Wait before retry number ``attempt + 1``: ``backoff`` × 2^attempt seconds."""
+        self._sleep(self.backoff * 2 ** attempt)
+
     def call(self, what: str, fn: Callable[[], T], *, retry: bool = True) -> T:
         """``fn()`` with retries on transient failures; every failure becomes a typed error naming ``what``."""
         import httpx
@@ -137,7 +141,7 @@ class LabelStudioClient:
                 return fn()
             except httpx.TransportError as e:
                 if retry and attempt < self.retries:
-                    self._sleep(self.backoff * 2 ** attempt)
+                    self.pause(attempt)
                     attempt += 1
                     continue
                 raise LabelStudioUnreachable(
@@ -149,7 +153,7 @@ class LabelStudioClient:
                 if status is None:
                     raise
                 if status in _TRANSIENT_STATUS and retry and attempt < self.retries:
-                    self._sleep(self.backoff * 2 ** attempt)
+                    self.pause(attempt)
                     attempt += 1
                     continue
                 if status in (401, 403):

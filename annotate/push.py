@@ -112,9 +112,10 @@ def push(
                     ledger.add([t[ITEM_KEY] for t in batch], ids)
                     break
                 except (LabelStudioUnreachable, LabelStudioFailed) as e:
-                    if isinstance(e, LabelStudioFailed) and "HTTP 5" not in e.message or attempt == client.retries:
+                    refused = isinstance(e, LabelStudioFailed) and "HTTP 5" not in e.message
+                    if refused or attempt == client.retries:
                         raise
-                    client._sleep(client.backoff * 2 ** attempt)
+                    client.pause(attempt)
                     present = client.task_keys(project.id, ITEM_KEY)  # the failed request may have gone in
                     ledger.invalidate()
                     batch = [t for t in batch if t[ITEM_KEY] not in present]
