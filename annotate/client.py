@@ -49,8 +49,6 @@ class Project:
     kind: str | None  # attribution | continuation, from the project's description; None if not ours
     overlap: int
     task_number: int
-    annotations: int = 0  # submitted annotations (not skipped)
-    finished: int = 0  # tasks with as many annotations as the overlap asks
 
 
 def connect(url: str | None = None, api_key: str | None = None, **kw) -> LabelStudioClient:
@@ -180,8 +178,7 @@ class LabelStudioClient:
         desc = (getattr(p, "description", None) or "")
         kind = desc[len(MARK):].split()[0] if desc.startswith(MARK) and len(desc) > len(MARK) else None
         return Project(id=p.id, title=p.title, kind=kind, overlap=p.maximum_annotations or 1,
-                       task_number=p.task_number or 0, annotations=getattr(p, "total_annotations_number", 0) or 0,
-                       finished=getattr(p, "finished_task_number", 0) or 0)
+                       task_number=p.task_number or 0)
 
     def projects(self) -> list[Project]:
         """Every project the key can see."""

@@ -31,16 +31,16 @@ def status(client: LabelStudioClient, *, title: str | None = None) -> list[Proje
     out = []
     for p in projects:
         who = set()
-        n = 0
+        n = finished = 0
         for task in client.annotated_tasks(p.id):
-            for ann in task.get("annotations") or []:
-                if ann.get("was_cancelled"):
-                    continue
-                n += 1
+            done = [a for a in task.get("annotations") or [] if not a.get("was_cancelled")]
+            n += len(done)
+            finished += len(done) >= p.overlap
+            for ann in done:
                 c = ann.get("completed_by")
                 email = c.get("email") if isinstance(c, dict) else users.get(c)
                 if email:
                     who.add(annotator_id(email))
-        out.append(ProjectStatus(p.id, p.title, p.kind or "?", p.overlap, p.task_number, n, p.finished,
-                                 (p.finished / p.task_number) if p.task_number else None, sorted(who)))
+        out.append(ProjectStatus(p.id, p.title, p.kind or "?", p.overlap, p.task_number, n, finished,
+                                 (finished / p.task_number) if p.task_number else None, sorted(who)))
     return out
