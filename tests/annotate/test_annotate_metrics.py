@@ -173,3 +173,26 @@ def test_release_takes_phi_from_annotators_for_a_counterfactual_without_one(labe
     again = cut_release(labelled, "0.3.0", kind="smoke", out=tmp_path / "r2", progress=False,
                         split_fractions=eval_only)
     assert again.manifest["release_sha"] == r.manifest["release_sha"]
+
+
+def test_cli_agreement_and_adjudicate_print_data_on_stdout(labelled, capsys):
+    from annotate.cli import main
+
+    add_annotations(labelled, [
+        _ann("s1.t1.attr", "a1", "self"), _ann("s1.t1.attr", "a2", "self"), _ann("s1.t1.attr", "a3", "exogenous"),
+        _ann("s1.t2.attr", "a1", "exogenous"), _ann("s1.t2.attr", "a2", "exogenous"),
+        _ann("s1.t2.attr", "a3", "exogenous")])
+    capsys.readouterr()
+    assert main(["agreement", "--corpus", str(labelled.dir), "--json", "--bootstrap", "100"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # 2 items x 3 coders: u1 = self self exo, u2 = exo exo exo. By hand:
+    # u1 (m=3): ordered pairs (s,s) 2, (s,e) 2, (e,s) 2, weight 1/2 -> o_ss = 1, o_se = 1, o_es = 1;
+    # u2: 6 (e,e) pairs at 1/2 -> o_ee = 3. n_s = 2, n_e = 4, n = 6: alpha = 1 - 5 * 2 / (2 * 2 * 4) = 3/8.
+    assert out["caused_by_self"]["alpha"] == pytest.approx(3 / 8)
+    assert out["caused_by_self"]["disagreements"] == [{"target_id": "s1.t1.attr", "votes": {"exogenous": 1, "self": 2}}]
+    assert main(["adjudicate", "--corpus", str(labelled.dir), "--margin", "2", "--json"]) == 0
+    captured = capsys.readouterr()
+    decisions = json.loads(captured.out)["decisions"]
+    assert decisions["s1.t2.attr"]["label"] == "exogenous" and decisions["s1.t1.attr"]["review"] == "margin 1 < 2"
+    assert "1 item(s) adjudicated" in captured.err and "1 queued for review" in captured.err
+    assert main(["agreement", "--corpus", str(labelled.dir / "nope")]) == 5  # no corpus: the corpus exit code
