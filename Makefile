@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= demo-work
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench clean install-label-studio
 
 install: $(STAMP)
 
@@ -23,7 +23,18 @@ demo: install
 	# simulate -> ingest -> smoke release -> train the five baselines -> Tracks 1 and 3 on each -> report (a SMOKE TEST)
 	$(BIN)/trb demo --workdir $(DEMO_DIR) --seed 1
 
-test: install
+# The Label Studio server the annotate tests start: its own venv (its pins clash with ours).
+LS_VENV := .venv-ls
+LS_STAMP := $(LS_VENV)/.installed
+
+install-label-studio: $(LS_STAMP)
+
+$(LS_STAMP): Makefile
+	test -x $(LS_VENV)/bin/python || $(PY) -m venv $(LS_VENV)
+	$(LS_VENV)/bin/pip install --quiet label-studio==1.23.2
+	touch $(LS_STAMP)
+
+test: install $(LS_STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: install

@@ -171,7 +171,7 @@ def _parent(manifest: Mapping) -> str:
 
 def render_card(manifest: dict, *, pretty_name: str, license: str, configs: dict[str, list[str]],
                 gate_lines: list[str] | None = None, license_name: str | None = None,
-                license_link: str | None = None) -> str:
+                license_link: str | None = None, phi_from_annotators: int = 0) -> str:
     """README.md of a release: YAML front matter for ``datasets``/the Hub, then the card.
 
     ``configs`` maps each config present to its splits (the splits that have parquet
@@ -255,6 +255,9 @@ def render_card(manifest: dict, *, pretty_name: str, license: str, configs: dict
         "",
         f"Track 3 labels come from: **{manifest['label_source']}**.",
         "",
+        *([f"Φ(r') of {phi_from_annotators} counterfactual(s) comes from annotators' action choices "
+           "(`trb-annotate`): the share of annotators choosing each action of the step, with `phi_n` annotators; "
+           "the other counterfactuals carry the Φ of their own record.", ""] if phi_from_annotators else []),
         "## Release gates",
         "",
         gate_table(manifest, detail=False),

@@ -37,13 +37,36 @@ from corpus.store import Corpus
 from schemas import SCHEMA_VERSION, TRB_VERSION
 from schemas.models import GateResult, ReleaseManifest
 
-__all__ = ["ReleaseResult", "cut_release", "read_manifest", "list_releases", "TOOLKIT_VERSION"]
+__all__ = ["ReleaseResult", "cut_release", "read_manifest", "list_releases", "TOOLKIT_VERSION", "ANNOTATED_PHI_SQL"]
 
 TOOLKIT_VERSION = "0.1.0"
 TEMPLATE = Path(__file__).resolve().parents[1] / "DATASHEET.md"
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 _BATCH_ROWS = 50_000
 _MAX_PII_LISTED = 20
+
+#: Φ(r') of each counterfactual from its annotators' action choices (``trb-annotate pull``): the
+#: latest revision of each annotator's ``action`` label, kept when the action is in the step's
+#: action space; probs = share of annotators per action, n = annotators. Releases use it for a
+#: counterfactual whose own record has no Φ (columns cf_id, phi_type, phi_probs as JSON, phi_n).
+ANNOTATED_PHI_SQL = """
+    WITH votes AS (
+        SELECT target_id AS cf_id, annotator_id, action FROM store.annotations
+        WHERE target_kind = 'counterfactual' AND role = 'annotator' AND value_type = 'action'
+        QUALIFY row_number() OVER (PARTITION BY target_id, annotator_id
+                                   ORDER BY revision DESC, created_at DESC, annotation_id DESC) = 1),
+    valid AS (
+        SELECT v.cf_id, v.action FROM votes v
+        JOIN store.counterfactuals c ON c.cf_id = v.cf_id
+        JOIN store.steps s ON s.session_id = c.session_id AND s.t = c.t
+        WHERE list_contains(s.action_space, v.action)),
+    counts AS (SELECT cf_id, action, count(*) AS k FROM valid GROUP BY ALL),
+    totals AS (SELECT cf_id, sum(k) AS n FROM counts GROUP BY ALL)
+    SELECT cf_id, 'distribution' AS phi_type,
+           '{' || string_agg(to_json(action)::VARCHAR || ': ' || (k / n)::VARCHAR, ', ' ORDER BY action) || '}'
+               AS phi_probs,
+           any_value(n)::INTEGER AS phi_n
+    FROM counts JOIN totals USING (cf_id) GROUP BY cf_id"""
 
 #: config -> SQL producing its rows (every column of corpus.layout.CONFIGS, in order), sorted.
 _ROWS_SQL = {
@@ -58,13 +81,14 @@ _ROWS_SQL = {
     "counterfactuals": """
         SELECT c.cf_id, x.split, c.session_id, c.t, c.rp_goal, c.rp_planned_next, c.rp_caused_by_self,
                c.rp_confidence, c.rp_ext, c.origin, c.paired_session_id, c.adversarial, c.ood, c.author_person,
-               c.generator_name, c.generator_version, c.generator_seed, c.phi_type,
-               CASE WHEN c.phi_type = 'distribution' THEN list_sort(list_transform(
-                   map_entries(json_transform(c.phi_probs, '"MAP(VARCHAR, DOUBLE)"')),
+               c.generator_name, c.generator_version, c.generator_seed, coalesce(c.phi_type, ap.phi_type) AS phi_type,
+               CASE WHEN coalesce(c.phi_type, ap.phi_type) = 'distribution' THEN list_sort(list_transform(
+                   map_entries(json_transform(coalesce(c.phi_probs, ap.phi_probs), '"MAP(VARCHAR, DOUBLE)"')),
                    lambda e: {'action': e.key, 'p': e.value})) END AS phi_probs,
-               c.phi_text, c.phi_n
+               c.phi_text, CASE WHEN c.phi_type IS NULL THEN ap.phi_n ELSE c.phi_n END AS phi_n
         FROM store.counterfactuals c JOIN assigned x USING (session_id)
-        WHERE NOT (c.phi_type IS NULL AND x.split IN ('eval', 'transfer'))""",
+        LEFT JOIN annotated_phi ap ON c.phi_type IS NULL AND ap.cf_id = c.cf_id
+        WHERE NOT (coalesce(c.phi_type, ap.phi_type) IS NULL AND x.split IN ('eval', 'transfer'))""",
     "attribution": """
         WITH adj AS (
             SELECT target_id, arg_max(label, created_at || lpad(revision::VARCHAR, 10, '0') || annotation_id) AS label
@@ -137,6 +161,7 @@ def _parent_info(parent: Path) -> tuple[dict, pa.Table]:
 def _assign(con, salt: str, pinned: dict[str, str], fractions: dict[str, float]) -> None:
     subjects = [r[0] for r in con.execute("SELECT DISTINCT subject_id FROM store.sessions ORDER BY 1").fetchall()]
     con.register("subject_splits", assign_subjects(subjects, salt, pinned, fractions))
+    con.execute(f"CREATE TEMP TABLE annotated_phi AS {ANNOTATED_PHI_SQL}")
     con.execute("""
         CREATE TEMP TABLE assigned AS
         SELECT s.session_id, s.subject_id,
@@ -262,7 +287,7 @@ def _write_data(con, tmp: Path, progress: bool, redact_pii: bool) -> tuple[dict,
     return counts, files, hits, n_hits[0], digest
 
 
-def _rai(manifest: dict, facts: dict) -> dict:
+def _rai(manifest: dict, facts: dict, phi_from_annotators: int = 0) -> dict:
     smoke = manifest["smoke_test"]
     kinds = ", ".join(f"{k} ({n})" for k, n in facts["source_kinds"].items())
     return {
@@ -272,7 +297,10 @@ def _rai(manifest: dict, facts: dict) -> dict:
         "dataAnnotationProtocol": "Attribution items carry a design label; annotators label caused_by_self "
                                   "(self/exogenous/unsure) in Label Studio, adjudicated by majority with a margin "
                                   f"and by reviewers. Label source in this release: {manifest['label_source']}. "
-                                  "Counterfactual continuations Φ(r') are distributions over the step's actions.",
+                                  "Counterfactual continuations Φ(r') are distributions over the step's actions"
+                                  + (f"; for {phi_from_annotators} counterfactual(s) Φ(r') is the distribution of "
+                                     "annotators' action choices in Label Studio (n = annotators)."
+                                     if phi_from_annotators else "."),
         "annotationsPerItem": "Overlap 3 by default for annotated items; design labels otherwise.",
         "dataLimitations": ("SMOKE TEST: simulated or illustrative data; no TRB score may be claimed from it "
                             "(TRB spec section 6). " if smoke else "") +
@@ -339,7 +367,11 @@ def cut_release(
     with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-corpus release", spill_dir=spill) as con:
         _assign(con, salt, pinned, fractions)
         excluded = con.execute("SELECT count(*) FROM store.counterfactuals c JOIN assigned x USING (session_id) "
-                               "WHERE c.phi_type IS NULL AND x.split IN ('eval', 'transfer')").fetchone()[0]
+                               "WHERE c.phi_type IS NULL AND x.split IN ('eval', 'transfer') "
+                               "AND c.cf_id NOT IN (SELECT cf_id FROM annotated_phi)").fetchone()[0]
+        phi_from_annotators = con.execute("SELECT count(*) FROM rel_counterfactuals r JOIN store.counterfactuals c "
+                                          "USING (cf_id) WHERE c.phi_type IS NULL AND r.phi_type IS NOT NULL"
+                                          ).fetchone()[0]
         shares = synthetic_shares(con)
         gates = [
             release_kind_gate(con, kind),
@@ -399,15 +431,15 @@ def cut_release(
             licence = _licence_id(facts["licences"])
             smoke = " (SMOKE TEST)" if kind == "smoke" else ""
             pretty = f"TRB corpus release {version}{smoke}"
-            (tmp / "README.md").write_text(render_card(manifest, pretty_name=pretty, license=licence, configs=configs),
-                                           encoding="utf-8")
+            (tmp / "README.md").write_text(render_card(manifest, pretty_name=pretty, license=licence, configs=configs,
+                                                       phi_from_annotators=phi_from_annotators), encoding="utf-8")
             (tmp / "DATASHEET.md").write_text(fill_datasheet(template, datasheet_values(manifest, facts)),
                                               encoding="utf-8")
             croissant = build_croissant(
                 manifest, name=f"trb-corpus-{version}", license=licence, url=None, configs=configs,
                 description=f"TRB corpus release {version}{smoke}: paired-counterfactual sessions and "
                             f"self-attribution items. Release SHA {release_sha}.",
-                rai=_rai(manifest, facts))
+                rai=_rai(manifest, facts, phi_from_annotators))
             problems = validate_croissant(croissant)
             if problems:  # a bug in this toolkit, not in the user's data
                 raise RuntimeError("generated croissant.json fails mlcroissant validation: " + "; ".join(problems))

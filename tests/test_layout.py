@@ -12,7 +12,9 @@ from tests_paths import ROOT
 
 HEADLESS = ["schemas", "schemas.models", "schemas.rules", "corpus.cli", "corpus.ingest", "corpus.stats",
             "corpus.simulate", "corpus.release", "simworld", "trb.run", "trb.report", "trb.results", "trb.stats",
-            "trb.calibrate", "trb.tracks", "trb.releases", "trb.cli"]
+            "trb.calibrate", "trb.tracks", "trb.releases", "trb.cli",
+            "annotate.cli", "annotate.push", "annotate.pull", "annotate.agreement", "annotate.adjudicate",
+            "annotate.status"]
 #: The eval engine reads releases, never the corpus store: no trb module but the demo imports corpus.
 ENGINE = ["trb.run", "trb.report", "trb.results", "trb.stats", "trb.calibrate", "trb.tracks", "trb.releases",
           "trb.cli", "trb.adapters.native", "trb.reference.train"]
@@ -90,3 +92,23 @@ def test_every_trb_command_is_documented_in_the_readme():
         assert f"`trb {name}" in readme, f"trb {name} is not in README.md"
     named = set(re.findall(r"`trb ([a-z][a-z-]+)", readme))
     assert named <= set(cli.commands), f"README names trb commands that do not exist: {named - set(cli.commands)}"
+
+
+def test_every_trb_annotate_command_is_documented_in_the_readme():
+    from annotate.cli import cli
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name in cli.commands:
+        assert f"`trb-annotate {name}" in readme, f"trb-annotate {name} is not in README.md"
+    named = set(re.findall(r"`trb-annotate ([a-z][a-z-]+)", readme))
+    assert named <= set(cli.commands), f"README names trb-annotate commands that do not exist: {named - set(cli.commands)}"
+
+
+def test_every_trb_annotate_command_renders_its_help():
+    from click.testing import CliRunner
+
+    from annotate.cli import cli
+
+    for name in cli.commands:
+        result = CliRunner().invoke(cli, [name, "--help"])
+        assert result.exit_code == 0 and "Usage:" in result.output

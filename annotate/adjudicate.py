@@ -1,0 +1,150 @@
+"""``trb-annotate adjudicate``: turn agreeing annotators into labels, disagreement into a review queue.
+
+Attribution items (``caused_by_self``): over the latest revision of each annotator's label,
+an item with at least ``min_votes`` labels whose top label leads the runner-up by at least
+``margin`` votes gets an ``adjudicator`` annotation with that label (method
+``majority-margin-<margin>``, annotator ``trb-annotate``; ``endorsed`` by the majority of the
+winning voters who said, omitted on a tie). Ties and smaller leads go to the review queue
+(:func:`corpus.labels.enqueue_review`), which the review TUI works through; an item a person already
+decided (a reviewer, or an adjudicator other than this tool) is left alone. A re-run with the same votes writes nothing new: an
+adjudication's id is derived from the item, the method and the votes.
+
+Counterfactuals (``continuation``) are not decided by majority: Φ(r') is the distribution of
+the annotators' action choices with their count (:func:`phi_from_annotations`), which is what
+releases use for a counterfactual whose record has no Φ (see :mod:`corpus.release`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+
+import orjson
+
+from annotate.agreement import latest_labels
+from corpus.errors import UsageError
+from corpus.labels import QueueItem, add_annotations, enqueue_review, make_annotation, now_iso
+from corpus.release import ANNOTATED_PHI_SQL
+from corpus.store import Corpus
+
+__all__ = ["ADJUDICATOR", "Decision", "AdjudicateReport", "decide", "adjudicate", "phi_from_annotations"]
+
+ADJUDICATOR = "trb-annotate"
+
+
+@dataclass(frozen=True)
+class Decision:
+    label: str | None  # the majority label, or None when the item goes to review
+    margin: int  # top count minus runner-up count
+    votes: dict[str, int]
+    reason: str | None  # why it goes to review ("tie", "margin 1 < 2")
+
+
+def decide(labels: dict[str, str], margin: int) -> Decision:
+    """Majority with a margin over one item's labels (annotator -> label)."""
+    votes = Counter(labels.values())
+    ranked = sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))
+    top = ranked[0][1]
+    second = ranked[1][1] if len(ranked) > 1 else 0
+    lead = top - second
+    ordered = dict(sorted(votes.items()))
+    if lead == 0:
+        return Decision(None, 0, ordered, "tie")
+    if lead < margin:
+        return Decision(None, lead, ordered, f"margin {lead} < {margin}")
+    return Decision(ranked[0][0], lead, ordered, None)
+
+
+@dataclass
+class AdjudicateReport:
+    method: str
+    adjudicated: int = 0  # new adjudicator labels written
+    unchanged: int = 0  # already adjudicated with the same votes
+    queued: int = 0  # newly put on the review queue
+    already_queued: int = 0
+    reviewed: int = 0  # decided by a reviewer already: left alone
+    incomplete: int = 0  # fewer than min_votes labels
+    phi_items: int = 0  # counterfactuals with Φ from annotators
+    decisions: dict[str, Decision] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        return (f"adjudicate ({self.method}): {self.adjudicated} item(s) adjudicated, {self.unchanged} unchanged, "
+                f"{self.queued} queued for review ({self.already_queued} already queued), {self.reviewed} decided by "
+                f"a reviewer, {self.incomplete} with too few labels; Φ(r') from annotators for {self.phi_items} "
+                "counterfactual(s)")
+
+
+def _endorsed(con, target: str, annotators: list[str]) -> bool | None:
+    rows = con.execute("""
+        SELECT endorsed FROM store.annotations
+        WHERE target_kind = 'attribution' AND target_id = ? AND role = 'annotator' AND value_type = 'attribution'
+          AND annotator_id IN (SELECT unnest(?::VARCHAR[]))
+        QUALIFY row_number() OVER (PARTITION BY annotator_id
+                                   ORDER BY revision DESC, created_at DESC, annotation_id DESC) = 1""",
+                       [target, annotators]).fetchall()
+    said = Counter(r[0] for r in rows if r[0] is not None)
+    if not said or said[True] == said[False]:
+        return None
+    return said[True] > said[False]
+
+
+def phi_from_annotations(corpus: Corpus, *, wait_seconds: float | None = None) -> dict[str, dict]:
+    """cf_id -> Φ(r') from its annotators' action choices: ``{"type": "distribution", "probs", "n"}``."""
+    with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-annotate phi") as con:
+        rows = con.execute(ANNOTATED_PHI_SQL + " ORDER BY cf_id").fetchall()
+    return {cf: {"type": t, "probs": orjson.loads(p), "n": n} for cf, t, p, n in rows}
+
+
+def adjudicate(corpus: Corpus, *, margin: int = 1, min_votes: int = 3,
+               wait_seconds: float | None = None) -> AdjudicateReport:
+    """Adjudicate every attribution item with labels (see the module docstring)."""
+    if margin < 1:
+        raise UsageError(f"--margin must be at least 1, not {margin}")
+    if min_votes < 1:
+        raise UsageError(f"--min-votes must be at least 1, not {min_votes}")
+    method = f"majority-margin-{margin}"
+    report = AdjudicateReport(method)
+    records, queue = [], []
+    now = now_iso()
+    with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-annotate adjudicate") as con:
+        units = latest_labels(con, "attribution", "attribution", "label")
+        reviewed = {r[0] for r in con.execute(  # decided by a person: a reviewer, or an adjudicator not this tool
+            "SELECT DISTINCT target_id FROM store.annotations WHERE target_kind = 'attribution' "
+            "AND (role = 'reviewer' OR (role = 'adjudicator' AND annotator_id <> ?))", [ADJUDICATOR]).fetchall()}
+        existing = {r[0] for r in con.execute(
+            "SELECT annotation_id FROM store.annotations WHERE role = 'adjudicator' AND annotator_id = ?",
+            [ADJUDICATOR]).fetchall()}
+        for target, labels in units.items():
+            if target in reviewed:
+                report.reviewed += 1
+                continue
+            if len(labels) < min_votes:
+                report.incomplete += 1
+                continue
+            d = decide(labels, margin)
+            report.decisions[target] = d
+            if d.label is None:
+                queue.append(QueueItem("attribution", target, d.reason, d.votes, dict(sorted(labels.items())),
+                                       d.margin, now, f"trb-annotate adjudicate {method}"))
+                continue
+            digest = hashlib.sha256(orjson.dumps([target, method, sorted(labels.items())])).hexdigest()[:20]
+            ann_id = f"adj-{digest}"
+            if ann_id in existing:
+                report.unchanged += 1
+                continue
+            value = {"type": "attribution", "label": d.label}
+            endorsed = _endorsed(con, target, [a for a, v in labels.items() if v == d.label])
+            if endorsed is not None:
+                value["endorsed"] = endorsed
+            records.append(make_annotation(target_kind="attribution", target_id=target, annotator_id=ADJUDICATOR,
+                                           value=value, role="adjudicator", method=method, created_at=now,
+                                           annotation_id=ann_id))
+        report.phi_items = con.execute(f"SELECT count(*) FROM ({ANNOTATED_PHI_SQL})").fetchone()[0]
+    if records:
+        add_annotations(corpus, records, wait_seconds=wait_seconds)
+        report.adjudicated = len(records)
+    if queue:
+        report.queued = enqueue_review(corpus, queue, wait_seconds=wait_seconds)
+        report.already_queued = len(queue) - report.queued
+    return report

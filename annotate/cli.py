@@ -1,0 +1,176 @@
+"""``trb-annotate``: Label Studio projects, annotations, agreement and adjudication (a thin CLI).
+
+The server comes from ``LABEL_STUDIO_URL`` and the key from ``LABEL_STUDIO_API_KEY``; the key
+is never printed. Every command calls one library function; errors are rendered once here,
+as one line on stderr with a non-zero exit code. stdout carries data only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from corpus.errors import CorpusError, ExitCode
+
+_CORPUS_HELP = "Corpus directory (default: $TRB_CORPUS, else the current directory)."
+
+
+def _corpus(corpus_dir):
+    from corpus.store import Corpus, resolve_corpus_dir
+
+    return Corpus(resolve_corpus_dir(corpus_dir)).require()
+
+
+def _corpus_option(f):
+    return click.option("--corpus", "corpus_dir", type=click.Path(file_okay=False), default=None, help=_CORPUS_HELP)(f)
+
+
+def _wait_option(f):
+    return click.option("--wait", "wait_seconds", type=float, default=None,
+                        help="Seconds to wait for a corpus held by another process.")(f)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option("0.1.0", prog_name="trb-annotate")
+def cli() -> None:
+    """TRB annotation in Label Studio: push items, pull annotations, agreement, adjudication.
+
+    The server is LABEL_STUDIO_URL; the key is LABEL_STUDIO_API_KEY (from the environment only).
+    """
+
+
+@cli.command()
+@click.option("--kind", type=click.Choice(["attribution", "continuation"]), required=True,
+              help="attribution: the caused_by_self project; continuation: the Φ(r') project.")
+@_corpus_option
+@click.option("--project", "title", default=None,
+              help="Project title (default: 'TRB caused_by_self' or 'TRB continuation'); made when missing.")
+@click.option("--overlap", type=int, default=3, show_default=True, help="Annotators asked per task (a new project).")
+@click.option("--where", default=None, help="SQL filter on the item table (attribution or counterfactuals).")
+@click.option("--batch-size", type=int, default=500, show_default=True, help="Tasks per import request.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@_wait_option
+def push(kind, corpus_dir, title, overlap, where, batch_size, quiet, wait_seconds) -> None:
+    """Import the corpus items not yet in the project (each task carries its item id; re-runs add nothing)."""
+    from annotate.client import connect
+    from annotate.push import push as run
+
+    report = run(_corpus(corpus_dir), connect(), kind, title=title, overlap=overlap, where=where,
+                 batch_size=batch_size, progress=not quiet, wait_seconds=wait_seconds)
+    click.echo(report.summary(), err=True)
+
+
+@cli.command()
+@_corpus_option
+@click.option("--project", "title", default=None, help="Project title (default: every project made by push).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@_wait_option
+def pull(corpus_dir, title, quiet, wait_seconds) -> None:
+    """Bring every annotation into the corpus (changed ones as new revisions; re-pulls add nothing)."""
+    from annotate.client import connect
+    from annotate.pull import pull as run
+
+    report = run(_corpus(corpus_dir), connect(), title=title, progress=not quiet, wait_seconds=wait_seconds)
+    click.echo(report.summary(), err=True)
+
+
+@cli.command()
+@_corpus_option
+@click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
+@click.option("--bootstrap", "reps", type=int, default=1000, show_default=True, help="Bootstrap resamples for α's CI.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@_wait_option
+def agreement(corpus_dir, as_json, reps, seed, wait_seconds) -> None:
+    """Krippendorff's α (nominal, 95% bootstrap CI) per project, Cohen's κ per annotator pair, disagreements."""
+    from annotate.agreement import agreement as run
+
+    result = run(_corpus(corpus_dir), reps=reps, seed=seed, wait_seconds=wait_seconds)
+    if as_json:
+        click.echo(json.dumps({k: v.as_dict() for k, v in result.items()}, indent=2))
+        return
+    if not result:
+        click.echo("no annotator labels in the corpus (run trb-annotate pull)", err=True)
+    f = lambda x: "—" if x is None else f"{x:.3f}"  # noqa: E731
+    for name, a in result.items():
+        ci = f"[{f(a.alpha_ci[0])}, {f(a.alpha_ci[1])}]" if a.alpha_ci else "—"
+        click.echo(f"{name}: alpha {f(a.alpha)} 95% CI {ci}; {a.items} item(s) ({a.pairable_items} with 2+ labels), "
+                   f"{a.annotations} label(s), {len(a.annotators)} annotator(s), {len(a.disagreements)} disagreement(s)")
+        for k in a.kappa:
+            click.echo(f"  kappa {k.a} / {k.b}: {f(k.kappa)} over {k.n} item(s)")
+        for d in a.disagreements:
+            votes = ", ".join(f"{v} {n}" for v, n in d["votes"].items())
+            click.echo(f"  disagreement {d['target_id']}: {votes}")
+
+
+@cli.command()
+@_corpus_option
+@click.option("--margin", type=int, default=1, show_default=True,
+              help="Votes the top label must lead the runner-up by (else the item goes to review).")
+@click.option("--min-votes", type=int, default=3, show_default=True, help="Labels an item needs before it is decided.")
+@click.option("--json", "as_json", is_flag=True, help="Decisions and Φ(r') as JSON on stdout.")
+@_wait_option
+def adjudicate(corpus_dir, margin, min_votes, as_json, wait_seconds) -> None:
+    """Majority with a margin -> adjudicated labels; ties and low margins -> the review queue; Φ(r') from choices."""
+    from annotate.adjudicate import adjudicate as run
+    from annotate.adjudicate import phi_from_annotations
+
+    corpus = _corpus(corpus_dir)
+    report = run(corpus, margin=margin, min_votes=min_votes, wait_seconds=wait_seconds)
+    click.echo(report.summary(), err=True)
+    if as_json:
+        click.echo(json.dumps({
+            "method": report.method,
+            "decisions": {t: {"label": d.label, "margin": d.margin, "votes": d.votes, "review": d.reason}
+                          for t, d in report.decisions.items()},
+            "phi": phi_from_annotations(corpus, wait_seconds=wait_seconds)}, indent=2))
+
+
+@cli.command()
+@click.option("--project", "title", default=None, help="Project title (default: every project made by push).")
+@click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
+def status(title, as_json) -> None:
+    """Per project: tasks, annotations, completion, annotators."""
+    from dataclasses import asdict
+
+    from annotate.client import connect
+    from annotate.status import status as run
+
+    rows = run(connect(), title=title)
+    if as_json:
+        click.echo(json.dumps([asdict(r) for r in rows], indent=2))
+        return
+    if not rows:
+        click.echo("no trb-annotate projects on the server (run trb-annotate push)", err=True)
+    for r in rows:
+        done = "—" if r.completion is None else f"{100 * r.completion:.1f}%"
+        click.echo(f"{r.title} (id {r.project_id}, {r.kind}, overlap {r.overlap}): {r.tasks} task(s), "
+                   f"{r.annotations} annotation(s), {r.finished_tasks} complete ({done}), "
+                   f"{len(r.annotators)} annotator(s)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; render every error once, as one line on stderr."""
+    from annotate.errors import scrub
+
+    try:
+        cli.main(args=argv, prog_name="trb-annotate", standalone_mode=False)
+    except CorpusError as e:
+        for line in e.lines():
+            click.echo(scrub(line), err=True)
+        return int(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.ClickException as e:
+        e.show()
+        return int(ExitCode.USAGE)
+    except KeyboardInterrupt:
+        click.echo("interrupted; what was imported or written so far is complete, re-run to finish", err=True)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

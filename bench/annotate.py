@@ -1,0 +1,121 @@
+"""Label Studio round trip at scale: `python bench/annotate.py [--items 10000]`.
+
+Starts its own Label Studio server (as the tests do: `.venv-ls`, a prepared data dir, a free
+loopback port), makes a corpus of `--items` attribution items (10 per 10-step session),
+and times:
+
+- push: `trb-annotate push` of every item into a new project (render + import in batches);
+- re-push: the same push again, which imports nothing (it lists the project's item ids);
+- pull: `trb-annotate pull` of `--items` annotations into the corpus (read pages of tasks,
+  parse and validate, one ingest), and the re-pull (nothing new).
+
+The annotations for the pull are made quickly by importing tasks with their annotations
+embedded (Label Studio's import format, `completed_by` = the admin user): a third of
+`--items` tasks, three annotations each, in a second project. Peer: Label Studio's own
+JSON export of that project (one request, no parsing into the corpus).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def _corpus(dir: Path, items: int):
+    from corpus import Corpus, ingest, init_corpus
+    from factories import attribution, session, write_jsonl
+
+    c = Corpus(init_corpus(dir / "corpus"))
+    recs = []
+    for s in range(-(-items // 10)):
+        sid = f"s{s:06d}"
+        recs.append(session(sid, n_steps=10, subject=f"subj-{s % 500}"))
+        recs += [attribution(f"{sid}.t{t}.attr", sid, t, "self" if t % 3 else "exogenous")
+                 for t in range(10) if s * 10 + t < items]
+    ingest(c, [write_jsonl(dir / "in.jsonl", recs)], progress=False)
+    return c
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--items", type=int, default=10_000)
+    args = ap.parse_args()
+
+    import ls_server
+    from annotate.client import connect
+    from annotate.pull import pull
+    from annotate.push import ensure_project, push
+    from annotate.tasks import ITEM_KEY
+
+    binary = ls_server._binary()
+    ls_server._prepare_template(binary)
+    work = Path(tempfile.mkdtemp(prefix="trb-bench-annotate-"))
+    shutil.copytree(ls_server.TEMPLATE, work / "data")
+    (work / "home").mkdir()
+    port = ls_server.free_port()
+    log = work / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(binary), "start", "--no-browser", "--internal-host", "127.0.0.1", "--port",
+                                 str(port)], env=ls_server._env(work / "home", work / "data"), stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        ls_server._wait_up(url, proc, log)
+        client = connect(url, ls_server.TOKEN)
+        client.sdk  # import label_studio_sdk (about 2 s, once per process) before the clock starts
+        corpus = _corpus(work, args.items)
+        t_push, rep = _timed(lambda: push(corpus, client, "attribution", title="bench push"))
+        t_repush, rep2 = _timed(lambda: push(corpus, client, "attribution", title="bench push"))
+        assert rep.imported == args.items and rep2.imported == 0
+
+        # annotations: a project of items/3 tasks with 3 annotations each, imported with them embedded
+        project, _ = ensure_project(client, "attribution", "bench pull")
+        admin_id = client.check()["id"]
+        n_tasks = -(-args.items // 3)
+        ids = sorted(client.task_keys(rep.project.id, ITEM_KEY))[:n_tasks]
+        labels = ["self", "exogenous", "unsure"]
+        tasks = []
+        for i, item in enumerate(ids):
+            anns = [{"result": [{"from_name": "caused_by_self", "to_name": "session", "type": "choices",
+                                 "value": {"choices": [labels[(i + k) % 3 if k == 2 else i % 2]]}}],
+                     "completed_by": admin_id} for k in range(3)]
+            tasks.append({"data": {ITEM_KEY: item, "t": 0, "session_text": "-", "outcome": "-"}, "annotations": anns})
+        t_make = time.perf_counter()
+        for start in range(0, len(tasks), 500):
+            client.sdk.projects.import_tasks(id=project.id, request=tasks[start:start + 500])
+        t_make = time.perf_counter() - t_make
+        t_pull, pr = _timed(lambda: pull(corpus, client, title="bench pull"))
+        t_repull, pr2 = _timed(lambda: pull(corpus, client, title="bench pull"))
+        t_peer, data = _timed(lambda: client.http.get(f"/api/projects/{project.id}/export",
+                                                      params={"exportType": "JSON"}).json())
+        n_ann = sum(len(t.get("annotations") or []) for t in data)
+        print(f"items: {args.items}; Label Studio 1.23.2 on 127.0.0.1, SQLite; batches of 500")
+        print(f"push {rep.imported} tasks: {t_push:.1f} s ({rep.imported / t_push:,.0f} tasks/s)")
+        print(f"re-push (0 imported, {rep2.already} already there): {t_repush:.1f} s")
+        print(f"making {pr.new} annotations by import ({n_tasks} tasks x 3, embedded): {t_make:.1f} s")
+        print(f"pull {pr.new} annotations: {t_pull:.1f} s ({pr.new / t_pull:,.0f} annotations/s)")
+        print(f"re-pull (0 new, {pr2.unchanged} unchanged): {t_repull:.1f} s")
+        print(f"peer: Label Studio JSON export of the same project ({n_ann} annotations): {t_peer:.1f} s "
+              f"(pull/export {t_pull / t_peer:.1f}x)")
+    finally:
+        ls_server.stop(proc)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
