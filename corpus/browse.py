@@ -321,22 +321,32 @@ def list_sessions(corpus: Corpus, flt: SessionFilter | None = None, *, offset: i
     cond = f"WHERE {' AND '.join(where)}" if where else ""
     with_state = f"WITH {_ITEM_STATE}" if needs_state else ""
     with _open(corpus, wait_seconds) as con:
-        total = con.execute(f"{with_state} SELECT count(*) FROM ({base}) x {cond}", params).fetchone()[0]
-        ids = [r[0] for r in con.execute(
-            f"{with_state} SELECT x.session_id FROM ({base}) x {cond} "
-            f"ORDER BY x.session_id LIMIT {int(limit)} OFFSET {int(offset)}", params).fetchall()]
+        # one pass gives the page and the total (a window count over every match, before the LIMIT)
+        hits = con.execute(
+            f"{with_state} SELECT x.session_id, count(*) OVER () FROM ({base}) x {cond} "
+            f"ORDER BY x.session_id LIMIT {int(limit)} OFFSET {int(offset)}", params).fetchall()
+        ids = [r[0] for r in hits]
+        if hits:
+            total = hits[0][1]
+        else:  # past the last page: count on its own
+            total = con.execute(f"{with_state} SELECT count(*) FROM ({base}) x {cond}", params).fetchone()[0]
         rows, counts = [], {}
         if ids:
             rows = con.execute(
                 f"SELECT s.session_id, s.source_kind, {_split_sql(rule)}, s.context_id, s.n_steps "
                 "FROM store.sessions s WHERE s.session_id IN (SELECT unnest(?)) ORDER BY s.session_id",
                 [ids]).fetchall()
+            con.execute("CREATE OR REPLACE TEMP TABLE page_ids AS SELECT unnest(?) AS session_id", [ids])
             page_state = _ITEM_STATE.replace(
                 "GROUP BY a.item_id, a.session_id",
-                "WHERE a.session_id IN (SELECT unnest(?)) GROUP BY a.item_id, a.session_id", 1)
+                "WHERE a.session_id IN (SELECT session_id FROM page_ids) GROUP BY a.item_id, a.session_id", 1
+            ).replace(
+                "FROM store.annotations WHERE target_kind = 'attribution'",
+                "FROM store.annotations WHERE target_kind = 'attribution' AND target_id IN ("
+                "SELECT item_id FROM store.attribution WHERE session_id IN (SELECT session_id FROM page_ids))", 1)
             counts = {sid: (n, un, dis) for sid, n, un, dis in con.execute(
-                f"WITH {page_state} SELECT session_id, n_items, n_unlabelled, n_disagreements FROM session_state",
-                [ids]).fetchall()}
+                f"WITH {page_state} SELECT session_id, n_items, n_unlabelled, n_disagreements FROM session_state"
+            ).fetchall()}
     out = [SessionRow(sid, kind, split, ctx, n_steps, *counts.get(sid, (0, 0, 0)))
            for sid, kind, split, ctx, n_steps in rows]
     return SessionPage(out, offset, limit, total)
