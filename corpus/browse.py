@@ -26,7 +26,7 @@ from pathlib import Path
 
 import orjson
 
-from corpus.layout import SPLIT_FRACTIONS
+from corpus.layout import SPLIT_FRACTIONS, SPLITS
 from corpus.splits import DEFAULT_SALT
 from corpus.store import Corpus
 
@@ -282,8 +282,6 @@ def _open(corpus: Corpus, wait_seconds: float | None):
 
 def facets(corpus: Corpus, *, wait_seconds: float | None = None) -> dict[str, list[str]]:
     """The values each filter can take: source kinds, splits, context ids, label statuses."""
-    from corpus.layout import SPLITS
-
     with _open(corpus, wait_seconds) as con:
         kinds = [r[0] for r in con.execute("SELECT DISTINCT source_kind FROM store.sessions ORDER BY 1").fetchall()]
         contexts = [r[0] for r in con.execute("SELECT DISTINCT context_id FROM store.sessions ORDER BY 1").fetchall()]
@@ -396,12 +394,12 @@ def session_detail(corpus: Corpus, session_id: str, *, rule: SplitRule | None = 
             f"{_split_sql(rule)}, s.r_extensions FROM store.sessions s WHERE s.session_id = ?", [session_id]).fetchone()
         if head is None:
             return None
-        steps = [StepView(t, obs, _slots(r) if has_r else None, action, space, outcome)
-                 for t, obs, has_r, *r, action, space, outcome in (
-                     (row[0], row[1], row[2], *row[3:8], row[8], row[9], row[10]) for row in con.execute(
-                         "SELECT t, observation, has_r, r_goal, r_planned_next, r_caused_by_self, r_confidence, "
-                         "r_ext, action, action_space, outcome FROM store.steps WHERE session_id = ? ORDER BY t",
-                         [session_id]).fetchall())]
+        steps = []
+        for t, obs, has_r, *r, action, space, outcome in con.execute(
+                "SELECT t, observation, has_r, r_goal, r_planned_next, r_caused_by_self, r_confidence, r_ext, "
+                "action, action_space, outcome FROM store.steps WHERE session_id = ? ORDER BY t",
+                [session_id]).fetchall():
+            steps.append(StepView(t, obs, _slots(tuple(r)) if has_r else None, action, space, outcome))
         attr = con.execute("SELECT item_id, t, design_label, endorsed, note FROM store.attribution "
                            "WHERE session_id = ? ORDER BY t, item_id", [session_id]).fetchall()
         labels = _labels(con, [a[0] for a in attr])

@@ -45,6 +45,7 @@ class ReviewApp(App):
                          if v is not None}
         #: every state a label write went through, newest last (what the status line showed)
         self.label_log: list[str] = []
+        self._quit_anyway = False
 
     def title_line(self) -> str:
         return (f"[b]trb-review[/b] · corpus {escape(self.corpus.dir.name)} · reviewer {escape(self.reviewer)}"
@@ -74,6 +75,19 @@ class ReviewApp(App):
         from tui.screens.results import ResultsScreen
 
         self.push_screen(ResultsScreen())
+
+    def pending_labels(self) -> int:
+        """Label writes still in flight (saving, or waiting for the corpus)."""
+        return sum(1 for w in self.workers if w.group == "labels" and w.is_running)
+
+    async def action_quit(self) -> None:
+        pending = self.pending_labels()
+        if pending and not self._quit_anyway:
+            self._quit_anyway = True
+            self.notify(f"{pending} label(s) are still being saved; wait for 'saved', or press Ctrl+Q again "
+                        "to quit without them", severity="warning", timeout=10)
+            return
+        self.exit()
 
     def action_help(self) -> None:
         from tui.screens.help import HelpScreen
@@ -110,6 +124,7 @@ class ReviewApp(App):
             setter(escape(message))
 
     def _label_done(self, outcome: SaveOutcome, done: Callable[[bool], None] | None) -> None:
+        self._quit_anyway = False
         self._label_state(outcome.message)
         self.notify(escape(outcome.message), severity="information" if outcome.saved else "error",
                     timeout=4 if outcome.saved else 30)

@@ -91,6 +91,10 @@ async def test_a_label_made_while_another_process_writes_waits_and_lands(review_
             waiting = [m for m in app.label_log if "waiting for the corpus" in m]
             assert waiting and f"pid {holder.pid}" in waiting[0] and "test holder" in waiting[0]
             assert "waiting for the corpus" in status_text(screen)
+            await pilot.press("ctrl+q")  # quitting now would drop the label: the app says so and stays
+            await pilot.pause()
+            assert app.is_running and app.screen is screen
+            assert any("still being saved" in n.message for n in app._notifications)
             await settle(pilot)
         finally:
             holder.wait(timeout=30)

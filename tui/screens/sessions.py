@@ -75,6 +75,10 @@ class SessionsScreen(Screen):
         self.load_page()
         self.load_facets()
 
+    def on_screen_resume(self) -> None:
+        if self.page is not None:  # back from a session or the queue: labels may have changed the counts
+            self.load_page()
+
     # -- data --------------------------------------------------------------------------------------
 
     def load_page(self) -> None:
