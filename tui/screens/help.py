@@ -25,6 +25,7 @@ HELP_TEXT = """\
 [b]results[/b]      ↑↓ run or item   Tab switch table
              Enter on a worst item: its session and step
 
+list:     items attribution items · todo unlabelled · dis disagree
 timeline: ◇ design label only  ◆ annotated  ✔ adjudicated
           red: annotators disagree\
 """

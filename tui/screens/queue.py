@@ -1,5 +1,8 @@
 """The adjudication queue: items whose annotators disagree, their labels side by side, the reviewer decides.
 
+The app decides attribution items (self / exogenous / unsure); counterfactual items
+(Φ actions, continuations) on the queue are counted in the status line, not listed.
+
 A decision is a ``reviewer`` annotation (method ``reviewer``) on the item; once it is
 recorded the item leaves the queue (:func:`corpus.labels.review_queue`).
 """
@@ -65,13 +68,14 @@ class QueueScreen(Screen):
     def load(self) -> None:
         app = self.app
         try:
-            items = review_queue(app.corpus, target_kind="attribution", wait_seconds=10)
+            pending = review_queue(app.corpus, wait_seconds=10)
         except Exception as e:  # noqa: BLE001
             app.call_from_thread(self.set_status, f"cannot read the queue: {getattr(e, 'message', e)}")
             return
-        app.call_from_thread(self.show, items)
+        items = [q for q in pending if q.target_kind == "attribution"]
+        app.call_from_thread(self.show, items, len(pending) - len(items))
 
-    def show(self, items: list[QueueItem]) -> None:
+    def show(self, items: list[QueueItem], n_other: int = 0) -> None:
         self.items = items
         table = self.query_one("#queue", DataTable)
         row = table.cursor_row
@@ -81,7 +85,8 @@ class QueueScreen(Screen):
             table.add_row(q.target_id, q.reason, _votes(q), ann, key=q.target_id)
         if items:
             table.move_cursor(row=min(row, len(items) - 1))
-        self.set_status(f"{len(items)} item(s) waiting for a reviewer · s/e/u decide · Enter open the trace")
+        other = f" · {n_other} counterfactual item(s) are decided in Label Studio" if n_other else ""
+        self.set_status(f"{len(items)} item(s) waiting for a reviewer · s/e/u decide · Enter open the trace{other}")
         self._show_item()
 
     def set_status(self, text: str) -> None:
