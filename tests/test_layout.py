@@ -112,3 +112,29 @@ def test_every_trb_annotate_command_renders_its_help():
     for name in cli.commands:
         result = CliRunner().invoke(cli, [name, "--help"])
         assert result.exit_code == 0 and "Usage:" in result.output
+
+
+#: The review app's headless parts: the TUI calls them; they never load textual.
+REVIEW_HEADLESS = ["corpus.browse", "corpus.review", "corpus.labels", "tui.results_view"]
+
+
+@pytest.mark.parametrize("module", REVIEW_HEADLESS)
+def test_review_headless_modules_never_load_textual(module):
+    code = (f"import sys, importlib; importlib.import_module({module!r}); "
+            "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'torch'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.strip() == "", f"{module} loads {out.strip()}"
+
+
+def test_no_corpus_module_imports_textual_or_tui():
+    """Dependencies point one way: tui uses corpus, never the reverse (checked in the source of every module)."""
+    for path in sorted((ROOT / "corpus").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"^\s*(from|import)\s+(textual|tui)\b", text, re.M), f"{path.name} imports textual/tui"
+
+
+def test_trb_review_is_documented_in_the_readme():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "`trb-review" in readme
+    for option in ("--results", "--reviewer", "TRB_REVIEWER"):
+        assert option in readme, f"README does not mention {option} of trb-review"

@@ -1,0 +1,46 @@
+"""Driving the review app in tests: wait for its workers, read its widgets, read the store with plain DuckDB."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+
+async def settle(pilot) -> None:
+    """Wait until every worker has finished and the screen has processed what they posted."""
+    for _ in range(5):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if not any(w.is_running for w in pilot.app.workers):
+            break
+    await pilot.pause()
+
+
+def table_rows(table) -> list[list[str]]:
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def status_text(screen) -> str:
+    return str(screen.query_one("#status").render())
+
+
+def store_rows(corpus_dir: Path, sql: str, params=None) -> list[tuple]:
+    """Rows from the corpus store, read with plain DuckDB (not the toolkit)."""
+    con = duckdb.connect(str(Path(corpus_dir) / "corpus.duckdb"), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
+def drive(test):
+    """Run an ``async def`` test on a fresh event loop (no pytest asyncio plugin needed)."""
+    import asyncio
+    import functools
+
+    @functools.wraps(test)
+    def run(*args, **kwargs):
+        return asyncio.run(test(*args, **kwargs))
+
+    return run

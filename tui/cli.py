@@ -1,0 +1,57 @@
+"""``trb-review [CORPUS_DIR] [--results FILE] [--reviewer ID]``: open the review app."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+__all__ = ["cli", "main"]
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("corpus_dir", required=False, type=click.Path(file_okay=False))
+@click.option("--results", "results", type=click.Path(dir_okay=False, exists=True),
+              help="A results store (results.duckdb from `trb run`): runs, per-track scores, worst items.")
+@click.option("--reviewer", help="Your reviewer id, recorded on every label (default: $TRB_REVIEWER, else the OS user).")
+def cli(corpus_dir: str | None, results: str | None, reviewer: str | None) -> None:
+    """Review a corpus: browse sessions, read traces, label attribution items, adjudicate, read results.
+
+    CORPUS_DIR defaults to $TRB_CORPUS, else the current directory.
+    """
+    from corpus.review import reviewer_id
+    from corpus.store import Corpus, resolve_corpus_dir
+
+    corpus = Corpus(resolve_corpus_dir(corpus_dir)).require()
+    if results is not None:
+        from trb.results import ResultsError, ResultsStore
+
+        try:
+            ResultsStore(results, wait_seconds=10)
+        except ResultsError as e:
+            raise click.UsageError(f"--results {results}: {e}") from None
+    from tui.app import ReviewApp
+
+    ReviewApp(corpus.dir, results=results, reviewer=reviewer_id(reviewer)).run()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; a toolkit error is one line on stderr and an exit code from ``ExitCode``."""
+    from corpus.errors import CorpusError, ExitCode
+
+    try:
+        cli.main(args=argv, prog_name="trb-review", standalone_mode=False)
+    except CorpusError as e:
+        for line in e.lines():
+            click.echo(line, err=True)
+        return int(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        return int(ExitCode.USAGE)
+    except click.exceptions.Abort:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
