@@ -66,7 +66,7 @@ def _continuations(space: tuple[str, ...], r: dict, rng: random.Random) -> list[
     a, b = rng.choice(space), rng.choice(space)
     conts += [f" {a}, then {b}", f" {a}\nOutcome: moved", f" {b} because the plan says {r.get('planned_next') or a}",
               " wait and look again", f" {a}; confidence=0.80", " ask the user what to do next"]
-    return conts[: max(8, len(space))] if len(conts) > 8 else conts
+    return conts[: max(8, len(space) + 3)]  # the actions and at least three longer texts
 
 
 def _requests(prompts, tokenizer, n_contexts: int, max_tokens: int, seed: int) -> list[tuple[str, list[str]]]:
@@ -96,13 +96,13 @@ def _tiny_gpt2(d: Path, texts: list[str]):
             AutoTokenizer.from_pretrained(d, local_files_only=True))
 
 
-def _smollm2(models_dir: str | None):
+def _smollm2(path: str | None):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trb.models import fetch_model
 
-    path = fetch_model("smollm2", models_dir).path
+    path = fetch_model("smollm2", path).path
     return (AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True).eval(),
             AutoTokenizer.from_pretrained(path, local_files_only=True))
 
@@ -183,7 +183,8 @@ def main() -> None:
     ap.add_argument("--max-context-tokens", type=int, default=400,
                     help="SmolLM2 contexts at most this long (naive scoring of long prompts takes minutes)")
     ap.add_argument("--lm-eval-batch-sizes", type=lambda s: [int(x) for x in s.split(",")], default=[4, 16, 64])
-    ap.add_argument("--models-dir", default=None, help="SmolLM2 directory (default: trb models fetch's)")
+    ap.add_argument("--smollm2-dir", default=None,
+                    help="SmolLM2 directory (default: where trb models fetch puts it; fetched if missing)")
     ap.add_argument("--skip-smollm2", action="store_true")
     args = ap.parse_args()
 
@@ -202,7 +203,7 @@ def main() -> None:
         rows.append(_bench("tiny GPT-2 (3.4M)", model, tok,
                            _requests(prompts, tok, args.tiny_contexts, 10**9, seed=2), args))
         if not args.skip_smollm2:
-            model, tok = _smollm2(args.models_dir)
+            model, tok = _smollm2(args.smollm2_dir)
             rows.append(_bench("SmolLM2-135M-Instruct", model, tok,
                                _requests(prompts, tok, args.smollm2_contexts, args.max_context_tokens, seed=3), args))
     print("| model | pairs (contexts × conts) | mean ctx / cont tokens | (a) naive req/s | (b) lm-eval req/s [batch] "

@@ -148,10 +148,13 @@ def _score_tracks(store: ResultsStore, run: dict, *, n_resamples: int, seed: int
 
 def _emit_r(run: dict) -> dict | None:
     """The run's emit_r calls and missing slots (recorded by ``run_tracks`` for a proxy adapter), else None."""
-    try:
-        emit = json.loads(run.get("timings") or "{}").get("emit_r")
-    except (TypeError, ValueError):
-        return None
+    timings = run.get("timings")
+    if isinstance(timings, str):  # ResultsStore.runs parses it; a raw row holds the JSON text
+        try:
+            timings = json.loads(timings)
+        except ValueError:
+            return None
+    emit = timings.get("emit_r") if isinstance(timings, dict) else None
     return emit if isinstance(emit, dict) and "calls" in emit else None
 
 

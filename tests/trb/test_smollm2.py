@@ -62,12 +62,14 @@ def _release(tmp, jsonl, fractions):
 
 
 def _eval_counts(release):
+    """(Track 1 items, of which with a distribution Φ (metric tv), Track 3 items) of the eval split."""
     con = duckdb.connect()
-    n_cf = con.execute(f"SELECT count(*) FROM read_parquet('{release}/data/counterfactuals/eval-*.parquet') "
-                       "WHERE phi_type IS NOT NULL").fetchone()[0]
+    n_cf, n_tv = con.execute(f"SELECT count(*), count(*) FILTER (WHERE phi_type = 'distribution') FROM "
+                             f"read_parquet('{release}/data/counterfactuals/eval-*.parquet') "
+                             "WHERE phi_type IS NOT NULL").fetchone()
     n_attr = con.execute(f"SELECT count(*) FROM read_parquet('{release}/data/attribution/eval-*.parquet') "
                          "WHERE label IN ('self', 'exogenous')").fetchone()[0]
-    return n_cf, n_attr
+    return n_cf, n_tv, n_attr
 
 
 def test_fetch_converts_once_records_provenance_and_is_idempotent(fetched, tmp_path, capsys):
@@ -131,7 +133,7 @@ def test_tracks_1_and_3_on_the_7f3a_example(smollm2, tmp_path):
     from trb.run import run_tracks
 
     release = _release(tmp_path, EXAMPLE_7F3A, {"train": 0, "dev": 0, "eval": 1})
-    n_cf, n_attr = _eval_counts(release)
+    n_cf, n_tv, n_attr = _eval_counts(release)
     results = tmp_path / "results.duckdb"
     run = run_tracks(release, smollm2, baseline=NAME, results=results, progress=False)
     assert run["smoke_test"] is True and run["adapter_tier"] == "proxy"
@@ -141,12 +143,12 @@ def test_tracks_1_and_3_on_the_7f3a_example(smollm2, tmp_path):
     assert set(timings["emit_r"]["missing"]) == {"goal", "planned_next", "caused_by_self", "confidence"}
     scores = [s for (s,) in duckdb.connect(str(results), read_only=True).execute(
         "SELECT score FROM item_scores WHERE track = '1' AND metric = 'tv'").fetchall()]
-    assert len(scores) == n_cf and all(0.0 <= s <= 1.0 for s in scores)
+    assert len(scores) == n_tv > 0 and all(0.0 <= s <= 1.0 for s in scores)
 
     rep = build_report(ResultsStore(results), n_resamples=200)
     (row,) = rep["baselines"]
     assert row["name"] == NAME and row["adapter_tier"] == "proxy" and row["emit_r"] == timings["emit_r"]
-    assert row["tracks"]["1"]["n_items"] == n_cf and row["tracks"]["1"]["score"] is not None
+    assert row["tracks"]["1"]["n_items"] == n_tv and row["tracks"]["1"]["score"] is not None
     md = render_markdown(rep)
     assert md.splitlines()[2].startswith("> **SMOKE TEST — not a TRB score.**")
     line = next(ln for ln in md.splitlines() if ln.startswith(f"| {NAME} | proxy |"))
@@ -165,7 +167,7 @@ def test_beside_the_reference_baselines_on_a_simulated_release(smollm2, tmp_path
 
     write_simulation(tmp_path / "sim.jsonl", n_sessions=20, seed=2, progress=False)
     release = _release(tmp_path, tmp_path / "sim.jsonl", {"train": 0.8, "dev": 0, "eval": 0.2})
-    n_cf, n_attr = _eval_counts(release)
+    n_cf, n_tv, n_attr = _eval_counts(release)
     assert 0 < n_cf <= 40  # small: a 135M model on two CPU cores
     results = tmp_path / "results.duckdb"
     for variant in ("ablation", "full"):
@@ -181,7 +183,7 @@ def test_beside_the_reference_baselines_on_a_simulated_release(smollm2, tmp_path
     assert [b["adapter_tier"] for b in rep["baselines"]] == ["native", "native", "proxy"]
     assert rep["smoke_test"] and rep["delta_gov"] is not None
     ours = rep["baselines"][-1]
-    assert ours["emit_r"]["calls"] >= n_attr and ours["tracks"]["1"]["n_items"] == n_cf
+    assert ours["emit_r"]["calls"] >= n_attr and ours["tracks"]["1"]["n_items"] == n_tv
     assert NAME not in BASELINE_ORDER
 
     assert main(["report", "--results", str(results), "-o", str(tmp_path / "report.md")]) == 0
