@@ -168,7 +168,7 @@ def models_group() -> None:
 
 
 @models_group.command("fetch")
-@click.argument("name", type=click.Choice(["smollm2"]))
+@click.argument("name", type=click.Choice(["smollm2"]))  # trb.models.KNOWN_MODELS
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Destination directory (default: $TRB_MODELS_DIR/<name>, else ~/.cache/trb/models/<name>).")
 @click.option("--force", is_flag=True, help="Convert again and replace an existing directory.")

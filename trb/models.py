@@ -238,7 +238,7 @@ def fetch_model(key: str, out: str | os.PathLike | None = None, *, force: bool =
                                  "choose another --out or remove it")
         else:
             _check_existing(dest, src, prov, gguf)
-            log(f"{src.name} is already there: {dest} (GGUF sha256 {prov['gguf_sha256'][:12]}…, "
+            log(f"{src.name} is already there: {dest} (GGUF sha256 {str(prov.get('gguf_sha256'))[:12]}…, "
                 f"converted {prov.get('converted_at')})")
             return FetchResult(dest, True, prov, False)
 
