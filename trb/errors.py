@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["ExitCode", "TrbError", "ReleaseError", "AdapterError", "CalibrationFailed", "UsageError"]
+__all__ = ["ExitCode", "TrbError", "ReleaseError", "AdapterError", "CalibrationFailed", "UsageError", "ModelError"]
 
 
 class ExitCode(IntEnum):
@@ -48,3 +48,9 @@ class CalibrationFailed(TrbError):
     """The engine did not separate the calibration agents it must separate."""
 
     exit_code = ExitCode.FAILED
+
+
+class ModelError(TrbError):
+    """A known model could not be installed, converted or checked (``trb models``)."""
+
+    exit_code = ExitCode.ADAPTER

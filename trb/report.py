@@ -146,6 +146,26 @@ def _score_tracks(store: ResultsStore, run: dict, *, n_resamples: int, seed: int
     return out
 
 
+def _emit_r(run: dict) -> dict | None:
+    """The run's emit_r calls and missing slots (recorded by ``run_tracks`` for a proxy adapter), else None."""
+    timings = run.get("timings")
+    if isinstance(timings, str):  # ResultsStore.runs parses it; a raw row holds the JSON text
+        try:
+            timings = json.loads(timings)
+        except ValueError:
+            return None
+    emit = timings.get("emit_r") if isinstance(timings, dict) else None
+    return emit if isinstance(emit, dict) and "calls" in emit else None
+
+
+def _missing_text(emit: dict | None) -> str:
+    if not emit:
+        return "—"
+    missing = emit.get("missing") or {}
+    parts = [f"{slot} {n}" for slot, n in missing.items() if n]
+    return f"{', '.join(parts) if parts else 'none'} / {emit['calls']:,} emit_r"
+
+
 def _delta_gov(store: ResultsStore, full: dict, ablation: dict, *, n_resamples: int, seed: int) -> tuple[dict | None, str | None]:
     track, metric, _ = TRACKS["1"]
     f = store.items(full["run_id"], track=track)
@@ -230,6 +250,7 @@ def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resam
             "name": r["baseline"] or "(unnamed)", "adapter_tier": r["adapter_tier"], "run_id": r["run_id"],
             "created_at": r["created_at"], "trb_version": r["trb_version"], "split": r["split"], "seed": r["seed"],
             "tracks": _score_tracks(store, r, n_resamples=n_resamples, seed=seed),
+            "emit_r": _emit_r(r),
         })
 
     delta, delta_note = None, None
@@ -346,6 +367,9 @@ def render_markdown(report: dict, plot_path: Path | None = None) -> str:
         head.append(_TITLES[k] + " [95% CI]")
         if k.startswith("1"):
             head.append("synthetic share" + (" (LLR)" if k == "1-llr" else ""))
+    slots = any(base.get("emit_r") for base in report["baselines"])
+    if slots:
+        head.append("r slots missing / emit_r calls")
     head.append("run")
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for base in report["baselines"]:
@@ -355,6 +379,8 @@ def render_markdown(report: dict, plot_path: Path | None = None) -> str:
             row.append(_cell(e))
             if k.startswith("1"):
                 row.append(_share(e))
+        if slots:
+            row.append(_missing_text(base.get("emit_r")))
         row.append(f"`{base['run_id']}`")
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
     lines += ["", f"**{_delta_text(report)}**", ""]
@@ -396,6 +422,9 @@ def render_html(report: dict) -> str:
         head.append(_TITLES[k] + " [95% CI]")
         if k.startswith("1"):
             head.append("synthetic share" + (" (LLR)" if k == "1-llr" else ""))
+    slots = any(base.get("emit_r") for base in report["baselines"])
+    if slots:
+        head.append("r slots missing / emit_r calls")
     head.append("run")
     parts.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>")
     for base in report["baselines"]:
@@ -404,6 +433,8 @@ def render_html(report: dict) -> str:
             row.append(_cell(base["tracks"].get(k)))
             if k.startswith("1"):
                 row.append(_share(base["tracks"].get(k)))
+        if slots:
+            row.append(_missing_text(base.get("emit_r")))
         row.append(base["run_id"])
         parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>")
     parts.append("</tbody></table>")

