@@ -344,6 +344,20 @@ def _delta_text(report: dict) -> str:
             f"{d['n_sessions']:,} sessions); {verdict}")
 
 
+def _table_head(report: dict, keys: list[str]) -> tuple[list[str], bool]:
+    """The profile table's column titles, and whether it has the missing-slots column."""
+    head = ["baseline", "adapter tier"]
+    for k in keys:
+        head.append(_TITLES[k] + " [95% CI]")
+        if k.startswith("1"):
+            head.append("synthetic share" + (" (LLR)" if k == "1-llr" else ""))
+    slots = any(base.get("emit_r") for base in report["baselines"])
+    if slots:
+        head.append("r slots missing / emit_r calls")
+    head.append("run")
+    return head, slots
+
+
 def render_markdown(report: dict, plot_path: Path | None = None) -> str:
     """The report as Markdown: banner (if smoke), facts, the baseline × track table, Δgov, the plot link.
 
@@ -362,15 +376,7 @@ def render_markdown(report: dict, plot_path: Path | None = None) -> str:
     lines += [f"{report['profile_note']} Intervals: {int(100 * b['confidence'])}% {b['method']} bootstrap over "
               f"sessions ({b['n_resamples']:,} resamples, seed {b['seed']}).", ""]
     keys = _track_keys(report)
-    head = ["baseline", "adapter tier"]
-    for k in keys:
-        head.append(_TITLES[k] + " [95% CI]")
-        if k.startswith("1"):
-            head.append("synthetic share" + (" (LLR)" if k == "1-llr" else ""))
-    slots = any(base.get("emit_r") for base in report["baselines"])
-    if slots:
-        head.append("r slots missing / emit_r calls")
-    head.append("run")
+    head, slots = _table_head(report, keys)
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for base in report["baselines"]:
         row = [base["name"], str(base["adapter_tier"])]
@@ -417,15 +423,7 @@ def render_html(report: dict) -> str:
     b = report["bootstrap"]
     parts.append(f"<p>{e(report['profile_note'])} Intervals: {int(100 * b['confidence'])}% {e(b['method'])} "
                  f"bootstrap over sessions ({b['n_resamples']:,} resamples, seed {b['seed']}).</p>")
-    head = ["baseline", "adapter tier"]
-    for k in keys:
-        head.append(_TITLES[k] + " [95% CI]")
-        if k.startswith("1"):
-            head.append("synthetic share" + (" (LLR)" if k == "1-llr" else ""))
-    slots = any(base.get("emit_r") for base in report["baselines"])
-    if slots:
-        head.append("r slots missing / emit_r calls")
-    head.append("run")
+    head, slots = _table_head(report, keys)
     parts.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>")
     for base in report["baselines"]:
         row = [base["name"], str(base["adapter_tier"])]
