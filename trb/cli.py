@@ -49,11 +49,12 @@ def train_reference_cmd(release_dir, variant, out, seed, epochs, quiet) -> None:
               help="instruct-base: context -> action (also serves cot-prompted); cot-sft: context -> r as CoT -> action.")
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Model directory (new or empty).")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--epochs", type=click.IntRange(1, 1000), default=None, help="Training epochs (default 2).")
+@click.option("--epochs", type=click.IntRange(1, 1000), default=None, help="Training epochs (default 8).")
 @click.option("--max-pairs", type=click.IntRange(1, None), default=None,
               help="Train on at most this many steps (a seeded random subset; default: all).")
 @click.option("--history", type=click.IntRange(0, None), default=None,
-              help="Earlier steps shown in each prompt (default 1); the proxy adapter reuses it.")
+              help="Earlier steps shown in each prompt (default 0: the current step only); the proxy adapter "
+                   "reuses it.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def train_baseline_cmd(release_dir, variant, out, seed, epochs, max_pairs, history, quiet) -> None:
     """Train an LM baseline (spec §4 baselines 1-3) on a release's train split; run it with --adapter proxy."""
@@ -187,8 +188,8 @@ def calibrate(sessions, seed, as_json) -> None:
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--sessions", type=click.IntRange(50, 100_000), default=1000, show_default=True,
               help="Simulated sessions.")
-@click.option("--baseline-pairs", type=click.IntRange(10, None), default=2000, show_default=True,
-              help="Train steps (a seeded subset) each LM baseline is trained on.")
+@click.option("--baseline-pairs", type=click.IntRange(10, None), default=None,
+              help="Train each LM baseline on at most this many train steps (a seeded subset; default: all).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def demo(workdir, seed, sessions, baseline_pairs, quiet) -> None:
     """The whole pipeline on the simulated world (a SMOKE TEST): simulate, ingest, release, train the five

@@ -24,16 +24,11 @@ from trb.errors import UsageError
 __all__ = ["DEMO_SESSIONS", "demo_baseline_settings", "run_demo"]
 
 DEMO_SESSIONS = 1000
-#: The demo trains each LM baseline on at most this many train steps, for this many epochs.
-DEMO_BASELINE_PAIRS = 2000
-DEMO_BASELINE_EPOCHS = 1
-
-
-def demo_baseline_settings(max_pairs: int = DEMO_BASELINE_PAIRS, epochs: int = DEMO_BASELINE_EPOCHS):
-    """The LM baselines' settings in the demo: the library defaults, on a capped number of train steps."""
+def demo_baseline_settings(max_pairs: int | None = None):
+    """The LM baselines' settings in the demo: the library defaults, on at most ``max_pairs`` train steps."""
     from trb.baselines import BaselineSettings
 
-    return BaselineSettings(max_pairs=max_pairs, epochs=epochs)
+    return BaselineSettings(max_pairs=max_pairs)
 _EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "7f3a" / "7f3a.jsonl"
 
 
@@ -46,7 +41,7 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
     """Run the pipeline into ``workdir`` (which must be empty or absent); return paths and the report dict.
 
     ``baseline_settings`` (a :class:`trb.baselines.BaselineSettings`) sizes the LM baselines'
-    training; the default is :data:`DEMO_BASELINE_SETTINGS`.
+    training; the default is the library defaults on every train step.
     """
     from corpus import Corpus, ingest, init_corpus
     from corpus.release import cut_release
