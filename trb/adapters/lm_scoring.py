@@ -55,7 +55,7 @@ from collections.abc import Sequence
 import torch
 from transformers import DynamicCache
 
-__all__ = ["score_continuations", "score_naive", "encode_request"]
+__all__ = ["score_continuations", "score_naive", "encode_request", "ContextTooLong"]
 
 Request = tuple[str, Sequence[str]]
 
@@ -166,9 +166,19 @@ MAX_BATCH_TOKENS = 4096
 MAX_CONTEXTS = 32
 
 
+class ContextTooLong(ValueError):
+    """A request's context plus its longest continuation exceeds the model's positions."""
+
+    def __init__(self, tokens: int, window: int):
+        super().__init__(f"{tokens} tokens exceed the window of {window}")
+        self.tokens = tokens
+        self.window = window
+
+
 @torch.inference_mode()
 def score_continuations(model, tokenizer, requests: list[Request], *, batch_size: int = 16,
-                        max_batch_tokens: int = MAX_BATCH_TOKENS, max_contexts: int = MAX_CONTEXTS) -> list[list[float]]:
+                        max_batch_tokens: int = MAX_BATCH_TOKENS, max_contexts: int = MAX_CONTEXTS,
+                        max_positions: int | None = None) -> list[list[float]]:
     """Total log p(continuation | context) for every continuation, sharing each context's KV cache.
 
     Args:
@@ -176,13 +186,20 @@ def score_continuations(model, tokenizer, requests: list[Request], *, batch_size
         batch_size: continuations of two or more tokens scored per forward pass.
         max_batch_tokens: padded context tokens per forward pass (contexts are batched up to it).
         max_contexts: contexts per forward pass at most.
+        max_positions: the model's context window; a longer request raises before any pass.
     Returns:
         One list of floats per request, in the order of its continuations.
+    Raises:
+        ContextTooLong: a context plus its longest continuation exceeds ``max_positions``.
     """
     if batch_size < 1 or max_batch_tokens < 1 or max_contexts < 1:
         raise ValueError("batch_size, max_batch_tokens and max_contexts must be >= 1")
     device = _model_device(model)
     encoded = _encode_all(tokenizer, requests)
+    if max_positions is not None:
+        longest = max((len(ctx) + max((len(c) for c in conts), default=0) for ctx, conts in encoded), default=0)
+        if longest > max_positions:
+            raise ContextTooLong(longest, max_positions)
     results: list[list[float]] = [[0.0] * len(conts) for _, conts in encoded]
     lengths = [len(ctx) for ctx, _ in encoded]
     order = sorted((i for i, (_, conts) in enumerate(encoded) if any(conts)), key=lambda i: -lengths[i])

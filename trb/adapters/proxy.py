@@ -328,21 +328,14 @@ class ProxyAdapter:
         return f"{context.render(last=history)}\n{reasoning}\nAction:"
 
     def _score(self, requests):
-        from trb.adapters.lm_scoring import score_continuations
+        from trb.adapters.lm_scoring import ContextTooLong, score_continuations
 
-        window = self._window()
-        if window is not None:  # past its window a model fails, or (rotary positions) silently degrades
-            from trb.adapters.lm_scoring import encode_request
-
-            for prompt, conts in requests:
-                ctx, cont_ids = encode_request(self.tokenizer, prompt, conts)
-                longest = len(ctx) + max((len(c) for c in cont_ids), default=0)
-                if longest > window:
-                    raise AdapterError(
-                        f"a prompt of {longest} tokens exceeds the model's context window of {window} "
-                        "(show fewer earlier steps with --history N)")
+        # Past its window a model fails, or (rotary positions) silently degrades: refuse first.
         try:
-            return score_continuations(self.model, self.tokenizer, requests)
+            return score_continuations(self.model, self.tokenizer, requests, max_positions=self._window())
+        except ContextTooLong as e:
+            raise AdapterError(f"a prompt of {e.tokens} tokens exceeds the model's context window of {e.window} "
+                               "(show fewer earlier steps with --history N)") from e
         except Exception as e:
             raise AdapterError(f"proxy model failed while scoring: {type(e).__name__}: {e}") from e
 
