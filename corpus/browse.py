@@ -26,7 +26,7 @@ from pathlib import Path
 
 import orjson
 
-from corpus.layout import SPLIT_FRACTIONS, SPLITS
+from schemas.release_format import SPLIT_FRACTIONS, SPLITS
 from corpus.splits import DEFAULT_SALT
 from corpus.store import Corpus
 

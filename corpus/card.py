@@ -6,8 +6,8 @@
 
 Everything here is a pure function of its arguments: the same manifest (and facts)
 always give the same bytes. Nothing reads the clock, the host or the environment;
-every table has a fixed row order (configs in ``corpus.layout.CONFIGS`` order,
-splits in ``corpus.layout.SPLITS`` order, other keys sorted).
+every table has a fixed row order (configs in ``schemas.release_format.CONFIGS`` order,
+splits in ``schemas.release_format.SPLITS`` order, other keys sorted).
 
 Card YAML front matter (read by ``datasets`` and the Hub)::
 
@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from corpus.layout import CONFIG_DESCRIPTIONS, CONFIGS, SPLITS
+from schemas.release_format import CONFIG_DESCRIPTIONS, CONFIGS, SPLITS
 
 __all__ = ["SMOKE_BANNER", "FACT_KEYS", "PLACEHOLDER", "render_card", "datasheet_values", "fill_datasheet",
            "placeholders"]

@@ -3,7 +3,7 @@
 :func:`build_croissant` turns a release manifest into ``croissant.json``;
 :func:`validate_croissant` runs mlcroissant over a document and returns its errors.
 
-The document describes the release directory of :mod:`corpus.layout`:
+The document describes the release directory of :mod:`schemas.release_format`:
 
 ``distribution``
     one ``cr:FileObject`` per parquet file listed in ``manifest["files"]`` under
@@ -14,7 +14,7 @@ The document describes the release directory of :mod:`corpus.layout`:
     sets (a config has any number of shards); the file objects carry the hashes.
 ``recordSet``
     one per config in ``configs``, ``@id`` = the config name, with one ``cr:Field``
-    per column of ``corpus.layout.CONFIGS[config]``, ``@id`` ``<config>/<column>``,
+    per column of ``schemas.release_format.CONFIGS[config]``, ``@id`` ``<config>/<column>``,
     extracting that column from the config's file set. ``key`` is the config's row
     identity (``KEYS``). Types, from the Arrow type of the column:
 
@@ -76,7 +76,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from corpus.layout import CONFIG_DESCRIPTIONS, CONFIGS, SPLITS
+from schemas.release_format import CONFIG_DESCRIPTIONS, CONFIGS, SPLITS
 
 __all__ = ["CONFORMS_TO", "CONTEXT", "RAI_PROPERTIES", "KEYS", "build_croissant", "validate_croissant", "dumps",
            "croissant_data_type"]
@@ -277,7 +277,7 @@ def build_croissant(manifest: dict, *, name: str, description: str, license: str
 
     ``manifest`` is a release manifest (``schemas.models.ReleaseManifest`` as a dict);
     ``configs`` maps each config present to its splits (only the configs named get a
-    file set and a record set, in ``corpus.layout.CONFIGS`` order); ``rai`` maps RAI
+    file set and a record set, in ``schemas.release_format.CONFIGS`` order); ``rai`` maps RAI
     property names (``RAI_PROPERTIES``; with or without the ``rai:`` prefix) to a text,
     a number or a list of texts, ``None`` to leave it out. ``license`` is written as
     given (an SPDX URL or id). ``url`` is left out when ``None``. The result is a

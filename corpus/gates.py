@@ -8,14 +8,12 @@ immutability check run while the files are written (see :mod:`corpus.release`).
 
 from __future__ import annotations
 
-from corpus.layout import SPLITS
+from schemas.release_format import HUMAN_ORIGINS, SPLITS, SYNTHETIC_CAP
 from schemas.models import GateResult
 
 __all__ = ["SYNTHETIC_CAP", "FIRST_OFFENDERS", "release_kind_gate", "synthetic_cap_gate", "transfer_provenance_gate",
            "split_discipline_gate", "completeness_gate"]
 
-SYNTHETIC_CAP = 3.0
-HUMAN_ORIGINS = ("same_session_revision", "paired_session")
 #: How many offending ids a failed gate names.
 FIRST_OFFENDERS = 10
 

@@ -2,13 +2,12 @@
 
 A release is built in a temporary directory beside its destination and renamed
 into place only when every gate has passed, so a refused release writes nothing.
-Its identity is the content SHA (:mod:`corpus.content`); an existing version with
+Its identity is the content SHA (:mod:`schemas.release_format`); an existing version with
 different content is refused (immutability), the same content is a no-op.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -21,7 +20,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from corpus.content import ContentDigest
 from corpus.errors import ReleaseRefused, UsageError
 from corpus.gates import (
     completeness_gate,
@@ -31,11 +29,20 @@ from corpus.gates import (
     synthetic_shares,
     transfer_provenance_gate,
 )
-from corpus.layout import CONFIGS, ROWS_PER_SHARD, SPLIT_FRACTIONS, SPLITS, arrow_schema, shard_name
 from corpus.splits import DEFAULT_SALT, HELD_OUT, assign_subjects, pinned_subjects
 from corpus.store import Corpus
 from schemas import SCHEMA_VERSION, TRB_VERSION
+from schemas.hashing import sha256_file
 from schemas.models import GateResult, ReleaseManifest
+from schemas.release_format import (
+    CONFIGS,
+    ROWS_PER_SHARD,
+    SPLIT_FRACTIONS,
+    SPLITS,
+    ContentDigest,
+    arrow_schema,
+    shard_name,
+)
 
 __all__ = ["ReleaseResult", "cut_release", "read_manifest", "list_releases", "TOOLKIT_VERSION", "ANNOTATED_PHI_SQL"]
 
@@ -68,7 +75,7 @@ ANNOTATED_PHI_SQL = """
            any_value(n)::INTEGER AS phi_n
     FROM counts JOIN totals USING (cf_id) GROUP BY cf_id"""
 
-#: config -> SQL producing its rows (every column of corpus.layout.CONFIGS, in order), sorted.
+#: config -> SQL producing its rows (every column of schemas.release_format.CONFIGS, in order), sorted.
 _ROWS_SQL = {
     "sessions": """
         SELECT s.session_id, x.split, s.source_kind, s.collector, s.consent_ref, s.licence, s.subject_id, s.context_id,
@@ -140,14 +147,6 @@ def list_releases(corpus: Corpus) -> list[dict]:
                     "smoke_test": m["smoke_test"], "directory": str(d.parent), "counts": m["counts"],
                     "synthetic_share": m["synthetic_share"]})
     return sorted(out, key=lambda r: tuple(int(x) for x in r["version"].split(".")))
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _parent_info(parent: Path) -> tuple[dict, pa.Table]:
@@ -283,7 +282,7 @@ def _write_data(con, tmp: Path, progress: bool, redact_pii: bool) -> tuple[dict,
     finally:
         bar.close()
     for path in sorted(tmp.glob("data/*/*.parquet")):
-        files.append({"path": path.relative_to(tmp).as_posix(), "sha256": _sha256_file(path), "bytes": path.stat().st_size})
+        files.append({"path": path.relative_to(tmp).as_posix(), "sha256": sha256_file(path), "bytes": path.stat().st_size})
     return counts, files, hits, n_hits[0], digest
 
 
@@ -450,7 +449,7 @@ def cut_release(
                 raise RuntimeError("croissant.json does not read back with mlcroissant: " + "; ".join(problems))
             for name in ("README.md", "DATASHEET.md", "croissant.json"):
                 p = tmp / name
-                manifest["files"].append({"path": name, "sha256": _sha256_file(p), "bytes": p.stat().st_size})
+                manifest["files"].append({"path": name, "sha256": sha256_file(p), "bytes": p.stat().st_size})
             ReleaseManifest.model_validate(manifest)
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                                encoding="utf-8")

@@ -1,7 +1,7 @@
 """Split assignment: by subject, deterministic for a salt, stable across releases.
 
 A subject's split is fixed by ``u = int(sha256(f"{salt}:{subject_id}")[:16], 16) / 2**64``:
-with the default fractions (``corpus.layout.SPLIT_FRACTIONS``), ``train`` if u < 0.7,
+with the default fractions (``schemas.release_format.SPLIT_FRACTIONS``), ``train`` if u < 0.7,
 ``dev`` if u < 0.8, else ``eval``; other fractions (recorded in the manifest) cut
 the same u at other edges.
 Sessions of a declared transfer context go to ``transfer``. With a parent release,
@@ -15,7 +15,7 @@ import hashlib
 
 import pyarrow as pa
 
-from corpus.layout import SPLIT_FRACTIONS
+from schemas.release_format import SPLIT_FRACTIONS
 
 __all__ = ["DEFAULT_SALT", "HELD_OUT", "parse_fractions", "subject_split", "assign_subjects", "pinned_subjects"]
 

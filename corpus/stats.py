@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from corpus.store import Corpus
 from corpus.tables import RECORD_TABLES
+from schemas.release_format import HUMAN_ORIGINS, SYNTHETIC_CAP
 
 __all__ = ["SYNTHETIC_CAP", "corpus_stats", "render_stats"]
-
-#: Spec §5: synthetic counterfactuals are capped at 3 per human one.
-SYNTHETIC_CAP = 3.0
-_HUMAN_ORIGINS = ("same_session_revision", "paired_session")
 
 
 def _grouped(con, sql: str) -> dict[str, int]:
@@ -41,7 +38,7 @@ def corpus_stats(corpus: Corpus, *, wait_seconds: float | None = None) -> dict:
         by_role = _grouped(con, "SELECT role, count(*) FROM store.annotations GROUP BY 1 ORDER BY 1")
         design = _grouped(con, "SELECT design_label, count(*) FROM store.attribution GROUP BY 1 ORDER BY 1")
     synthetic = by_origin.get("synthetic", 0)
-    human = sum(by_origin.get(o, 0) for o in _HUMAN_ORIGINS)
+    human = sum(by_origin.get(o, 0) for o in HUMAN_ORIGINS)
     total_cf = synthetic + human
     return {
         "corpus": str(corpus.dir),

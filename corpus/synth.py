@@ -21,7 +21,7 @@ from pathlib import Path
 
 import orjson
 
-from corpus.gates import HUMAN_ORIGINS, SYNTHETIC_CAP
+from schemas.release_format import HUMAN_ORIGINS, SYNTHETIC_CAP
 from corpus.ingest import ingest
 from corpus.store import Corpus
 

@@ -8,22 +8,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from corpus.content import release_sha_of_files
 from corpus.errors import VerifyFailed
-from corpus.layout import CONFIGS, SPLITS
+from schemas.release_format import CONFIGS, SPLITS, file_differences, release_sha_of_files
 from schemas.models import ReleaseManifest
 
 __all__ = ["verify_release"]
-
-
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def verify_release(directory: str | os.PathLike) -> dict:
@@ -43,19 +32,7 @@ def verify_release(directory: str | os.PathLike) -> dict:
         raise VerifyFailed(str(d), [f"{d}/manifest.json: not a valid release manifest: {e}".splitlines()[0]]) from None
 
     listed = {f["path"]: f for f in manifest["files"]}
-    for path, entry in sorted(listed.items()):
-        p = d / path
-        if not p.is_file():
-            diffs.append(f"{path}: missing")
-            continue
-        size, sha = p.stat().st_size, _sha256(p)
-        if sha != entry["sha256"] or size != entry["bytes"]:
-            diffs.append(f"{path}: sha256 {sha[:16]}… ({size} bytes) differs from the manifest's "
-                         f"{entry['sha256'][:16]}… ({entry['bytes']} bytes)")
-    present = {p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file()} - {"manifest.json", "hub.json"}
-    for extra in sorted(present - set(listed)):
-        if not extra.startswith("."):
-            diffs.append(f"{extra}: not listed in the manifest")
+    diffs += file_differences(d, manifest)
 
     data = []
     for config in CONFIGS:

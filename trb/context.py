@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from schemas.release_format import R_SLOTS
+
 __all__ = ["PastStep", "StepContext", "R_SLOTS"]
 
-R_SLOTS = ("goal", "planned_next", "caused_by_self", "confidence")
 
 
 @dataclass(frozen=True)

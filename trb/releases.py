@@ -14,21 +14,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-import orjson
 
+from schemas.release_format import CONFIGS, MANIFEST, R_PREFIX, data_files, decode_r, file_differences
 from trb.context import PastStep, StepContext
 from trb.errors import ReleaseError
 
 __all__ = ["Release", "SessionSteps"]
 
-CONFIGS = ("sessions", "steps", "counterfactuals", "attribution", "transfer")
+_STEP_R = R_PREFIX["steps"]
 
 
-def _r(row: dict, prefix: str) -> dict | None:
-    r = {k: row[f"{prefix}{k}"] for k in ("goal", "planned_next", "caused_by_self", "confidence")}
-    ext = row.get(f"{prefix}ext")
-    r["ext"] = orjson.loads(ext) if ext else None
-    return r
+def _r(row: dict, prefix: str = _STEP_R) -> dict:
+    return decode_r(row, prefix)
 
 
 @dataclass
@@ -81,30 +78,58 @@ class SessionSteps:
 class Release:
     """A release directory, read through DuckDB views named after its configs."""
 
-    def __init__(self, directory: str | os.PathLike):
+    def __init__(self, directory: str | os.PathLike, *, check_files: bool = True):
+        """Open the release at ``directory``.
+
+        With ``check_files`` (the default, and what ``trb run`` does), every file the
+        manifest lists is checked against its sha256 and size first, and a data file
+        the manifest does not list is refused: a tampered or incomplete release never
+        reaches scoring. (The full content-SHA recompute is ``trb-corpus verify``.)
+
+        Raises:
+            ReleaseError: no manifest, a manifest that is not one, files that differ from it,
+                or no sessions or steps data.
+        """
         self.dir = Path(directory)
-        mpath = self.dir / "manifest.json"
+        mpath = self.dir / MANIFEST
         if not mpath.is_file():
-            raise ReleaseError(f"{self.dir} is not a TRB release (no manifest.json); cut one with `trb-corpus release`")
+            raise ReleaseError(f"{self.dir} is not a TRB release (no {MANIFEST}); cut one with `trb-corpus release`")
         try:
             self.manifest = json.loads(mpath.read_text(encoding="utf-8"))
             self.sha: str = self.manifest["release_sha"]
             self.version: str = self.manifest["version"]
             self.kind: str = self.manifest["kind"]
             self.smoke_test: bool = bool(self.manifest["smoke_test"])
-        except (ValueError, KeyError) as e:
+            listed = self.manifest["files"]
+        except (ValueError, KeyError, TypeError) as e:
             raise ReleaseError(f"{mpath}: not a release manifest ({e})") from None
+        if check_files:
+            diffs = file_differences(self.dir, self.manifest)
+            if diffs:
+                more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
+                raise ReleaseError(f"{self.dir}: the release's files differ from its manifest: {diffs[0]}{more}; "
+                                   "refusing to score a tampered or incomplete release (`trb-corpus verify` "
+                                   "lists every difference)")
+        self.files = listed
         self.synthetic_share = self.manifest.get("synthetic_share")
+        counts = self.manifest.get("counts") or {}
+        #: The release's splits: those the manifest counts sessions in.
+        self.splits: tuple[str, ...] = tuple(s for s, n in (counts.get("sessions") or {}).items() if n)
         self.con = duckdb.connect(":memory:", config={"threads": min(4, os.cpu_count() or 1)})
         self.configs = []
         for config in CONFIGS:
-            files = sorted(self.dir.glob(f"data/{config}/*.parquet"))
+            files = data_files(self.dir, config)
             if files:
                 paths = ", ".join("'" + str(p).replace("'", "''") + "'" for p in files)
                 self.con.execute(f"CREATE VIEW {config} AS SELECT * FROM read_parquet([{paths}])")
                 self.configs.append(config)
         if "sessions" not in self.configs or "steps" not in self.configs:
             raise ReleaseError(f"{self.dir}: the release has no sessions or steps data")
+
+    def count(self, config: str, split: str | None = None) -> int:
+        """Rows of ``config`` (in ``split`` if given), from the manifest's counts."""
+        per_split = (self.manifest.get("counts") or {}).get(config) or {}
+        return int(per_split.get(split, 0) if split is not None else sum(per_split.values()))
 
     def rows(self, sql: str, params: list | None = None) -> list[dict]:
         cur = self.con.execute(sql, params or [])

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from corpus.card import (FACT_KEYS, SMOKE_BANNER, datasheet_values, fill_datasheet, placeholders, render_card)
-from corpus.layout import CONFIGS, arrow_schema, shard_name
+from schemas.release_format import CONFIGS, arrow_schema, shard_name
 from schemas.models import ReleaseManifest
 from tests_paths import ROOT
 

@@ -20,7 +20,7 @@ import pytest
 
 from corpus.croissant import (CONFORMS_TO, RAI_PROPERTIES, build_croissant, croissant_data_type, dumps,
                               validate_croissant)
-from corpus.layout import CONFIGS, arrow_schema, shard_name
+from schemas.release_format import CONFIGS, arrow_schema, shard_name
 from schemas.models import ReleaseManifest
 
 SHA = "5f" * 32

@@ -226,7 +226,7 @@ def test_verify_catches_a_flipped_byte_and_an_edited_manifest(tmp_path, cli):
 
 def test_verify_recomputes_the_sha_from_rows_not_bytes(tmp_path):
     """A shard rewritten with other compression and row order still has the same content SHA."""
-    from corpus.content import release_sha_of_files
+    from schemas.release_format import release_sha_of_files
 
     c = _corpus(tmp_path, _many_sessions(8))
     d = cut_release(c, "0.1.0", kind="smoke", progress=False).directory

@@ -44,6 +44,7 @@ import torch
 from torch.nn import functional as F
 from tqdm import tqdm
 
+from schemas.release_format import R_PREFIX, decode_r
 from trb.errors import ReleaseError, UsageError
 from trb.reference.features import HISTORY, SHORT, context_features, stable_hash
 from trb.reference.model import FORMAT, FORMAT_VERSION, ModelConfig, ReferenceModel, RItem, collate, save_checkpoint
@@ -132,7 +133,7 @@ def _load_train(rel: Release, variant: str, cfg: ModelConfig):
             "SELECT count(*) AS n FROM counterfactuals WHERE split = ?", [_SPLIT])[0]["n"]
         rows = rel.rows(
             "SELECT c.cf_id, c.session_id, c.t, c.split, c.rp_goal, c.rp_planned_next, c.rp_caused_by_self, "
-            "c.rp_confidence, c.phi_probs FROM counterfactuals c JOIN sessions s USING (session_id) "
+            "c.rp_confidence, c.rp_ext, c.phi_probs FROM counterfactuals c JOIN sessions s USING (session_id) "
             "WHERE c.split = ? AND s.split = ? AND c.phi_type = 'distribution' ORDER BY c.session_id, c.t, c.cf_id",
             [_SPLIT, _SPLIT])
         counts["counterfactuals_with_distribution"] = len(rows)
@@ -149,7 +150,7 @@ def _load_train(rel: Release, variant: str, cfg: ModelConfig):
                 phi = _phi_vector(row["phi_probs"], space)
                 if phi is None:
                     continue
-                r = {k: row[f"rp_{k}"] for k in ("goal", "planned_next", "caused_by_self", "confidence")}
+                r = decode_r(row, R_PREFIX["counterfactuals"])
                 cfs.append((RItem(ids, space, r, has_hist), phi, row["session_id"]))
     return steps, cfs, vocab, counts, sessions
 

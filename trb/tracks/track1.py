@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from schemas.release_format import R_PREFIX, decode_r
 from trb.adapters.base import check_distribution
 from trb.context import StepContext
 from trb.releases import Release
@@ -47,9 +48,7 @@ def total_variation(p: dict[str, float], q: dict[str, float]) -> float:
 
 
 def _rp(row: dict) -> dict:
-    r = {k: row[f"rp_{k}"] for k in ("goal", "planned_next", "caused_by_self", "confidence")}
-    r["ext"] = orjson.loads(row["rp_ext"]) if row.get("rp_ext") else None
-    return r
+    return decode_r(row, R_PREFIX["counterfactuals"])
 
 
 def track1_items(release: Release, split: str = "eval") -> Iterator[Track1Item]:

@@ -1,0 +1,261 @@
+"""The release format: the one contract between the writer (``corpus``) and the reader (``trb``).
+
+A release directory is a Hugging Face dataset repository::
+
+    data/<config>/<split>-NNNNN-of-NNNNN.parquet
+    README.md          dataset card (YAML front matter declares configs and data_files)
+    DATASHEET.md       the datasheet, filled from the corpus
+    croissant.json     Croissant 1.1 metadata with RAI fields and file sha256s
+    manifest.json      identity, counts, gates, file hashes (schemas/release_manifest.schema.json)
+
+Everything both sides must agree on lives here and nowhere else: the configs and
+their columns, the splits, the r-slot names and how a row's r is decoded, the
+content-SHA definition, the synthetic-cap constant and the human origins, and the
+file check against the manifest. ``corpus`` writes with it, ``trb`` reads with it.
+
+The release SHA (content format 1), so anyone can recompute it from the parquet files:
+
+1. Every row of every config is a JSON object of its columns (the split
+   included), serialised canonically: keys sorted, no whitespace, UTF-8, floats
+   in their shortest round-tripping form, lists in their stored order.
+2. Each row's serialisation is hashed with sha256 (32 raw bytes).
+3. Per config, the row digests are sorted bytewise and hashed together:
+   ``config_digest = sha256(concat(sorted(row_digests)))``.
+4. ``release_sha = sha256("trb-release-content/1\\n" + "".join(f"{config}\\t{n_rows}\\t{config_digest}\\n"
+   for config in sorted(configs)))``, digests in lowercase hex.
+
+So row order, sharding, the parquet writer and compression do not change it, and
+one changed value anywhere does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from schemas.hashing import sha256_file
+
+__all__ = [
+    "FORMAT_VERSION", "SPLITS", "SPLIT_FRACTIONS", "ROWS_PER_SHARD", "CONFIGS", "CONFIG_DESCRIPTIONS",
+    "MANIFEST", "R_SLOTS", "R_PREFIX", "ORIGINS", "HUMAN_ORIGINS", "SYNTHETIC_ORIGIN", "SYNTHETIC_CAP",
+    "arrow_schema", "shard_name", "data_files", "decode_r", "ContentDigest", "release_sha_of_files",
+    "read_manifest", "file_differences",
+]
+
+
+#: The core r-slot names, in schema order; a row also carries ``<prefix>ext`` (declared extension slots, JSON).
+R_SLOTS = ("goal", "planned_next", "caused_by_self", "confidence")
+#: config -> the column prefix of its r slots: a step's recorded r_t, a counterfactual's r'.
+R_PREFIX = {"steps": "r_", "counterfactuals": "rp_"}
+#: Counterfactual origins (spec §3, Track 1 inputs); the first two are written by people.
+ORIGINS = ("same_session_revision", "paired_session", "synthetic")
+HUMAN_ORIGINS = ("same_session_revision", "paired_session")
+SYNTHETIC_ORIGIN = "synthetic"
+#: At most this many synthetic counterfactuals per human one (spec §5, whitepaper §4.4).
+SYNTHETIC_CAP = 3.0
+#: The manifest's file name inside a release directory.
+MANIFEST = "manifest.json"
+
+FORMAT_VERSION = 1
+#: Every split a release may have; ``transfer`` holds the sessions of declared transfer contexts.
+SPLITS = ("train", "dev", "eval", "transfer")
+#: Share of subjects assigned to each in-distribution split.
+SPLIT_FRACTIONS = {"train": 0.7, "dev": 0.1, "eval": 0.2}
+ROWS_PER_SHARD = 500_000
+
+_S, _I, _BI, _D, _B = pa.string(), pa.int32(), pa.int64(), pa.float64(), pa.bool_()
+_PROBS = pa.list_(pa.struct([("action", _S), ("p", _D)]))
+_LABELS = pa.list_(pa.struct([("annotator_id", _S), ("role", _S), ("label", _S), ("method", _S)]))
+
+#: config -> [(column, Arrow type, description)]; every config has a ``split`` column.
+CONFIGS: dict[str, list[tuple[str, pa.DataType, str]]] = {
+    "sessions": [
+        ("session_id", _S, "Session id."),
+        ("split", _S, "train, dev, eval or transfer."),
+        ("source_kind", _S, "human_session, model_rollout, simulated or illustrative."),
+        ("collector", _S, "Who collected the session."),
+        ("consent_ref", _S, "Consent record reference."),
+        ("licence", _S, "Licence of the session data."),
+        ("subject_id", _S, "Pseudonymous subject id."),
+        ("context_id", _S, "Context id."),
+        ("stimulus_set", _S, "Stimulus set of the context."),
+        ("subject_population", _S, "Subject population of the context."),
+        ("language", _S, "BCP 47 language of the self-report."),
+        ("r_extensions", _S, "Declared extension slots (JSON object)."),
+        ("n_steps", _I, "Number of steps."),
+    ],
+    "steps": [
+        ("session_id", _S, "Session id."),
+        ("split", _S, "The session's split."),
+        ("t", _I, "Step index from 0."),
+        ("observation", _S, "What the agent saw (plain text)."),
+        ("has_r", _B, "Whether an r_t snapshot was recorded."),
+        ("r_goal", _S, "r_t goal slot."),
+        ("r_planned_next", _S, "r_t planned_next slot."),
+        ("r_caused_by_self", _D, "r_t caused_by_self slot (probability)."),
+        ("r_confidence", _D, "r_t confidence slot (probability)."),
+        ("r_ext", _S, "r_t extension slots (JSON object)."),
+        ("action", _S, "The action taken."),
+        ("action_space", pa.list_(_S), "The discrete action space; null when open-ended."),
+        ("outcome", _S, "Outcome of the step (plain text)."),
+    ],
+    "counterfactuals": [
+        ("cf_id", _S, "Counterfactual id."),
+        ("split", _S, "The session's split."),
+        ("session_id", _S, "Session id."),
+        ("t", _I, "Step whose r_t is replaced."),
+        ("rp_goal", _S, "r' goal slot."),
+        ("rp_planned_next", _S, "r' planned_next slot."),
+        ("rp_caused_by_self", _D, "r' caused_by_self slot."),
+        ("rp_confidence", _D, "r' confidence slot."),
+        ("rp_ext", _S, "r' extension slots (JSON object)."),
+        ("origin", _S, "same_session_revision, paired_session or synthetic."),
+        ("paired_session_id", _S, "For paired_session: the session r' came from."),
+        ("adversarial", _B, "r' built to mislead."),
+        ("ood", _B, "r' out of distribution."),
+        ("author_person", _S, "Author (human origins)."),
+        ("generator_name", _S, "Generator name (synthetic)."),
+        ("generator_version", _S, "Generator version (synthetic)."),
+        ("generator_seed", _BI, "Generator seed (synthetic)."),
+        ("phi_type", _S, "distribution or text; null when Φ is lacking."),
+        ("phi_probs", _PROBS, "Φ(r') over the action space, sorted by action."),
+        ("phi_text", _S, "Φ(r') as a text continuation."),
+        ("phi_n", _I, "Annotators behind Φ(r')."),
+    ],
+    "attribution": [
+        ("item_id", _S, "Attribution item id."),
+        ("split", _S, "The session's split."),
+        ("session_id", _S, "Session id."),
+        ("t", _I, "Step whose outcome is attributed."),
+        ("design_label", _S, "self or exogenous, as built into the session."),
+        ("endorsed", _B, "Whether the subject endorsed the outcome."),
+        ("note", _S, "Curator note."),
+        ("label", _S, "The label Track 3 scores against."),
+        ("label_source", _S, "design or adjudicated."),
+        ("annotations", _LABELS, "Every annotator and adjudicator label."),
+    ],
+    "transfer": [
+        ("context_id", _S, "Transfer context id."),
+        ("split", _S, "Always transfer."),
+        ("description", _S, "What is held out."),
+        ("collector_org", _S, "Organisation that collected the context (not a trainer of the model)."),
+        ("attestation_ref", _S, "Reference to its attestation."),
+        ("n_sessions", _I, "Sessions of this context in the release."),
+    ],
+}
+
+CONFIG_DESCRIPTIONS = {
+    "sessions": "One row per session: source, subject, context, split.",
+    "steps": "One row per step: observation, r_t slots, action, action space, outcome.",
+    "counterfactuals": "Track 1: counterfactual values r' and the human continuation Φ(r').",
+    "attribution": "Track 3: outcomes caused by the agent or by an exogenous change, with labels.",
+    "transfer": "Track 6: held-out contexts and their third-party provenance.",
+}
+
+
+def arrow_schema(config: str) -> pa.Schema:
+    return pa.schema([pa.field(name, typ) for name, typ, _ in CONFIGS[config]])
+
+
+def shard_name(config: str, split: str, index: int, total: int) -> str:
+    """Path of one parquet shard inside a release directory."""
+    return f"data/{config}/{split}-{index:05d}-of-{total:05d}.parquet"
+
+
+def data_files(directory: str | os.PathLike, config: str, split: str | None = None) -> list[Path]:
+    """The parquet shards of ``config`` (of one ``split`` if given) in a release directory, sorted."""
+    pattern = f"data/{config}/{split}-*.parquet" if split else f"data/{config}/*.parquet"
+    return sorted(Path(directory).glob(pattern))
+
+
+def decode_r(row: Mapping, prefix: str) -> dict:
+    """The r slots of one row (``prefix`` from :data:`R_PREFIX`), extension slots decoded from JSON under ``ext``."""
+    r = {k: row.get(f"{prefix}{k}") for k in R_SLOTS}
+    ext = row.get(f"{prefix}ext")
+    r["ext"] = orjson.loads(ext) if ext else None
+    return r
+
+
+def read_manifest(directory: str | os.PathLike) -> dict:
+    """The parsed ``manifest.json`` of a release directory (raises OSError / ValueError as json does)."""
+    return json.loads((Path(directory) / MANIFEST).read_text(encoding="utf-8"))
+
+
+def file_differences(directory: str | os.PathLike, manifest: Mapping, *, unlisted: bool = True) -> list[str]:
+    """Every way the files of a release directory differ from its manifest's ``files`` list.
+
+    A listed file that is missing, or whose sha256 or size differs; with ``unlisted``, a
+    data file present but not listed. Empty when the files are what the manifest says.
+    """
+    d = Path(directory)
+    diffs: list[str] = []
+    listed = {f["path"]: f for f in manifest.get("files") or []}
+    for path, entry in sorted(listed.items()):
+        p = d / path
+        if not p.is_file():
+            diffs.append(f"{path}: missing")
+            continue
+        size = p.stat().st_size
+        if size != entry.get("bytes"):
+            diffs.append(f"{path}: {size} bytes, the manifest says {entry.get('bytes')} bytes")
+            continue
+        sha = sha256_file(p)
+        if sha != entry.get("sha256"):
+            diffs.append(f"{path}: sha256 {sha[:16]}… differs from the manifest's {str(entry.get('sha256'))[:16]}…")
+    if unlisted:
+        present = {p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file()} - {MANIFEST, "hub.json"}
+        for extra in sorted(present - set(listed)):
+            if not extra.startswith(".") and not any(part.startswith(".") for part in extra.split("/")):
+                diffs.append(f"{extra}: not listed in the manifest")
+    return diffs
+
+
+_PREFIX = b"trb-release-content/1\n"
+
+
+class ContentDigest:
+    """Accumulates row digests per config; :meth:`hexdigest` gives the release SHA."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, bytearray] = {}
+
+    def add_batch(self, config: str, batch: pa.RecordBatch | pa.Table) -> None:
+        buf = self._rows.setdefault(config, bytearray())
+        sha, dumps, opt = hashlib.sha256, orjson.dumps, orjson.OPT_SORT_KEYS
+        for row in batch.to_pylist():
+            buf += sha(dumps(row, option=opt)).digest()
+
+    def config_digests(self) -> dict[str, tuple[int, str]]:
+        out = {}
+        for config, buf in self._rows.items():
+            digests = np.sort(np.frombuffer(bytes(buf), dtype="S32")) if buf else np.array([], dtype="S32")
+            out[config] = (len(digests), hashlib.sha256(digests.tobytes()).hexdigest())
+        return out
+
+    def hexdigest(self) -> str:
+        h = hashlib.sha256(_PREFIX)
+        for config, (n, digest) in sorted(self.config_digests().items()):
+            h.update(f"{config}\t{n}\t{digest}\n".encode())
+        return h.hexdigest()
+
+
+def release_sha_of_files(files: Iterable[tuple[str, Path]], batch_rows: int = 65_536) -> tuple[str, dict[str, int]]:
+    """The release SHA recomputed from ``(config, parquet path)`` pairs, and the row count per config."""
+    digest = ContentDigest()
+    counts: dict[str, int] = {}
+    for config, path in files:
+        pf = pq.ParquetFile(path)
+        for batch in pf.iter_batches(batch_size=batch_rows):
+            digest.add_batch(config, batch)
+            counts[config] = counts.get(config, 0) + batch.num_rows
+        counts.setdefault(config, 0)
+        digest._rows.setdefault(config, bytearray())
+    return digest.hexdigest(), counts
