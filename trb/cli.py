@@ -182,25 +182,6 @@ def calibrate(sessions, seed, as_json) -> None:
     check_calibration(rep)
 
 
-@cli.command()
-@click.option("--workdir", type=click.Path(file_okay=False), default="demo-work", show_default=True,
-              help="An empty or new directory; the corpus, release, checkpoints and results stay there.")
-@click.option("--seed", type=int, default=1, show_default=True)
-@click.option("--sessions", type=click.IntRange(50, 100_000), default=1000, show_default=True,
-              help="Simulated sessions.")
-@click.option("--baseline-pairs", type=click.IntRange(10, None), default=None,
-              help="Train each LM baseline on at most this many train steps (a seeded subset; default: all).")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
-def demo(workdir, seed, sessions, baseline_pairs, quiet) -> None:
-    """The whole pipeline on the simulated world (a SMOKE TEST): simulate, ingest, release, train the five
-    baselines, run Tracks 1 and 3 on each, report."""
-    from trb.demo import demo_baseline_settings, run_demo
-
-    result = run_demo(workdir, seed=seed, sessions=sessions, progress=not quiet,
-                      baseline_settings=demo_baseline_settings(max_pairs=baseline_pairs))
-    click.echo(result["markdown"])
-
-
 @cli.group("models")
 def models_group() -> None:
     """Real models the toolkit installs and converts for the proxy adapter (no model hub needed)."""

@@ -91,11 +91,12 @@ def test_cli_query_and_report_formats(release, tmp_path, capsys):
 
 
 def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
-    """`trb demo` (what `make demo` runs): every stage, a smoke-labelled report, and Δgov with a CI above 0."""
+    """`trb-demo` (what `make demo` runs): every stage, a smoke-labelled report, and Δgov with a CI above 0."""
+    from pipeline.cli import main as demo_main
     from trb.cli import main
 
     work = tmp_path / "demo"
-    assert main(["demo", "--workdir", str(work), "--sessions", "400", "--seed", "2", "--baseline-pairs", "150",
+    assert demo_main(["--workdir", str(work), "--sessions", "400", "--seed", "2", "--baseline-pairs", "150",
                  "-q"]) == 0
     md = capsys.readouterr().out
     assert md.startswith("# TRB report") and "SMOKE TEST" in md and "Δgov" in md
@@ -114,7 +115,7 @@ def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
     for path in ("models/instruct-base/trb-baseline.json", "models/cot-sft/model.safetensors"):
         assert (work / path).exists(), path
     assert rep["delta_gov"]["ci_low"] > 0
-    assert main(["demo", "--workdir", str(work)]) == 2  # never overwrites
+    assert demo_main(["--workdir", str(work)]) == 2  # never overwrites
 
 
 def test_trb_run_through_the_proxy_adapter_on_a_local_causal_lm(release, tmp_path, capsys):

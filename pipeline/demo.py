@@ -1,4 +1,4 @@
-"""`trb demo`: the whole pipeline on the simulated world, end to end (a SMOKE TEST).
+"""`trb-demo`: the whole pipeline on the simulated world, end to end (a SMOKE TEST).
 
 simulate → ingest → smoke release → train both native references and the two LM
 baselines on the train split → Tracks 1 and 3 on all five spec baselines (§4: instruct
@@ -7,9 +7,9 @@ Trace-AI ablation and full model through the native adapter) → the report. Det
 corpus, the release, the checkpoints and ``results.duckdb`` in the work directory
 for ``trb report`` and ``trb query``.
 
-The demo drives the corpus toolkit through its public API (``corpus``): it is the
-one place where the pipeline's two halves meet. The eval engine itself reads only
-the release directory.
+The demo drives the corpus toolkit through its public API (``corpus``) and the eval
+engine through its own (``trb``): it is the one place where the pipeline's two halves
+meet, and it lives outside both. The eval engine itself reads only the release directory.
 """
 
 from __future__ import annotations

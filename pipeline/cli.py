@@ -1,0 +1,56 @@
+"""``trb-demo``: the whole pipeline on the simulated world (a SMOKE TEST), what ``make demo`` runs."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+__all__ = ["cli", "main"]
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--workdir", type=click.Path(file_okay=False), default="demo-work", show_default=True,
+              help="An empty or new directory; the corpus, release, checkpoints and results stay there.")
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--sessions", type=click.IntRange(50, 100_000), default=1000, show_default=True,
+              help="Simulated sessions.")
+@click.option("--baseline-pairs", type=click.IntRange(10, None), default=None,
+              help="Train each LM baseline on at most this many train steps (a seeded subset; default: all).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+def cli(workdir, seed, sessions, baseline_pairs, quiet) -> None:
+    """The whole pipeline on the simulated world (a SMOKE TEST): simulate, ingest, release, train the five
+    baselines, run Tracks 1 and 3 on each, report."""
+    from pipeline.demo import demo_baseline_settings, run_demo
+
+    result = run_demo(workdir, seed=seed, sessions=sessions, progress=not quiet,
+                      baseline_settings=demo_baseline_settings(max_pairs=baseline_pairs))
+    click.echo(result["markdown"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the demo; any toolkit error (corpus or engine) is rendered once, as lines on stderr."""
+    from corpus.errors import CorpusError
+    from trb.errors import TrbError
+    from trb.results import ResultsError
+
+    try:
+        cli.main(args=argv, prog_name="trb-demo", standalone_mode=False)
+    except (CorpusError, TrbError) as e:
+        for line in e.lines():
+            click.echo(line, err=True)
+        return int(e.exit_code)
+    except ResultsError as e:
+        click.echo(str(e), err=True)
+        return 5
+    except click.ClickException as e:
+        e.show()
+        return 2
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("interrupted", err=True)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
