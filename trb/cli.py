@@ -73,38 +73,116 @@ def train_baseline_cmd(release_dir, variant, out, seed, epochs, max_pairs, histo
     click.echo(str(out))
 
 
-@cli.command()
+def _adapter_options(command):
+    """Add every installed adapter kind's declared options to ``command`` (one flag per name; help says whose)."""
+    from trb.adapters.registry import available_adapters
+
+    by_flag: dict[str, list] = {}
+    for kind in available_adapters().values():
+        for opt in kind.options:
+            by_flag.setdefault(opt.cli_flag, []).append((kind.name, opt))
+    for flag, owners in sorted(by_flag.items()):
+        first = owners[0][1]
+        same = [o for _, o in owners if (o.name, o.type, o.choices) == (first.name, first.type, first.choices)]
+        if len(same) != len(owners):  # two kinds declare one flag differently: keep the first, say so in help
+            owners = [(k, o) for k, o in owners if o in same]
+        whose = ", ".join(k for k, _ in owners)
+        if first.type is bool:
+            param = click.Option([flag, first.name], is_flag=True, default=None, help=f"[{whose}] {first.help}")
+        else:
+            typ = click.Choice(list(first.choices)) if first.choices else first.type
+            param = click.Option([flag, first.name], type=typ, default=None, help=f"[{whose}] {first.help}")
+        command.params.append(param)
+    return command
+
+
+def _adapter_help() -> str:
+    from trb.adapters.registry import available_adapters
+
+    return "; ".join(f"{k.name} ({k.tier}): {k.summary}" for k in available_adapters().values())
+
+
+@_adapter_options
+@cli.command(context_settings={"ignore_unknown_options": False})
 @click.option("--release", "release_dir", required=True, type=click.Path(file_okay=False, exists=True))
-@click.option("--adapter", type=click.Choice(["native", "proxy"]), required=True,
-              help="native: a model with an explicit r_t pathway; proxy: any Hugging Face causal LM (r in its CoT).")
-@click.option("--model", required=True, type=click.Path(exists=True),
-              help="The checkpoint the adapter loads (a directory, or a .gguf file for proxy).")
-@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default=None,
-              help="proxy: weights dtype (default float32).")
-@click.option("--elicit", "mode", type=click.Choice(["prompt_fill", "free_cot"]), default=None,
-              help="proxy: how r is elicited (default prompt_fill).")
-@click.option("--scaffold", type=click.Choice(["cot", "none"]), default=None,
-              help="proxy: act through the CoT span holding r (cot, the default) or with no reasoning "
-                   "scaffold (none: spec baseline 1, instruct base).")
+@click.option("--adapter", "adapter_name", required=True, help="An installed adapter kind (`trb adapters` lists them).")
+@click.option("--model", required=True, help="What the adapter loads: a path or a URL, as the adapter accepts.")
 @click.option("--baseline", required=True, help="Baseline name: instruct-base, cot-prompted, cot-sft, "
                                                 "trace-ablation, trace-full (or your own).")
-@click.option("--tracks", default="1,3", show_default=True, help="Comma-separated tracks.")
-@click.option("--split", default="eval", show_default=True, help="Split to score (eval, or transfer).")
+@click.option("--tracks", default=None, help="Comma-separated track ids (default: every registered track).")
+@click.option("--split", default="eval", show_default=True, help="A split of the release (eval, or transfer).")
 @click.option("--results", default="results.duckdb", show_default=True, help=_RESULTS_HELP)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def run(release_dir, adapter, model, dtype, mode, scaffold, baseline, tracks, split, results, seed, quiet) -> None:
-    """Run tracks on a release through an adapter; write one run row and every item score; print the run id."""
+def run(release_dir, adapter_name, model, baseline, tracks, split, results, seed, quiet, **adapter_options) -> None:
+    """Run tracks on a release through an adapter; write one run row and every item score; print the run id.
+
+    Adapter options (below the common ones) belong to the adapter kind named in brackets;
+    giving one to another kind is an error.
+    """
     from trb.run import load_adapter, run_tracks
 
-    a = (load_adapter(adapter, model, dtype=dtype, mode=mode, scaffold=scaffold) if adapter == "proxy"
-         else load_adapter(adapter, model))
-    r = run_tracks(release_dir, a, baseline=baseline, tracks=tuple(t.strip() for t in tracks.split(",") if t.strip()),
-                   split=split, results=results, seed=seed, progress=not quiet)
+    a = load_adapter(adapter_name, model, **adapter_options)
+    wanted = None if tracks is None else tuple(t.strip() for t in tracks.split(",") if t.strip())
+    r = run_tracks(release_dir, a, baseline=baseline, tracks=wanted, split=split, results=results, seed=seed,
+                   progress=not quiet)
     smoke = " SMOKE TEST (not a TRB score)" if r["smoke_test"] else ""
+    na = [f"track {t} not applicable (needs {', '.join(s['needs'])})" for t, s in r["summary"].items()
+          if s.get("status") == "not_applicable"]
     click.echo(f"run {r['run_id']}: {baseline} ({r['adapter_tier']}) on release {r['release_version']} "
-               f"{r['release_sha'][:12]}: {r['n_items']} items{smoke}; {json.dumps(r['summary'])}", err=True)
+               f"{r['release_sha'][:12]} split {r['split']}: {r['n_items']} items{smoke}; {json.dumps(r['summary'])}",
+               err=True)
+    for line in na:
+        click.echo(line, err=True)
     click.echo(r["run_id"])
+
+
+@cli.command()
+@click.argument("run_id")
+@click.option("--results", default="results.duckdb", show_default=True, help=_RESULTS_HELP)
+@click.option("--release", "release_dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="The release directory (default: where the run read it; its SHA must match).")
+@click.option("--record", is_flag=True, help="Keep the new run in the results store (default: compare only).")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def rerun(run_id, results, release_dir, record, as_json, quiet) -> None:
+    """Re-create a run from its record (adapter spec, release, split, tracks, seed) and check every item score.
+
+    Exits 0 when every item score is reproduced exactly, with the check-failed code otherwise.
+    """
+    from trb.run import rerun as _rerun
+
+    out = _rerun(run_id, results=results, release_dir=release_dir, record=record, progress=not quiet)
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+    else:
+        click.echo(f"run {out['run_id']} reproduced: {out['n_equal']:,} of {out['n_items']:,} item scores identical"
+                   + (f"; new run {out['new_run_id']}" if out["new_run_id"] else ""))
+
+
+@cli.command("adapters")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def adapters_cmd(as_json) -> None:
+    """The installed adapter kinds: name, tier, where from, what --model accepts, capabilities, options."""
+    from trb.adapters.registry import available_adapters, registry_problems
+
+    rows = [{"name": k.name, "tier": k.tier, "source": k.source, "accepts": list(k.accepts),
+             "model": k.model_help, "capabilities": list(k.capabilities), "summary": k.summary,
+             "options": [{"flag": o.cli_flag, "type": o.type.__name__, "choices": list(o.choices or ()),
+                          "help": o.help} for o in k.options]} for k in available_adapters().values()]
+    if as_json:
+        click.echo(json.dumps({"adapters": rows, "problems": list(registry_problems())}, indent=2))
+        return
+    for r in rows:
+        click.echo(f"{r['name']:<12} {r['tier']:<7} {r['source']:<24} --model: {' or '.join(r['accepts'])} "
+                   f"({r['model']})")
+        click.echo(f"{'':<12} {r['summary']}")
+        click.echo(f"{'':<12} capabilities: {', '.join(r['capabilities']) or 'the two hooks only'}")
+        for o in r["options"]:
+            choice = f" {{{','.join(o['choices'])}}}" if o["choices"] else f" {o['type'].upper()}"
+            click.echo(f"{'':<12} {o['flag']}{choice}: {o['help']}")
+    for p in registry_problems():
+        click.echo(f"warning: {p}", err=True)
 
 
 @cli.command()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["ExitCode", "TrbError", "ReleaseError", "AdapterError", "CalibrationFailed", "UsageError", "ModelError"]
+__all__ = ["ExitCode", "TrbError", "ReleaseError", "AdapterError", "CalibrationFailed", "CheckFailed", "UsageError", "ModelError"]
 
 
 class ExitCode(IntEnum):
@@ -44,10 +44,14 @@ class AdapterError(TrbError):
     exit_code = ExitCode.ADAPTER
 
 
-class CalibrationFailed(TrbError):
-    """The engine did not separate the calibration agents it must separate."""
+class CheckFailed(TrbError):
+    """A check did not pass: calibration, adapter conformance, a rerun that did not reproduce."""
 
     exit_code = ExitCode.FAILED
+
+
+class CalibrationFailed(CheckFailed):
+    """The engine did not separate the calibration agents it must separate."""
 
 
 class ModelError(TrbError):

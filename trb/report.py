@@ -29,10 +29,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from trb.results import ResultsError, ResultsStore
-from trb.stats import CI_METHOD, Estimate, balanced_accuracy_by_session, mean_by_session, paired_delta_by_session
+from trb.stats import CI_METHOD, Estimate, paired_delta_by_session
+from trb.tracks.base import Metric, all_metrics, registered_tracks
 
 __all__ = [
     "BASELINE_ORDER",
+    "HELD_OUT_SPLITS",
+    "format_score",
+    "run_profile",
     "SMOKE_BANNER",
     "build_report",
     "plot_tracks",
@@ -47,14 +51,20 @@ SMOKE_BANNER = "SMOKE TEST — not a TRB score"
 FULL, ABLATION = "trace-full", "trace-ablation"
 CONFIDENCE = 0.95
 
-#: Report track key -> (stored track, stored metric, what the number is).
-TRACKS = {
-    "1": ("1", "tv", "G = 1 − mean TV(act(c_t, r′), Φ(r′))"),
-    "1-llr": ("1", "llr", "mean paired log-likelihood ratio (open-ended actions)"),
-    "3": ("3", "attribution", "balanced accuracy of caused_by_self attribution"),
-}
-_TITLES = {"1": "Track 1 — governance G", "1-llr": "Track 1 — LLR variant", "3": "Track 3 — attribution BA"}
-_ALWAYS = ("1", "3")  # tracks shown for every baseline (a missing one is "not run"); 1-llr only when present
+#: Splits never used to fit anything (spec §5): Δgov is computed on these only, in this order of preference.
+HELD_OUT_SPLITS = ("eval", "transfer")
+#: The order split tables appear in: held-out first.
+SPLIT_ORDER = ("eval", "transfer", "dev", "train")
+
+
+def _metrics() -> list[Metric]:
+    return all_metrics()
+
+
+def _title(key: str) -> str:
+    return {m.key: m.title for m in _metrics()}[key]
+
+
 _PROFILE_NOTE = ("The profile is a vector: each track is reported on its own and tracks are never combined "
                  "into one number (TRB spec §5).")
 
@@ -100,50 +110,94 @@ def _columns(table: pa.Table, names: list[str]) -> dict[str, np.ndarray]:
     return {n: table.column(n).to_numpy(zero_copy_only=False) for n in names}
 
 
-def _score_tracks(store: ResultsStore, run: dict, *, n_resamples: int, seed: int) -> dict:
+def _timings(run: dict) -> dict:
+    timings = run.get("timings")
+    if isinstance(timings, str):  # ResultsStore.runs parses it; a raw row holds the JSON text
+        try:
+            timings = json.loads(timings)
+        except ValueError:
+            return {}
+    return timings if isinstance(timings, dict) else {}
+
+
+def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed: int = 0,
+                confidence: float = CONFIDENCE) -> dict[str, dict]:
+    """Every registered metric of one run: report key -> entry (score, CI, items, sessions, note).
+
+    This is the one computation of a run's figures: ``trb report`` and the review app's
+    results screen both call it (``n_resamples=0`` gives the point values without intervals).
+    A headline metric of a track the run did not score is "not run"; one the adapter could
+    not run is "not applicable (needs X)".
+    """
     table = store.items(run["run_id"])
-    cols = _columns(table, ["track", "metric", "session_id", "score", "label", "predicted", "origin", "adversarial",
-                            "ood"])
+    tracks = registered_tracks()
+    names = ["track", "metric", "session_id", "score"] + sorted(
+        {c.name for t in tracks.values() for c in t.columns})
+    cols = _columns(table, names)
     run_tracks = {str(t) for t in (run.get("tracks") or [])}
+    summary = _timings(run).get("summary") or {}
     out: dict[str, dict] = {}
-    for key, (track, metric, what) in TRACKS.items():
-        mask = (cols["track"] == track) & (cols["metric"] == metric)
+    for m in _metrics():
+        track = tracks[m.track]
+        s = summary.get(m.track) or {}
+        if s.get("status") == "not_applicable":
+            if m.headline:
+                out[m.key] = _track_entry(None, m.definition, note=f"not applicable (needs {', '.join(s['needs'])})",
+                                          extra={"not_applicable": True, "needs": s["needs"]})
+            continue
+        mask = (cols["track"] == m.track) & (cols["metric"] == m.metric)
         n = int(mask.sum())
+        na = (s.get("not_applicable") or {}).get(m.key)
         if n == 0:
-            if key in _ALWAYS:
-                note = "run on this track but no items scored" if track in run_tracks else "not run"
-                out[key] = _track_entry(None, what, note=note)
+            if na:
+                out[m.key] = _track_entry(None, m.definition, note=f"not applicable (needs {', '.join(na['needs'])}; "
+                                          f"{na['n_items']} items not scored)",
+                                          extra={"not_applicable": True, "needs": na["needs"]})
+            elif m.headline:
+                note = "run on this track but no items scored" if m.track in run_tracks else "not run"
+                out[m.key] = _track_entry(None, m.definition, note=note)
             continue
-        sessions = cols["session_id"][mask]
-        if metric == "attribution":
-            try:
-                est = balanced_accuracy_by_session(cols["label"][mask], cols["predicted"][mask], sessions,
-                                                   n_resamples=n_resamples, confidence=CONFIDENCE, seed=seed)
-            except ValueError as e:
-                out[key] = _track_entry(None, what, note=f"balanced accuracy undefined: {e}",
-                                        extra={"n_items": n})
+        sub = {k: v[mask] for k, v in cols.items()}
+        if "score" in sub and m.metric != "attribution":
+            scores = sub["score"].astype(float)
+            if np.isnan(scores).any():
+                out[m.key] = _track_entry(None, m.definition, note=f"{int(np.isnan(scores).sum())} items lack a score",
+                                          extra={"n_items": n})
                 continue
-            out[key] = _track_entry(est, what)
+        try:
+            est = track.aggregate(m, sub, n_resamples=n_resamples, confidence=confidence, seed=seed)
+        except ValueError as e:
+            out[m.key] = _track_entry(None, m.definition, note=f"{m.title} undefined: {e}", extra={"n_items": n})
             continue
-        scores = cols["score"][mask].astype(float)
-        if np.isnan(scores).any():
-            out[key] = _track_entry(None, what, note=f"{int(np.isnan(scores).sum())} items lack a score",
-                                    extra={"n_items": n})
-            continue
-        est = mean_by_session(scores, sessions, n_resamples=n_resamples, confidence=CONFIDENCE, seed=seed)
-        share = _synthetic_share(cols["origin"][mask])
-        source = "items"
-        if share is None:
-            share, source = _num(run.get("synthetic_share")), "release"
-        slices = {}
-        for flag in ("adversarial", "ood"):
-            sel = cols[flag][mask] == True  # noqa: E712  (elementwise on an object array)
-            if sel.any():
-                slices[flag] = {"score": float(np.mean(scores[sel])), "n_items": int(sel.sum())}
-        out[key] = _track_entry(est, what, synthetic_share=share,
-                                extra={"synthetic_share_source": source if share is not None else None,
-                                       **({"slices": slices} if slices else {})})
+        extra: dict = {}
+        if "origin" in sub:  # a track whose items carry a counterfactual origin: its synthetic share and slices
+            share = _synthetic_share(sub["origin"])
+            source = "items"
+            if share is None:
+                share, source = _num(run.get("synthetic_share")), "release"
+            extra["synthetic_share_source"] = source if share is not None else None
+            slices = {}
+            scores = sub["score"].astype(float)
+            for flag in ("adversarial", "ood"):
+                if flag in sub:
+                    sel = sub[flag] == True  # noqa: E712  (elementwise on an object array)
+                    if sel.any():
+                        slices[flag] = {"score": float(np.mean(scores[sel])), "n_items": int(sel.sum())}
+            if slices:
+                extra["slices"] = slices
+            out[m.key] = _track_entry(est, m.definition, synthetic_share=share, extra=extra)
+        else:
+            out[m.key] = _track_entry(est, m.definition)
+        if na:
+            out[m.key]["n_not_applicable"] = na["n_items"]
     return out
+
+
+def format_score(entry: dict | None) -> str:
+    """A metric's value as every view shows it (3 decimals; "—" when there is none)."""
+    if not entry or entry.get("score") is None:
+        return "—"
+    return f"{entry['score']:.3f}"
 
 
 def _emit_r(run: dict) -> dict | None:
@@ -167,7 +221,7 @@ def _missing_text(emit: dict | None) -> str:
 
 
 def _delta_gov(store: ResultsStore, full: dict, ablation: dict, *, n_resamples: int, seed: int) -> tuple[dict | None, str | None]:
-    track, metric, _ = TRACKS["1"]
+    track, metric = "1", next(m.metric for m in _metrics() if m.key == "1")
     f = store.items(full["run_id"], track=track)
     a = store.items(ablation["run_id"], track=track)
     f = f.filter(pc.equal(f.column("metric"), metric)).select(["item_id", "session_id", "score", "split"])
@@ -200,9 +254,18 @@ def _delta_gov(store: ResultsStore, full: dict, ablation: dict, *, n_resamples: 
     }, None
 
 
+def _split_key(split) -> tuple:
+    return (SPLIT_ORDER.index(split), "") if split in SPLIT_ORDER else (len(SPLIT_ORDER), str(split))
+
+
 def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resamples: int = 2000,
                  seed: int = 0) -> dict:
-    """The report for one release: the latest run of each baseline, scored per track, and Δgov.
+    """The report for one release: the latest run of each (baseline, split), scored per track, and Δgov.
+
+    Runs are kept per (baseline, split) and reported in one table per split, never
+    mixed; every baseline row names its split. Δgov is computed only on held-out
+    splits (eval, then transfer); ``delta_gov`` is the first held-out split's, and
+    ``tables[i]["delta_gov"]`` holds each held-out split's own.
 
     With ``release_sha`` None, the release of the most recent run is reported; when
     several releases have runs, ``release_choice`` says which one was picked and why.
@@ -230,41 +293,64 @@ def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resam
         known = ", ".join(str(s) for s in releases)
         raise ResultsError(f"no runs on release {release_sha} in {store.path}; releases with runs: {known}")
 
-    latest: dict[str, dict] = {}
-    for r in runs:  # oldest first: the last one seen per baseline wins
-        latest[r["baseline"] or "(unnamed)"] = r
-    chosen = [latest[k] for k in sorted(latest, key=_baseline_key)]
+    latest: dict[tuple[str, str], dict] = {}
+    for r in runs:  # oldest first: the last one seen per (baseline, split) wins
+        latest[(r["baseline"] or "(unnamed)", r["split"] or "(unknown)")] = r
     smoke = any(bool(r["smoke_test"]) or r["release_kind"] == "smoke" for r in runs)
     notes: list[str] = []
+    chosen = list(latest.values())
     versions = sorted({str(r["trb_version"]) for r in chosen})
     if len(versions) > 1:
         notes.append(f"the reported runs name different TRB versions ({', '.join(versions)}): "
                      "scores across a major version are not comparable (spec §7)")
     superseded = len(runs) - len(chosen)
     if superseded:
-        notes.append(f"{superseded} older run(s) on this release are superseded by a later run of the same baseline")
+        notes.append(f"{superseded} older run(s) on this release are superseded by a later run of the same "
+                     "baseline on the same split")
 
+    tables = []
     baselines = []
-    for r in chosen:
-        baselines.append({
-            "name": r["baseline"] or "(unnamed)", "adapter_tier": r["adapter_tier"], "run_id": r["run_id"],
-            "created_at": r["created_at"], "trb_version": r["trb_version"], "split": r["split"], "seed": r["seed"],
-            "tracks": _score_tracks(store, r, n_resamples=n_resamples, seed=seed),
-            "emit_r": _emit_r(r),
-        })
+    for split in sorted({k[1] for k in latest}, key=_split_key):
+        names = sorted((b for b, s in latest if s == split), key=_baseline_key)
+        rows = []
+        for name in names:
+            r = latest[(name, split)]
+            rows.append({
+                "name": name, "split": split, "adapter_tier": r["adapter_tier"], "run_id": r["run_id"],
+                "created_at": r["created_at"], "trb_version": r["trb_version"], "seed": r["seed"],
+                "tracks": run_profile(store, r, n_resamples=n_resamples, seed=seed),
+                "emit_r": _emit_r(r),
+            })
+        held_out = split in HELD_OUT_SPLITS
+        table = {"split": split, "held_out": held_out, "baselines": rows, "delta_gov": None, "delta_gov_note": None}
+        if not held_out:
+            table["delta_gov_note"] = (f"Δgov is computed on held-out splits only ({', '.join(HELD_OUT_SPLITS)}); "
+                                       f"{split} is not one")
+        elif (FULL, split) in latest and (ABLATION, split) in latest:
+            table["delta_gov"], table["delta_gov_note"] = _delta_gov(
+                store, latest[(FULL, split)], latest[(ABLATION, split)], n_resamples=n_resamples, seed=seed)
+        else:
+            missing = " and ".join(b for b in (FULL, ABLATION) if (b, split) not in latest)
+            table["delta_gov_note"] = f"no {missing} run on split {split}: Δgov needs both {FULL} and {ABLATION}"
+        tables.append(table)
+        baselines += rows
 
     delta, delta_note = None, None
-    if FULL in latest and ABLATION in latest:
-        delta, delta_note = _delta_gov(store, latest[FULL], latest[ABLATION], n_resamples=n_resamples, seed=seed)
+    held = [t for t in tables if t["held_out"]]
+    with_delta = [t for t in held if t["delta_gov"] is not None]
+    if with_delta:
+        delta = with_delta[0]["delta_gov"]
+    elif held:
+        delta_note = held[0]["delta_gov_note"]
     else:
-        missing = " and ".join(b for b in (FULL, ABLATION) if b not in latest)
-        delta_note = f"no {missing} run on this release: Δgov needs both {FULL} and {ABLATION}"
-
+        delta_note = (f"no run on a held-out split ({', '.join(HELD_OUT_SPLITS)}): Δgov is computed on held-out "
+                      f"data only (spec §5); runs here are on {', '.join(t['split'] for t in tables)}")
+    latest_run = max(chosen, key=lambda r: (r["created_at"] or ""))
     return {
         "trb_version": versions[0] if len(versions) == 1 else ", ".join(versions),
         "release_sha": release_sha,
-        "release_version": chosen[-1]["release_version"],
-        "release_kind": chosen[-1]["release_kind"],
+        "release_version": latest_run["release_version"],
+        "release_kind": latest_run["release_kind"],
         "smoke_test": smoke,
         "banner": SMOKE_BANNER if smoke else None,
         "release_choice": release_choice,
@@ -272,6 +358,8 @@ def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resam
         "profile_note": _PROFILE_NOTE,
         "bootstrap": {"unit": "session", "method": CI_METHOD, "confidence": CONFIDENCE,
                       "n_resamples": n_resamples, "seed": seed},
+        "splits": [t["split"] for t in tables],
+        "tables": tables,
         "baselines": baselines,
         "delta_gov": delta,
         "delta_gov_note": delta_note,
@@ -324,33 +412,53 @@ def _share(entry: dict | None) -> str:
     return f"{100 * entry['synthetic_share']:.1f}%"
 
 
-def _track_keys(report: dict) -> list[str]:
-    present = {k for b in report["baselines"] for k in b["tracks"]}
-    return [k for k in TRACKS if k in present or k in _ALWAYS]
+def _track_keys(report: dict, baselines: list[dict] | None = None) -> list[str]:
+    """Report keys to show, in registry order: headline metrics always, others where any row has them."""
+    rows = report["baselines"] if baselines is None else baselines
+    present = {k for b in rows for k in b["tracks"]}
+    return [m.key for m in _metrics() if m.key in present or m.headline]
+
+
+def _has_share(key: str) -> bool:
+    """Whether a metric's column is followed by the synthetic share (metrics over counterfactuals)."""
+    track = registered_tracks().get(_metric(key).track)
+    return track is not None and any(c.name == "origin" for c in track.columns)
+
+
+def _metric(key: str) -> Metric:
+    return next(m for m in _metrics() if m.key == key)
 
 
 def _header_facts(report: dict) -> str:
     return (f"TRB version {report['trb_version']} · release SHA `{report['release_sha']}` · release version "
-            f"{report['release_version']} ({report['release_kind']})")
+            f"{report['release_version']} ({report['release_kind']}) · splits: {', '.join(report['splits'])}")
+
+
+def _delta_line(d: dict | None, note: str | None, confidence: float, split: str | None = None) -> str:
+    where = f" on {split}" if split else ""
+    if d is None:
+        return f"Δgov{where} = G({FULL}) − G({ABLATION}): not available — {note}"
+    verdict = {True: "the CI excludes 0", False: "the CI includes 0", None: "no CI (one session)"}[d["ci_excludes_zero"]]
+    return (f"Δgov{where} = G({FULL}) − G({ABLATION}) = {_f(d['value'], True)} {_ci(d, True)} "
+            f"({int(100 * confidence)}% CI, session bootstrap; {d['n_items']:,} paired items, "
+            f"{d['n_sessions']:,} sessions); {verdict}")
 
 
 def _delta_text(report: dict) -> str:
     d = report["delta_gov"]
-    if d is None:
-        return f"Δgov = G({FULL}) − G({ABLATION}): not available — {report['delta_gov_note']}"
-    verdict = {True: "the CI excludes 0", False: "the CI includes 0", None: "no CI (one session)"}[d["ci_excludes_zero"]]
-    return (f"Δgov = G({FULL}) − G({ABLATION}) = {_f(d['value'], True)} {_ci(d, True)} "
-            f"({int(100 * report['bootstrap']['confidence'])}% CI, session bootstrap; {d['n_items']:,} paired items, "
-            f"{d['n_sessions']:,} sessions); {verdict}")
+    split = None
+    if d is not None and d.get("splits"):
+        split = ", ".join(d["splits"])
+    return _delta_line(d, report["delta_gov_note"], report["bootstrap"]["confidence"], split)
 
 
 def _table_head(report: dict, keys: list[str]) -> tuple[list[str], bool]:
     """The profile table's column titles, and whether it has the missing-slots column."""
-    head = ["baseline", "adapter tier"]
+    head = ["baseline", "split", "adapter tier"]
     for k in keys:
-        head.append(_TITLES[k] + " [95% CI]")
-        if k.startswith("1"):
-            head.append("synthetic share" + (" (LLR)" if k == "1-llr" else ""))
+        head.append(_title(k) + " [95% CI]")
+        if _has_share(k):
+            head.append("synthetic share" + ("" if _metric(k).headline else f" ({_title(k).split('— ')[-1]})"))
     slots = any(base.get("emit_r") for base in report["baselines"])
     if slots:
         head.append("r slots missing / emit_r calls")
@@ -358,8 +466,34 @@ def _table_head(report: dict, keys: list[str]) -> tuple[list[str], bool]:
     return head, slots
 
 
+def _table_rows(report: dict, table: dict, keys: list[str], slots: bool) -> list[list[str]]:
+    out = []
+    for base in table["baselines"]:
+        row = [base["name"], base["split"], str(base["adapter_tier"])]
+        for k in keys:
+            e = base["tracks"].get(k)
+            row.append(_cell(e))
+            if _has_share(k):
+                row.append(_share(e))
+        if slots:
+            row.append(_missing_text(base.get("emit_r")))
+        row.append(base["run_id"])
+        out.append(row)
+    return out
+
+
+def _split_title(table: dict) -> str:
+    if table["held_out"]:
+        return f"Split {table['split']} (held out)"
+    return f"Split {table['split']} (not held out: these rows measure fit, not generalisation; no Δgov)"
+
+
+def _definitions(keys: list[str]) -> str:
+    return "Track definitions: " + "; ".join(f"{_title(k)}: {_metric(k).definition}" for k in keys) + "."
+
+
 def render_markdown(report: dict, plot_path: Path | None = None) -> str:
-    """The report as Markdown: banner (if smoke), facts, the baseline × track table, Δgov, the plot link.
+    """The report as Markdown: banner (if smoke), facts, one baseline × track table per split, Δgov, the plot link.
 
     ``plot_path`` is written into the image link as given: pass it relative to where
     the Markdown file will live.
@@ -374,34 +508,30 @@ def render_markdown(report: dict, plot_path: Path | None = None) -> str:
         lines += [f"**Release chosen:** {report['release_choice']}", ""]
     b = report["bootstrap"]
     lines += [f"{report['profile_note']} Intervals: {int(100 * b['confidence'])}% {b['method']} bootstrap over "
-              f"sessions ({b['n_resamples']:,} resamples, seed {b['seed']}).", ""]
+              f"sessions ({b['n_resamples']:,} resamples, seed {b['seed']}). Each split is its own table; "
+              "rows of two splits are never compared.", ""]
     keys = _track_keys(report)
     head, slots = _table_head(report, keys)
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for base in report["baselines"]:
-        row = [base["name"], str(base["adapter_tier"])]
-        for k in keys:
-            e = base["tracks"].get(k)
-            row.append(_cell(e))
-            if k.startswith("1"):
-                row.append(_share(e))
-        if slots:
-            row.append(_missing_text(base.get("emit_r")))
-        row.append(f"`{base['run_id']}`")
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
-    lines += ["", f"**{_delta_text(report)}**", ""]
+    for table in report["tables"]:
+        lines += [f"## {_split_title(table)}", ""]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for row in _table_rows(report, table, keys, slots):
+            row[-1] = f"`{row[-1]}`"
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+        lines += ["", _delta_line(table["delta_gov"], table["delta_gov_note"], b["confidence"], table["split"]), ""]
+    lines += [f"**{_delta_text(report)}**", ""]
     for note in report.get("notes") or []:
         lines.append(f"- Note: {note}")
     if report.get("notes"):
         lines.append("")
-    lines += ["Track definitions: " + "; ".join(f"{_TITLES[k]}: {TRACKS[k][2]}" for k in keys) + ".", ""]
+    lines += [_definitions(keys), ""]
     if plot_path is not None:
         lines += [f"![TRB per-track profile with 95% CIs]({Path(plot_path).as_posix()})", ""]
     return "\n".join(lines)
 
 
 def render_html(report: dict) -> str:
-    """The report as one self-contained HTML page (the plot embedded as a base64 PNG)."""
+    """The report as one self-contained HTML page (one table per split; the plot embedded as a base64 PNG)."""
     e = html.escape
     keys = _track_keys(report)
     png = base64.b64encode(_plot_png(report)).decode("ascii")
@@ -417,29 +547,25 @@ def render_html(report: dict) -> str:
                      "illustrative data); these numbers measure nothing about a model (spec §6).</div>")
     parts.append(f"<p>TRB version {e(str(report['trb_version']))} · release SHA <code>{e(str(report['release_sha']))}"
                  f"</code> · release version {e(str(report['release_version']))} ({e(str(report['release_kind']))})"
-                 f"<br>Generated {e(report['generated_at'])}.</p>")
+                 f" · splits: {e(', '.join(report['splits']))}<br>Generated {e(report['generated_at'])}.</p>")
     if report.get("release_choice"):
         parts.append(f"<p><strong>Release chosen:</strong> {e(report['release_choice'])}</p>")
     b = report["bootstrap"]
     parts.append(f"<p>{e(report['profile_note'])} Intervals: {int(100 * b['confidence'])}% {e(b['method'])} "
-                 f"bootstrap over sessions ({b['n_resamples']:,} resamples, seed {b['seed']}).</p>")
+                 f"bootstrap over sessions ({b['n_resamples']:,} resamples, seed {b['seed']}). Each split is its "
+                 "own table; rows of two splits are never compared.</p>")
     head, slots = _table_head(report, keys)
-    parts.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>")
-    for base in report["baselines"]:
-        row = [base["name"], str(base["adapter_tier"])]
-        for k in keys:
-            row.append(_cell(base["tracks"].get(k)))
-            if k.startswith("1"):
-                row.append(_share(base["tracks"].get(k)))
-        if slots:
-            row.append(_missing_text(base.get("emit_r")))
-        row.append(base["run_id"])
-        parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>")
-    parts.append("</tbody></table>")
+    for table in report["tables"]:
+        parts.append(f"<h2>{e(_split_title(table))}</h2>")
+        parts.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>")
+        for row in _table_rows(report, table, keys, slots):
+            parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>")
+        parts.append("</tbody></table>")
+        parts.append(f"<p>{e(_delta_line(table['delta_gov'], table['delta_gov_note'], b['confidence'], table['split']))}</p>")
     parts.append(f'<p class="delta">{e(_delta_text(report))}</p>')
     if report.get("notes"):
         parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in report["notes"]) + "</ul>")
-    parts.append("<p>Track definitions: " + "; ".join(e(f"{_TITLES[k]}: {TRACKS[k][2]}") for k in keys) + ".</p>")
+    parts.append(f"<p>{e(_definitions(keys))}</p>")
     parts.append(f'<img alt="TRB per-track profile with 95% CIs" src="data:image/png;base64,{png}">')
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
@@ -474,15 +600,16 @@ def _figure(report: dict):
             for base in report["baselines"]:
                 entry = base["tracks"].get(key)
                 if entry and entry.get("score") is not None:
-                    names.append(f"{base['name']}\n({base['adapter_tier']})")
+                    names.append(f"{base['name']}\n({base['adapter_tier']}, {base['split']})")
                     vals.append(entry["score"])
                     lo.append(entry["ci_low"])
                     hi.append(entry["ci_high"])
-            ax.set_title(_TITLES[key], fontsize=10)
-            if key == "3":
-                ax.axhline(0.5, color="grey", lw=0.8, ls="--", label="chance")
-            if key in ("1", "3"):
-                ax.set_ylim(-0.02, 1.02)
+            m = _metric(key)
+            ax.set_title(m.title, fontsize=10)
+            if m.chance is not None:
+                ax.axhline(m.chance, color="grey", lw=0.8, ls="--", label="chance")
+            if m.bounds is not None:
+                ax.set_ylim(m.bounds[0] - 0.02, m.bounds[1] + 0.02)
         x = np.arange(len(names))
         v = np.asarray(vals, dtype=float)
         err = np.array([[val - (l if l is not None else val) for val, l in zip(vals, lo)],

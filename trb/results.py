@@ -37,62 +37,56 @@ __all__ = [
     "ResultsStore",
 ]
 
-#: Version of the tables below; bump when a column changes meaning or type.
-RESULTS_FORMAT_VERSION = "1"
+#: Version of the tables below; bump when a column changes meaning or type. A store of
+#: format 1 (no ``runs.release_dir``) is upgraded in place the first time it is written.
+RESULTS_FORMAT_VERSION = "2"
+_UPGRADABLE = ("1",)
 DEFAULT_PATH = "results.duckdb"
 
-_RUNS_DDL = """
-CREATE TABLE IF NOT EXISTS runs (
-    run_id VARCHAR PRIMARY KEY,
-    created_at VARCHAR NOT NULL,
-    trb_version VARCHAR,
-    release_sha VARCHAR,
-    release_version VARCHAR,
-    release_kind VARCHAR,
-    smoke_test BOOLEAN,
-    baseline VARCHAR,
-    adapter_tier VARCHAR,
-    adapter_spec VARCHAR,      -- JSON: everything needed to recreate the adapter
-    seed BIGINT,
-    tracks VARCHAR[],
-    split VARCHAR,
-    synthetic_share DOUBLE,
-    timings VARCHAR,           -- JSON
-    toolkit_version VARCHAR,
-    n_items INTEGER
-)"""
+#: ``runs``: one row per ``trb run``, enough to re-create it (STYLE.md 11): column, DuckDB type.
+_RUNS_COLUMNS_SQL = (
+    ("run_id", "VARCHAR PRIMARY KEY"),
+    ("created_at", "VARCHAR NOT NULL"),
+    ("trb_version", "VARCHAR"),
+    ("release_sha", "VARCHAR"),
+    ("release_version", "VARCHAR"),
+    ("release_kind", "VARCHAR"),
+    ("smoke_test", "BOOLEAN"),
+    ("baseline", "VARCHAR"),
+    ("adapter_tier", "VARCHAR"),
+    ("adapter_spec", "VARCHAR"),      # JSON: the adapter's own spec + adapter/model/options to re-create it
+    ("seed", "BIGINT"),
+    ("tracks", "VARCHAR[]"),
+    ("split", "VARCHAR"),
+    ("synthetic_share", "DOUBLE"),
+    ("timings", "VARCHAR"),           # JSON: wall/adapter seconds, per-track summaries, not-applicable tracks
+    ("toolkit_version", "VARCHAR"),
+    ("n_items", "INTEGER"),
+    ("release_dir", "VARCHAR"),       # where the release was read from (trb rerun's default)
+)
+_RUNS_DDL = "CREATE TABLE IF NOT EXISTS runs (\n    " + ",\n    ".join(f"{c} {t}" for c, t in _RUNS_COLUMNS_SQL) + "\n)"
 
-_ITEMS_DDL = """
-CREATE TABLE IF NOT EXISTS item_scores (
-    run_id VARCHAR NOT NULL,
-    track VARCHAR NOT NULL,     -- '1' or '3'
-    metric VARCHAR NOT NULL,    -- 'tv' (score = 1 - TV), 'llr' (log-likelihood ratio), 'attribution' (1 right / 0 wrong)
-    item_id VARCHAR NOT NULL,
-    session_id VARCHAR NOT NULL,
-    t INTEGER,
-    split VARCHAR,
-    context_id VARCHAR,
-    score DOUBLE,
-    label VARCHAR,
-    predicted VARCHAR,
-    belief DOUBLE,
-    origin VARCHAR,
-    adversarial BOOLEAN,
-    ood BOOLEAN,
-    detail VARCHAR              -- JSON
-)"""
 
-#: The columns of ``item_scores``, as Arrow types: what ``record_run`` accepts.
-ITEM_SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("track", pa.string()), ("metric", pa.string()), ("item_id", pa.string()),
-    ("session_id", pa.string()), ("t", pa.int32()), ("split", pa.string()), ("context_id", pa.string()),
-    ("score", pa.float64()), ("label", pa.string()), ("predicted", pa.string()), ("belief", pa.float64()),
-    ("origin", pa.string()), ("adversarial", pa.bool_()), ("ood", pa.bool_()), ("detail", pa.string()),
-])
+def _item_columns():
+    """``item_scores``' columns after ``run_id``, from the track registry (common, per-track, detail)."""
+    from trb.tracks.base import item_columns
 
-_RUN_COLUMNS = ("run_id", "created_at", "trb_version", "release_sha", "release_version", "release_kind",
-                "smoke_test", "baseline", "adapter_tier", "adapter_spec", "seed", "tracks", "split",
-                "synthetic_share", "timings", "toolkit_version", "n_items")
+    return item_columns()
+
+
+def _items_ddl() -> str:
+    cols = ["run_id VARCHAR NOT NULL"] + [f"{c.name} {c.sql}" for c in _item_columns()]
+    return "CREATE TABLE IF NOT EXISTS item_scores (\n    " + ",\n    ".join(cols) + "\n)"
+
+
+def _item_schema() -> pa.Schema:
+    return pa.schema([("run_id", pa.string())] + [(c.name, c.arrow) for c in _item_columns()])
+
+
+#: The columns of ``item_scores``, as Arrow types: what ``record_run`` accepts (derived from the track registry).
+ITEM_SCHEMA = _item_schema()
+
+_RUN_COLUMNS = tuple(c for c, _ in _RUNS_COLUMNS_SQL)
 _JSON_RUN_COLUMNS = ("adapter_spec", "timings")
 
 _WAIT_SECONDS = float(os.environ.get("TRB_LOCK_WAIT", "120"))
@@ -249,7 +243,7 @@ class ResultsStore:
             con = duckdb.connect(str(tmp))
             try:
                 con.execute(_RUNS_DDL)
-                con.execute(_ITEMS_DDL)
+                con.execute(_items_ddl())
                 con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
                 con.executemany("INSERT INTO meta VALUES (?, ?)", [
                     ("results_format_version", RESULTS_FORMAT_VERSION),
@@ -286,9 +280,23 @@ class ResultsStore:
         row = rows[0] if rows else None
         if row is None:
             raise ResultsError(f"{self.path} is not a results store (no results_format_version in meta)")
-        if row[0] != RESULTS_FORMAT_VERSION:
+        if row[0] != RESULTS_FORMAT_VERSION and row[0] not in _UPGRADABLE:
             raise ResultsError(f"{self.path} has results format {row[0]}; this toolkit reads format "
                                f"{RESULTS_FORMAT_VERSION}")
+
+    def _missing_columns(self, con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
+        """(table, column, type) that the store lacks: an older format, or a newly registered track's columns."""
+        have = {(t, c) for t, c in con.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'main'").fetchall()}
+        want = [("runs", c, t.replace(" PRIMARY KEY", "").replace(" NOT NULL", "")) for c, t in _RUNS_COLUMNS_SQL]
+        want += [("item_scores", c.name, c.sql.replace(" NOT NULL", "")) for c in _item_columns()]
+        return [w for w in want if (w[0], w[1]) not in have]
+
+    def _upgrade(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Add what an older store lacks (in the caller's transaction) and stamp the current format."""
+        for table, column, sql_type in self._missing_columns(con):
+            con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}")
+        con.execute("UPDATE meta SET value = ? WHERE key = 'results_format_version'", [RESULTS_FORMAT_VERSION])
 
     # -- writing -------------------------------------------------------------------------------------
 
@@ -331,6 +339,7 @@ class ResultsStore:
             self._check(con)
             try:
                 con.execute("BEGIN TRANSACTION")
+                self._upgrade(con)
                 con.execute(f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
                             [row[c] for c in _RUN_COLUMNS])
                 con.register("incoming_items", table)
@@ -363,13 +372,13 @@ class ResultsStore:
 
     def runs(self, release_sha: str | None = None) -> list[dict]:
         """All runs (on ``release_sha`` if given), oldest first; JSON columns parsed back to objects."""
-        sql = f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs"
         params: list = []
+        where = ""
         if release_sha is not None:
-            sql += " WHERE release_sha = ?"
+            where = " WHERE release_sha = ?"
             params.append(release_sha)
-        sql += " ORDER BY created_at, rowid"
         with self._connect(write=False, purpose="read runs") as con:
+            sql = f"SELECT {', '.join(self._select(con, 'runs', _RUN_COLUMNS))} FROM runs{where} ORDER BY created_at, rowid"
             rows = con.execute(sql, params).fetchall()
         out = []
         for r in rows:
@@ -385,17 +394,26 @@ class ResultsStore:
         Raises:
             ResultsError: no run ``run_id`` is stored.
         """
-        sql = f"SELECT {', '.join(ITEM_SCHEMA.names)} FROM item_scores WHERE run_id = ?"
+        schema = _item_schema()
         params: list = [run_id]
+        where = " WHERE run_id = ?"
         if track is not None:
-            sql += " AND track = ?"
+            where += " AND track = ?"
             params.append(str(track))
-        sql += " ORDER BY rowid"
         with self._connect(write=False, purpose="read item scores") as con:
             if not con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchall():
                 raise ResultsError(f"no run {run_id!r} in {self.path}")
-            table = _to_arrow(con.sql(sql, params=params))
-        return table.cast(ITEM_SCHEMA) if table.schema != ITEM_SCHEMA else table
+            cols = self._select(con, "item_scores", schema.names, types={f.name: f.type for f in schema})
+            table = _to_arrow(con.sql(f"SELECT {', '.join(cols)} FROM item_scores{where} ORDER BY rowid", params=params))
+        return table.cast(schema) if table.schema != schema else table
+
+    @staticmethod
+    def _select(con, table: str, names, types: dict | None = None) -> list[str]:
+        """Select expressions for ``names``: a column an older store lacks reads as NULL (typed for Arrow)."""
+        have = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                          "WHERE table_schema = 'main' AND table_name = ?", [table]).fetchall()}
+        sql_of = {c.name: c.sql.split()[0] for c in _item_columns()} if types else {}
+        return [n if n in have else f"CAST(NULL AS {sql_of.get(n, 'VARCHAR')}) AS {n}" for n in names]
 
     def query(self, sql: str) -> tuple[list[str], list[tuple]]:
         """Run ``sql`` on a read-only connection to the store: (column names, rows).

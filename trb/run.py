@@ -1,4 +1,11 @@
-"""`trb run`: drive one adapter through the tracks on a release and record every item score."""
+"""`trb run`: drive one adapter through the registered tracks on a release and record every item score.
+
+Plan, execute, record: the work list of each track comes from the release and the
+split; a track whose capabilities the adapter lacks is recorded as not applicable
+(with what it needs), never silently skipped; every item score and the run's spec
+(adapter, model, options, seed, release) go to the results store, so
+:func:`rerun` can re-create the run from its record.
+"""
 
 from __future__ import annotations
 
@@ -13,34 +20,29 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from trb.errors import UsageError
+from trb.adapters.capabilities import bind
+from trb.errors import CheckFailed, UsageError
 from trb.releases import Release
+from trb.tracks.base import get_track, registered_tracks
 from trb.tracks.timing import AdapterTimer
-from trb.tracks.track1 import score_track1, track1_items
-from trb.tracks.track3 import score_track3, track3_items
 
-__all__ = ["ADAPTERS", "BASELINES", "TRACKS", "run_tracks", "load_adapter", "TOOLKIT_VERSION"]
+__all__ = ["BASELINES", "HELD_OUT_SPLITS", "run_tracks", "load_adapter", "rerun", "TOOLKIT_VERSION"]
 
 TOOLKIT_VERSION = "0.1.0"
 #: Baseline names used everywhere (spec §4): 1-3 through the proxy adapter, 4-5 through the native one.
 BASELINES = ("instruct-base", "cot-prompted", "cot-sft", "trace-ablation", "trace-full")
-TRACKS = ("1", "3")
-
-
-ADAPTERS = ("native", "proxy")
+#: Splits never used to fit anything (spec §5): the only ones Δgov is computed on.
+HELD_OUT_SPLITS = ("eval", "transfer")
 
 
 def load_adapter(kind: str, model: str | os.PathLike, **options):
-    """The adapter of ``kind`` for the checkpoint at ``model`` (proxy options: gguf_file, dtype, device, mode, scaffold)."""
-    if kind == "native":
-        from trb.adapters.native import NativeAdapter
+    """The adapter of registered kind ``kind`` on ``model`` (options as the kind declares them), checked once.
 
-        return NativeAdapter.load(model)
-    if kind == "proxy":
-        from trb.adapters.proxy import ProxyAdapter
+    See :func:`trb.adapters.registry.load_adapter`.
+    """
+    from trb.adapters.registry import load_adapter as _load
 
-        return ProxyAdapter.load(model, **{k: v for k, v in options.items() if v is not None})
-    raise UsageError(f"unknown adapter {kind!r} (available: {', '.join(ADAPTERS)})")
+    return _load(kind, model, **options)
 
 
 def _seed_everything(seed: int) -> None:
@@ -55,82 +57,157 @@ def _seed_everything(seed: int) -> None:
         sys.modules["torch"].manual_seed(seed)
 
 
-def _count(release: Release, track: str, split: str) -> int:
-    if track == "1" and "counterfactuals" in release.configs:
-        return release.rows("SELECT count(*) AS n FROM counterfactuals WHERE split = ? AND phi_type IS NOT NULL",
-                            [split])[0]["n"]
-    if track == "3" and "attribution" in release.configs:
-        return release.rows("SELECT count(*) AS n FROM attribution WHERE split = ? AND label IN ('self', 'exogenous')",
-                            [split])[0]["n"]
-    return 0
-
-
-def _emit_counts(adapter) -> dict | None:
-    """An adapter's emit_r counters (``emit_count``, ``missing_counts``: the proxy adapter keeps them), or None."""
-    missing = getattr(adapter, "missing_counts", None)
-    calls = getattr(adapter, "emit_count", None)
-    if missing is None or calls is None:
+def _diff_emit(after: dict | None, before: dict | None) -> dict | None:
+    if after is None or before is None:
         return None
-    return {"calls": int(calls), "missing": {str(k): int(v) for k, v in dict(missing).items()}}
+    return {"calls": after["calls"] - before["calls"],
+            "missing": {s: n - before["missing"].get(s, 0) for s, n in after["missing"].items()}}
 
 
-def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks: tuple[str, ...] = TRACKS,
+def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks: tuple[str, ...] | None = None,
                split: str = "eval", results: str | os.PathLike = "results.duckdb", seed: int = 0,
                progress: bool = True) -> dict:
-    """Run ``tracks`` of ``release_dir`` through ``adapter``; record one run row and its item scores.
+    """Run ``tracks`` (default: every registered track) of ``release_dir`` through ``adapter``; record the run.
 
-    Returns the run row (with ``run_id``), plus ``summary``: items scored and skipped per track.
-    For an adapter that counts its emit_r calls and missing slots (the proxy adapter), the run's
-    ``timings`` JSON also holds ``emit_r``: ``{"calls": n, "missing": {slot: n}}`` for this run alone.
+    ``adapter`` is an adapter object (checked against its contract here) or one from
+    :func:`load_adapter`. Returns the run row (with ``run_id``), plus ``summary``: per
+    track, the items scored and not scored by reason, or ``{"status": "not_applicable",
+    "needs": [...]}`` for a track whose capabilities the adapter lacks.
+
+    Raises:
+        ReleaseError: the release is missing, tampered with or incomplete.
+        UsageError: an unknown track; a split the release does not have; no item of the
+            requested tracks in the split; no requested track the adapter can run.
+        AdapterError: the adapter breaks its contract.
     """
     from trb.results import ResultsStore
 
-    bad = [t for t in tracks if t not in TRACKS]
-    if bad:
-        raise UsageError(f"track(s) {bad} are not available yet (available: {', '.join(TRACKS)})")
+    bound = bind(adapter)
+    wanted = tuple(registered_tracks()) if tracks is None else tuple(str(t) for t in tracks)
+    if not wanted:
+        raise UsageError("no track requested")
+    chosen = [get_track(t) for t in wanted]
     release = Release(release_dir)
-    _seed_everything(seed)
-    emit_before = _emit_counts(adapter)
-    timer = AdapterTimer()
-    started = time.perf_counter()
-    rows: list[dict] = []
-    summary: dict[str, dict] = {}
-    per_track_s: dict[str, float] = {}
-    total = sum(_count(release, t, split) for t in tracks)
-    bar = tqdm(total=total, unit="item", desc=f"{baseline} on {release.version}", disable=None if progress else True,
-               leave=False)
     try:
-        for track in tracks:
-            t0 = time.perf_counter()
-            if track == "1":
-                r, s = score_track1(adapter, track1_items(release, split), timer, progress=bar.update)
+        if split not in release.splits:
+            raise UsageError(f"release {release.version} ({release.sha[:12]}) has no split {split!r}; "
+                             f"its splits: {', '.join(release.splits) or 'none'}")
+        summary: dict[str, dict] = {}
+        counts: dict[str, int] = {}
+        for track in chosen:
+            missing = bound.missing(track.needs)
+            if missing:
+                summary[track.id] = {"status": "not_applicable", "needs": missing}
             else:
-                r, s = score_track3(adapter, track3_items(release, split), timer, progress=bar.update)
-            rows += r
-            summary[track] = s
-            per_track_s[track] = time.perf_counter() - t0
+                counts[track.id] = track.count(release, split)
+        if not counts:
+            raise UsageError(f"no requested track can run on adapter {bound.name}: " + "; ".join(
+                f"track {t} needs {', '.join(s['needs'])}" for t, s in summary.items()))
+        total = sum(counts.values())
+        if total == 0:
+            raise UsageError(f"split {split!r} of release {release.version} ({release.sha[:12]}) has no items for "
+                             f"track(s) {', '.join(counts)}: nothing to score")
+        _seed_everything(seed)
+        emit_before = bound.emit_stats()
+        timer = AdapterTimer()
+        started = time.perf_counter()
+        rows: list[dict] = []
+        per_track_s: dict[str, float] = {}
+        bar = tqdm(total=total, unit="item", desc=f"{baseline} on {release.version}",
+                   disable=None if progress else True, leave=False)
+        try:
+            for track in chosen:
+                if track.id not in counts:
+                    continue
+                t0 = time.perf_counter()
+                r, s = track.score(bound, track.items(release, split), timer, progress=bar.update)
+                rows += r
+                summary[track.id] = s
+                per_track_s[track.id] = time.perf_counter() - t0
+        finally:
+            bar.close()
+        wall = time.perf_counter() - started
+        emit = _diff_emit(bound.emit_stats(), emit_before)
+        run = {
+            "run_id": uuid.uuid4().hex,
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+            "trb_version": release.manifest.get("trb_version", "0.1"),
+            "release_sha": release.sha, "release_version": release.version, "release_kind": release.kind,
+            "smoke_test": release.smoke_test, "baseline": baseline, "adapter_tier": bound.tier,
+            "adapter_spec": json.dumps(bound.spec(), sort_keys=True, default=str), "seed": seed,
+            "tracks": list(wanted), "split": split, "synthetic_share": release.synthetic_share,
+            "timings": json.dumps({"wall_s": wall, "adapter_s": timer.seconds, "adapter_calls": timer.calls,
+                                   "per_track_s": per_track_s, "summary": summary,
+                                   "capabilities": sorted(bound.capabilities),
+                                   **({"emit_r": emit} if emit is not None else {})}, sort_keys=True),
+            "toolkit_version": TOOLKIT_VERSION, "n_items": len(rows),
+            "release_dir": str(Path(release_dir).resolve()),
+        }
     finally:
-        bar.close()
         release.close()
-    wall = time.perf_counter() - started
-    emit = _emit_counts(adapter)
-    if emit is not None and emit_before is not None:  # this run's share of the adapter's counters
-        emit = {"calls": emit["calls"] - emit_before["calls"],
-                "missing": {s: n - emit_before["missing"].get(s, 0) for s, n in emit["missing"].items()}}
-    run = {
-        "run_id": uuid.uuid4().hex,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "trb_version": release.manifest.get("trb_version", "0.1"),
-        "release_sha": release.sha, "release_version": release.version, "release_kind": release.kind,
-        "smoke_test": release.smoke_test, "baseline": baseline, "adapter_tier": adapter.tier,
-        "adapter_spec": json.dumps(adapter.spec(), sort_keys=True), "seed": seed, "tracks": list(tracks),
-        "split": split, "synthetic_share": release.synthetic_share,
-        "timings": json.dumps({"wall_s": wall, "adapter_s": timer.seconds, "adapter_calls": timer.calls,
-                               "per_track_s": per_track_s, "summary": summary,
-                               **({"emit_r": emit} if emit is not None else {})}, sort_keys=True),
-        "toolkit_version": TOOLKIT_VERSION, "n_items": len(rows),
-    }
     for row in rows:
         row["run_id"] = run["run_id"]
     ResultsStore(Path(results)).record_run(run, rows)
     return {**run, "summary": summary}
+
+
+def rerun(run_id: str, *, results: str | os.PathLike = "results.duckdb", release_dir: str | os.PathLike | None = None,
+          record: bool = False, progress: bool = True) -> dict:
+    """Re-create run ``run_id`` from its record (adapter spec, release, split, tracks, seed) and compare.
+
+    The adapter is rebuilt from the stored spec (:func:`trb.adapters.registry.adapter_from_spec`,
+    which refuses a checkpoint that changed), the same tracks are scored on the same
+    split with the same seed, and every item score is compared with the recorded one.
+    With ``record`` the new run is kept in the store (as a new run id); otherwise it is
+    written to a scratch store and dropped.
+
+    Returns ``{"run_id", "new_run_id", "n_items", "n_equal", "n_differ", "max_abs_diff",
+    "missing", "extra", "reproduced"}``.
+
+    Raises:
+        ResultsError: no such run.  UsageError: the run's adapter cannot be re-created.
+        ReleaseError: the release is missing or its SHA differs from the recorded one.
+        CheckFailed: the item scores were not reproduced exactly.
+    """
+    import math
+    import tempfile
+
+    from trb.adapters.registry import adapter_from_spec
+    from trb.errors import ReleaseError
+    from trb.results import ResultsError, ResultsStore
+
+    store = ResultsStore(Path(results))
+    runs = [r for r in store.runs() if r["run_id"] == run_id or (len(run_id) >= 8 and r["run_id"].startswith(run_id))]
+    if len(runs) != 1:
+        raise ResultsError(f"{'no' if not runs else 'more than one'} run {run_id!r} in {store.path}")
+    old = runs[0]
+    where = release_dir or old.get("release_dir")
+    if not where:
+        raise UsageError(f"run {old['run_id']} does not record its release directory; pass --release DIR")
+    rel = Release(where)
+    try:
+        if rel.sha != old["release_sha"]:
+            raise ReleaseError(f"{where} is release {rel.sha[:12]}, but run {old['run_id']} was made on "
+                               f"{str(old['release_sha'])[:12]}")
+    finally:
+        rel.close()
+    adapter = adapter_from_spec(old["adapter_spec"])
+    with tempfile.TemporaryDirectory(prefix="trb-rerun-") as tmp:
+        target = Path(results) if record else Path(tmp) / "rerun.duckdb"
+        new = run_tracks(where, adapter, baseline=old["baseline"], tracks=tuple(old["tracks"] or ()),
+                         split=old["split"], results=target, seed=int(old["seed"] or 0), progress=progress)
+        fresh = ResultsStore(target).items(new["run_id"]).to_pylist()
+    before = {(r["track"], r["metric"], r["item_id"]): r["score"] for r in store.items(old["run_id"]).to_pylist()}
+    after = {(r["track"], r["metric"], r["item_id"]): r["score"] for r in fresh}
+    common = sorted(set(before) & set(after))
+    diffs = [abs(before[k] - after[k]) if before[k] is not None and after[k] is not None else math.inf
+             for k in common if before[k] != after[k]]
+    out = {"run_id": old["run_id"], "new_run_id": new["run_id"] if record else None, "n_items": len(before),
+           "n_equal": len(common) - len(diffs), "n_differ": len(diffs), "max_abs_diff": max(diffs, default=0.0),
+           "missing": len(set(before) - set(after)), "extra": len(set(after) - set(before))}
+    out["reproduced"] = out["n_differ"] == 0 and out["missing"] == 0 and out["extra"] == 0
+    if not out["reproduced"]:
+        raise CheckFailed(f"run {old['run_id']} was not reproduced: {out['n_differ']} of {len(common)} item scores "
+                          f"differ (max |Δ| {out['max_abs_diff']:.3g}), {out['missing']} missing, "
+                          f"{out['extra']} extra")
+    return out

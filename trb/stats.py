@@ -159,7 +159,7 @@ def mean_by_session(scores: Sequence[float], sessions: Sequence, *, n_resamples:
     sums = np.bincount(codes, weights=x, minlength=k)
     counts = np.bincount(codes, minlength=k).astype(float)
     value = float(np.mean(x))
-    if k < 2:
+    if k < 2 or n_resamples == 0:  # one session, or the point value only
         return Estimate(value, math.nan, math.nan, int(x.size), k)
     low, high, skipped = _bootstrap((sums, counts), _ratio_of_sums, n_resamples=n_resamples,
                                     confidence=confidence, seed=seed)
@@ -212,7 +212,7 @@ def balanced_accuracy_by_session(labels: Sequence, predicted: Sequence, sessions
     tn = np.bincount(codes, weights=hit_neg, minlength=k)
     n = np.bincount(codes, weights=is_neg.astype(float), minlength=k)
     value = float(_balanced_accuracy(tp, p, tn, n))
-    if k < 2:
+    if k < 2 or n_resamples == 0:  # one session, or the point value only
         return Estimate(value, math.nan, math.nan, int(sess.size), k)
     low, high, skipped = _bootstrap((tp, p, tn, n), _balanced_accuracy, n_resamples=n_resamples,
                                     confidence=confidence, seed=seed)

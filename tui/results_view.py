@@ -1,9 +1,10 @@
 """What the review app shows of a results store: runs with per-track scores, the worst items.
 
 Headless (no ``textual``): reads ``results.duckdb`` through :class:`trb.results.ResultsStore`.
-An item row names its session and step (``session_id``, ``t``), which is where the app jumps.
-Track 1 items are counterfactuals (``item_id`` = ``cf_id``, score = 1 − TV against Φ);
-Track 3 items are attribution items (score 1 right, 0 wrong).
+A run's figures come from :func:`trb.report.run_profile`, the same computation ``trb report``
+uses, one per headline metric of the track registry (Track 1: G; Track 3: balanced accuracy),
+so the app and the report cannot disagree. An item row names its session and step
+(``session_id``, ``t``), which is where the app jumps.
 """
 
 from __future__ import annotations
@@ -18,6 +19,22 @@ WORST_TRACKS = ("1", "3")
 
 
 @dataclass(frozen=True)
+class Column:
+    """One figure column of the runs table: a headline metric of the track registry."""
+
+    key: str
+    track: str
+    title: str
+
+
+def metric_columns() -> list[Column]:
+    """The runs table's figure columns: every headline metric of the registered tracks, in registry order."""
+    from trb.tracks.base import all_metrics
+
+    return [Column(m.key, m.track, m.title) for m in all_metrics() if m.headline]
+
+
+@dataclass(frozen=True)
 class RunSummary:
     run_id: str
     created_at: str
@@ -25,7 +42,9 @@ class RunSummary:
     adapter_tier: str | None
     release_version: str | None
     smoke_test: bool
-    tracks: dict[str, tuple[float | None, int]]  # track -> (mean score, items)
+    split: str | None
+    tracks: dict[str, tuple[float | None, int]]  # headline metric key -> (the report's figure, items)
+    notes: dict[str, str]  # metric key -> why there is no figure (not run, not applicable, undefined)
 
 
 @dataclass(frozen=True)
@@ -48,19 +67,20 @@ def _store(path: str | os.PathLike):
 
 
 def read_runs(path: str | os.PathLike) -> list[RunSummary]:
-    """Every run in the store, oldest first, with each track's mean item score and item count."""
+    """Every run in the store, oldest first, with each headline metric's figure as ``trb report`` computes it."""
+    from trb.report import run_profile
+
     store = _store(path)
-    _, rows = store.query(
-        "SELECT r.run_id, r.created_at, r.baseline, r.adapter_tier, r.release_version, coalesce(r.smoke_test, false), "
-        "i.track, avg(i.score), count(i.item_id) "
-        "FROM runs r LEFT JOIN item_scores i USING (run_id) "
-        "GROUP BY ALL ORDER BY r.created_at, r.run_id, i.track")
-    out: dict[str, RunSummary] = {}
-    for run_id, created, baseline, tier, version, smoke, track, mean, n in rows:
-        s = out.setdefault(run_id, RunSummary(run_id, created, baseline, tier, version, bool(smoke), {}))
-        if track is not None:
-            s.tracks[track] = (mean, n)
-    return list(out.values())
+    keys = [c.key for c in metric_columns()]
+    out = []
+    for r in store.runs():
+        profile = run_profile(store, r, n_resamples=0)
+        tracks = {k: (profile[k]["score"], profile[k]["n_items"]) for k in keys
+                  if k in profile and profile[k]["n_items"]}
+        notes = {k: profile[k]["note"] for k in keys if k in profile and profile[k].get("note")}
+        out.append(RunSummary(r["run_id"], r["created_at"], r["baseline"], r["adapter_tier"], r["release_version"],
+                              bool(r["smoke_test"]), r["split"], tracks, notes))
+    return out
 
 
 def worst_items(path: str | os.PathLike, run_id: str, *, limit: int = 100) -> list[WorstItem]:

@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trb.adapters.base import check_act_batch
+from trb.adapters.capabilities import BatchedAct, BatchedEmit
+from trb.adapters.registry import AdapterKind
 from trb.context import StepContext
 from trb.errors import AdapterError
 
-__all__ = ["NativeAdapter"]
+__all__ = ["NativeAdapter", "ADAPTER"]
 
 #: Contexts per forward pass in the batched hooks.
 CHUNK = 512
@@ -34,6 +36,7 @@ class NativeAdapter:
     """
 
     tier = "native"
+    capabilities = (BatchedAct, BatchedEmit)
 
     def __init__(self, model, config: dict, path: Path, sha256: str):
         import torch
@@ -151,3 +154,16 @@ class NativeAdapter:
                 p = (p / p.sum()).tolist()
                 out.append(dict(zip(c.action_space, p)))
         return out
+
+
+def _load(model: str) -> NativeAdapter:
+    return NativeAdapter.load(model)
+
+
+#: The registry entry (entry point ``trb.adapters: native``).
+ADAPTER = AdapterKind(
+    name="native", tier="native", load=_load, accepts=("path",),
+    summary="a model with an explicit r_t pathway (the reference models of trb train-reference): a true do(r_t := r')",
+    model_help="a reference model directory (config.json + model.safetensors)",
+    capabilities=("batched_act", "batched_emit"),
+)

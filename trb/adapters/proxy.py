@@ -84,10 +84,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from trb.adapters.base import check_act_batch
+from trb.adapters.capabilities import BatchedAct, ContinuationScoring, EmitCounters
+from trb.adapters.registry import AdapterKind, AdapterOption
 from trb.context import R_SLOTS, StepContext
 from trb.errors import AdapterError
 
-__all__ = ["ProxyAdapter", "parse_r", "format_r", "TEMPLATE_VERSION", "DIRECT_TEMPLATE_VERSION", "SCAFFOLDS",
+__all__ = ["ProxyAdapter", "ADAPTER", "parse_r", "format_r", "TEMPLATE_VERSION", "DIRECT_TEMPLATE_VERSION", "SCAFFOLDS",
            "PROB_SLOTS", "PROB_CANDIDATES"]
 
 TEMPLATE_VERSION = "trb-proxy-cot-1"
@@ -215,6 +217,7 @@ class ProxyAdapter:
     """
 
     tier = "proxy"
+    capabilities = (BatchedAct, ContinuationScoring, EmitCounters)
 
     def __init__(self, model, tokenizer, *, path: Path, sha256: str, hashed: list[str],
                  gguf_file: str | None = None, dtype: str = "float32", mode: str = "prompt_fill",
@@ -311,6 +314,10 @@ class ProxyAdapter:
             "template_version": TEMPLATE_VERSION if self.scaffold == "cot" else DIRECT_TEMPLATE_VERSION,
             "model_class": type(self.model).__name__,
         }
+
+    def emit_stats(self) -> dict:
+        """``{"calls": emit_count, "missing": missing_counts}`` (capability ``emit_counters``)."""
+        return {"calls": self.emit_count, "missing": dict(self.missing_counts)}
 
     # -- prompts ---------------------------------------------------------------------
 
@@ -459,3 +466,25 @@ def _softmax(scores: Sequence[float]) -> list[float]:
     e = [math.exp(s - m) for s in scores]
     z = sum(e)
     return [x / z for x in e]
+
+
+def _load(model: str, **options) -> ProxyAdapter:
+    return ProxyAdapter.load(model, **options)
+
+
+#: The registry entry (entry point ``trb.adapters: proxy``).
+ADAPTER = AdapterKind(
+    name="proxy", tier="proxy", load=_load, accepts=("path",),
+    summary="any local Hugging Face causal LM: r elicited from its chain of thought, do(r') edits that span",
+    model_help="a local Hugging Face model directory, or a .gguf file",
+    capabilities=("batched_act", "continuation_scoring", "emit_counters"),
+    options=(
+        AdapterOption("dtype", "weights dtype (default float32)", choices=_DTYPES),
+        AdapterOption("mode", "how r is elicited (default prompt_fill)", choices=MODES, flag="--elicit"),
+        AdapterOption("scaffold", "act through the CoT span holding r (cot, the default) or with no reasoning "
+                                  "scaffold (none: spec baseline 1, instruct base)", choices=SCAFFOLDS),
+        AdapterOption("history", "earlier steps shown in each prompt (default: the model's trb-baseline.json, "
+                                 "else all)", type=int),
+        AdapterOption("device", "torch device (default cuda when available, else cpu)"),
+    ),
+)

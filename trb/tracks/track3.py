@@ -12,12 +12,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import orjson
+import pyarrow as pa
 
+from trb.adapters.capabilities import bind
 from trb.context import StepContext
 from trb.releases import Release
+from trb.stats import balanced_accuracy_by_session
+from trb.tracks.base import Column, ItemRow, Metric, register_track
 from trb.tracks.timing import AdapterTimer
 
-__all__ = ["Track3Item", "track3_items", "score_track3", "THRESHOLD"]
+__all__ = ["TRACK", "Track3", "Track3Item", "track3_items", "score_track3", "THRESHOLD"]
 
 THRESHOLD = 0.5
 BATCH = 256
@@ -47,10 +51,10 @@ def track3_items(release: Release, split: str = "eval") -> Iterator[Track3Item]:
 
 
 def score_track3(adapter, items: Iterable[Track3Item], timer: AdapterTimer | None = None,
-                 progress=None) -> tuple[list[dict], dict]:
+                 progress=None) -> tuple[list[ItemRow], dict]:
+    bound = bind(adapter)
     timer = timer or AdapterTimer()
-    batch_emit = getattr(adapter, "emit_r_batch", None)
-    rows: list[dict] = []
+    rows: list[ItemRow] = []
     missing = 0
     pending: list[Track3Item] = []
 
@@ -59,7 +63,7 @@ def score_track3(adapter, items: Iterable[Track3Item], timer: AdapterTimer | Non
         if not pending:
             return
         with timer.timed(len(pending)):
-            rs = batch_emit([i.context for i in pending]) if batch_emit else [adapter.emit_r(i.context) for i in pending]
+            rs = bound.emit_many([i.context for i in pending])
         for item, r in zip(pending, rs):
             belief = (r or {}).get("caused_by_self")
             if belief is None:
@@ -70,8 +74,7 @@ def score_track3(adapter, items: Iterable[Track3Item], timer: AdapterTimer | Non
             rows.append({"track": "3", "metric": "attribution", "item_id": item.item_id, "session_id": item.session_id,
                          "t": item.t, "split": item.split, "context_id": item.context_id,
                          "score": 1.0 if predicted == item.label else 0.0, "label": item.label,
-                         "predicted": predicted, "belief": None if belief is None else float(belief), "origin": None,
-                         "adversarial": None, "ood": None,
+                         "predicted": predicted, "belief": None if belief is None else float(belief),
                          "detail": orjson.dumps({"r": r}, option=orjson.OPT_SORT_KEYS, default=str).decode()})
         if progress is not None:
             progress(len(pending))
@@ -83,3 +86,41 @@ def score_track3(adapter, items: Iterable[Track3Item], timer: AdapterTimer | Non
             flush()
     flush()
     return rows, {"scored": len(rows), "missing_belief": missing}
+
+
+class Track3:
+    """Track 3 on the registry: balanced accuracy of the caused_by_self attribution."""
+
+    id = "3"
+    name = "self-attribution"
+    section = "TRB spec §3, Track 3 (the false-credit test)"
+    needs: tuple[type, ...] = ()
+    metrics = (
+        Metric("3", "3", "attribution", "Track 3 — attribution BA",
+               "balanced accuracy of caused_by_self attribution (belief ≥ 0.5 predicts self)",
+               headline=True, bounds=(0.0, 1.0), chance=0.5),
+    )
+    columns = (
+        Column("label", pa.string(), "VARCHAR", "Track 3: the item's label (self or exogenous)"),
+        Column("predicted", pa.string(), "VARCHAR", "Track 3: self, exogenous, or missing"),
+        Column("belief", pa.float64(), "DOUBLE", "Track 3: the caused_by_self belief emitted"),
+    )
+
+    def count(self, release: Release, split: str) -> int:
+        if "attribution" not in release.configs:
+            return 0
+        return release.rows("SELECT count(*) AS n FROM attribution WHERE split = ? AND label IN ('self', 'exogenous')",
+                            [split])[0]["n"]
+
+    def items(self, release: Release, split: str) -> Iterator[Track3Item]:
+        return track3_items(release, split)
+
+    def score(self, adapter, items, timer=None, progress=None):
+        return score_track3(adapter, items, timer, progress)
+
+    def aggregate(self, metric: Metric, columns, *, n_resamples: int, confidence: float, seed: int):
+        return balanced_accuracy_by_session(columns["label"], columns["predicted"], columns["session_id"],
+                                            n_resamples=n_resamples, confidence=confidence, seed=seed)
+
+
+TRACK = register_track(Track3())

@@ -11,15 +11,17 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from tui.results_view import RunSummary, WorstItem, read_runs, worst_items
+from trb.report import format_score
+from tui.results_view import RunSummary, WorstItem, metric_columns, read_runs, worst_items
 
 __all__ = ["ResultsScreen"]
 
 
 def _score(entry: tuple[float | None, int] | None) -> str:
+    """The report's figure (same rounding as ``trb report``) and its item count."""
     if not entry or entry[0] is None:
         return "—"
-    return f"{entry[0]:.3f} (n={entry[1]})"
+    return f"{format_score({'score': entry[0]})} (n={entry[1]})"  # n without separators: it fits at 80 columns
 
 
 class ResultsScreen(Screen):
@@ -45,8 +47,10 @@ class ResultsScreen(Screen):
 
     def on_mount(self) -> None:
         runs = self.query_one("#runs", DataTable)
-        for name, w in (("run", 10), ("baseline", 16), ("tier", 6), ("release", 8), ("track 1", 15), ("track 3", 15)):
+        for name, w in (("run", 8), ("baseline", 12), ("split", 5), ("tier", 6), ("release", 6)):
             runs.add_column(name, key=name, width=w)
+        for col in metric_columns():  # one per headline metric of the track registry: "T1 G", "T3 BA"
+            runs.add_column(f"T{col.track} {col.title.split()[-1]}", key=col.key, width=14)
         worst = self.query_one("#worst", DataTable)
         for name, w in (("trk", 3), ("score", 6), ("item", 22), ("session", 16), ("t", 3), ("label", 9), ("pred", 9)):
             worst.add_column(name, key=name, width=w)
@@ -64,12 +68,15 @@ class ResultsScreen(Screen):
 
     def show_runs(self, runs: list[RunSummary]) -> None:
         self.runs = runs
+        if any(r.smoke_test for r in runs):
+            self.query_one("#title", Static).update(f"results {self.app.results.name} · * SMOKE TEST: not a TRB score")
         table = self.query_one("#runs", DataTable)
         table.clear()
         for r in runs:
-            smoke = " smoke" if r.smoke_test else ""
-            table.add_row(r.run_id[:10], (r.baseline or "—") + smoke, r.adapter_tier or "—", r.release_version or "—",
-                          _score(r.tracks.get("1")), _score(r.tracks.get("3")), key=r.run_id)
+            smoke = "*" if r.smoke_test else ""  # the title line says what * means
+            table.add_row(r.run_id[:8], (r.baseline or "—") + smoke, r.split or "—", r.adapter_tier or "—",
+                          r.release_version or "—", *[_score(r.tracks.get(c.key)) for c in metric_columns()],
+                          key=r.run_id)
         if runs:
             self.load_worst(runs[0].run_id)
         else:
