@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
+from importlib import resources
 
 import orjson
 
@@ -31,7 +31,7 @@ __all__ = ["KINDS", "ITEM_KEY", "ProjectKind", "label_config", "cf_key", "render
 
 #: The task data field that holds the item's stable key.
 ITEM_KEY = "trb_item_id"
-_CONFIGS = Path(__file__).resolve().parent / "configs"
+_CONFIGS = resources.files("annotate") / "configs"  # package data
 
 
 @dataclass(frozen=True)

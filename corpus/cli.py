@@ -189,6 +189,31 @@ def release(corpus_dir, version, kind, out, trainer_orgs, parent, salt, split_fr
 
 
 @cli.command()
+@click.argument("name", required=False)
+@click.option("--readme", is_flag=True, help="Print the example's README (what each record is for) instead of its path.")
+def examples(name, readme) -> None:
+    """The examples shipped in the package: every NAME and JSONL path; with NAME, only its path.
+
+    Illustrative data, for smoke tests only. For instance:
+
+    \b
+    trb-corpus validate "$(trb-corpus examples 7f3a)"
+    """
+    from corpus.errors import UsageError
+    from corpus.examples import example_names, example_path, example_readme
+
+    if name is None:
+        if readme:
+            raise UsageError("--readme needs an example NAME")
+        for n in example_names():
+            click.echo(f"{n}\t{example_path(n)}")
+    elif readme:
+        click.echo(example_readme(name), nl=False)
+    else:
+        click.echo(str(example_path(name)))
+
+
+@cli.command()
 @click.argument("directory", type=click.Path(file_okay=False))
 def verify(directory) -> None:
     """Recompute every hash, count and the release SHA from the files of DIRECTORY; exit 1 naming what differs."""

@@ -14,6 +14,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from importlib import resources
 from pathlib import Path
 
 import pyarrow as pa
@@ -47,7 +48,8 @@ from schemas.release_format import (
 __all__ = ["ReleaseResult", "cut_release", "read_manifest", "list_releases", "TOOLKIT_VERSION", "ANNOTATED_PHI_SQL"]
 
 TOOLKIT_VERSION = "0.1.0"
-TEMPLATE = Path(__file__).resolve().parents[1] / "DATASHEET.md"
+#: The datasheet template releases fill (package data: there in a wheel as in a checkout).
+TEMPLATE = resources.files("corpus") / "templates" / "DATASHEET.md"
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 _BATCH_ROWS = 50_000
 _MAX_PII_LISTED = 20

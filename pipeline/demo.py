@@ -29,7 +29,10 @@ def demo_baseline_settings(max_pairs: int | None = None):
     from trb.baselines import BaselineSettings
 
     return BaselineSettings(max_pairs=max_pairs)
-_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "7f3a" / "7f3a.jsonl"
+
+
+#: The packaged example the demo ingests with the simulated sessions (:func:`corpus.examples.example_path`).
+_EXAMPLE = "7f3a"
 
 
 def _say(msg: str) -> None:
@@ -44,6 +47,7 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
     training; the default is the library defaults on every train step.
     """
     from corpus import Corpus, ingest, init_corpus
+    from corpus.examples import example_path
     from corpus.release import cut_release
     from corpus.simulate import write_simulation
     from trb.adapters.native import NativeAdapter
@@ -70,7 +74,7 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
     _say(f"[demo] simulating {sessions} sessions (seed {seed}) -> {sim}")
     write_simulation(sim, n_sessions=sessions, seed=seed, progress=progress)
     corpus = Corpus(init_corpus(work / "corpus"))
-    files = [sim] + ([_EXAMPLE] if _EXAMPLE.is_file() else [])
+    files = [sim, example_path(_EXAMPLE)]
     ingest(corpus, files, progress=progress)
     step("simulate + ingest", t)
 

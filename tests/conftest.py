@@ -54,3 +54,11 @@ def store_counts(corpus: Path) -> dict[str, int]:
         return {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
     finally:
         con.close()
+
+
+@pytest.fixture(scope="session")
+def trb_wheel(tmp_path_factory) -> Path:
+    """This checkout's wheel, built once per test session (tests/wheelenv.py; offline, the checkout untouched)."""
+    from wheelenv import build_wheel
+
+    return build_wheel(tmp_path_factory.mktemp("wheel"))

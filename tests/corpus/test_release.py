@@ -12,11 +12,11 @@ import pytest
 
 from corpus.errors import ExitCode, ReleaseRefused, UsageError, VerifyFailed
 from corpus.ingest import ingest
-from corpus.release import cut_release, list_releases
+from corpus.release import TEMPLATE, cut_release, list_releases
 from corpus.store import Corpus, init_corpus
 from corpus.verify import verify_release
 from factories import annotation, counterfactual, mutated, session, small_corpus, transfer_context, write_jsonl
-from tests_paths import EXAMPLE_7F3A, ROOT
+from tests_paths import EXAMPLE_7F3A
 
 
 def _corpus(tmp_path: Path, records: list, name: str = "corpus") -> Corpus:
@@ -139,7 +139,7 @@ def test_gate_completeness_trb_needs_a_curated_datasheet_and_eval_labels(tmp_pat
     err = _refused(c, "1.0.0", kind="trb")
     assert [g.name for g in err.failed] == ["completeness"] and "[curator: ...] prompt" in err.failed[0].detail
     curated = tmp_path / "DATASHEET.md"
-    curated.write_text((ROOT / "DATASHEET.md").read_text().replace("[curator:", "(answered:"))
+    curated.write_text(TEMPLATE.read_text(encoding="utf-8").replace("[curator:", "(answered:"))
     r = cut_release(c, "1.0.0", kind="trb", datasheet=curated, progress=False)
     assert r.manifest["smoke_test"] is False and "SMOKE TEST" not in (r.directory / "README.md").read_text()
 

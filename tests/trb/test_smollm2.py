@@ -16,7 +16,7 @@ import os
 import duckdb
 import pytest
 
-from tests_paths import ROOT
+from tests_paths import EXAMPLE_7F3A
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -25,7 +25,6 @@ pytest.importorskip("gguf")
 pytestmark = pytest.mark.slow
 
 NAME = "smollm2-135m-instruct"
-EXAMPLE_7F3A = ROOT / "examples" / "7f3a" / "7f3a.jsonl"
 
 
 @pytest.fixture(scope="session")
