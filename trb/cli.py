@@ -120,11 +120,17 @@ def run(release_dir, adapter_name, model, baseline, tracks, split, results, seed
     Adapter options (below the common ones) belong to the adapter kind named in brackets;
     giving one to another kind is an error.
     """
+    from trb.releases import Release
     from trb.run import load_adapter, run_tracks
 
-    a = load_adapter(adapter_name, model, **adapter_options)
+    release = Release(release_dir)  # checked against its manifest before any model is loaded
+    try:
+        a = load_adapter(adapter_name, model, **adapter_options)
+    except BaseException:
+        release.close()
+        raise
     wanted = None if tracks is None else tuple(t.strip() for t in tracks.split(",") if t.strip())
-    r = run_tracks(release_dir, a, baseline=baseline, tracks=wanted, split=split, results=results, seed=seed,
+    r = run_tracks(release, a, baseline=baseline, tracks=wanted, split=split, results=results, seed=seed,
                    progress=not quiet)
     smoke = " SMOKE TEST (not a TRB score)" if r["smoke_test"] else ""
     na = [f"track {t} not applicable (needs {', '.join(s['needs'])})" for t, s in r["summary"].items()
@@ -158,6 +164,30 @@ def rerun(run_id, results, release_dir, record, as_json, quiet) -> None:
     else:
         click.echo(f"run {out['run_id']} reproduced: {out['n_equal']:,} of {out['n_items']:,} item scores identical"
                    + (f"; new run {out['new_run_id']}" if out["new_run_id"] else ""))
+
+
+@_adapter_options
+@cli.command()
+@click.option("--adapter", "adapter_name", required=True, help="An installed adapter kind (`trb adapters` lists them).")
+@click.option("--model", required=True, help="What the adapter loads: a path or a URL, as the adapter accepts.")
+@click.option("--release", "release_dir", required=True, type=click.Path(file_okay=False, exists=True),
+              help="A (small) release whose contexts the hooks are checked on.")
+@click.option("--split", default=None, help="The split the contexts come from (default: eval, else the first).")
+@click.option("--max-items", type=click.IntRange(1, 10_000), default=24, show_default=True,
+              help="Cases per check.")
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+def conformance(adapter_name, model, release_dir, split, max_items, as_json, **adapter_options) -> None:
+    """Check that an adapter honours the contract (trb.testing.check_adapter); exit non-zero if it does not."""
+    from trb.errors import CheckFailed
+    from trb.run import load_adapter
+    from trb.testing import check_adapter
+
+    a = load_adapter(adapter_name, model, **adapter_options)
+    rep = check_adapter(a, release_dir, split=split, max_items=max_items)
+    click.echo(json.dumps(rep.to_dict(), indent=2) if as_json else rep.render())
+    if not rep.passed:
+        raise CheckFailed(f"adapter {adapter_name} on {model}: {len(rep.failed)} conformance check(s) failed: "
+                          + ", ".join(c.name for c in rep.failed))
 
 
 @cli.command("adapters")

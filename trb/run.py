@@ -69,8 +69,9 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
                progress: bool = True) -> dict:
     """Run ``tracks`` (default: every registered track) of ``release_dir`` through ``adapter``; record the run.
 
-    ``adapter`` is an adapter object (checked against its contract here) or one from
-    :func:`load_adapter`. Returns the run row (with ``run_id``), plus ``summary``: per
+    ``release_dir`` is a release directory or an open :class:`~trb.releases.Release` (whose
+    files were checked when it was opened; it is closed here). ``adapter`` is an adapter
+    object (checked against its contract here) or one from :func:`load_adapter`. Returns the run row (with ``run_id``), plus ``summary``: per
     track, the items scored and not scored by reason, or ``{"status": "not_applicable",
     "needs": [...]}`` for a track whose capabilities the adapter lacks.
 
@@ -87,7 +88,8 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
     if not wanted:
         raise UsageError("no track requested")
     chosen = [get_track(t) for t in wanted]
-    release = Release(release_dir)
+    release = release_dir if isinstance(release_dir, Release) else Release(release_dir)
+    release_dir = release.dir
     try:
         if split not in release.splits:
             raise UsageError(f"release {release.version} ({release.sha[:12]}) has no split {split!r}; "

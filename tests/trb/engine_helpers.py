@@ -1,0 +1,49 @@
+"""Shared makers for the engine tests: a smoke release, a tiny local causal LM, a tiny reference model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def make_release(tmp: Path, *, sessions: int = 120, seed: int = 4) -> Path:
+    """A smoke release of ``sessions`` simulated sessions, cut through the corpus toolkit."""
+    from corpus import Corpus, ingest, init_corpus
+    from corpus.release import cut_release
+    from corpus.simulate import write_simulation
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    write_simulation(tmp / "sim.jsonl", n_sessions=sessions, seed=seed, progress=False)
+    c = Corpus(init_corpus(tmp / "corpus"))
+    ingest(c, [tmp / "sim.jsonl"], progress=False)
+    return Path(cut_release(c, "0.1.0", kind="smoke", progress=False).directory)
+
+
+def make_tiny_lm(release: Path, out: Path) -> Path:
+    """A 1-layer GPT-2 with a BPE tokenizer trained on the release's observations, saved with save_pretrained."""
+    import duckdb
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    texts = [r[0] for r in duckdb.connect().execute(
+        f"SELECT observation FROM read_parquet('{release}/data/steps/*.parquet') LIMIT 2000").fetchall()]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(texts + ["Reasoning: goal=C3; planned_next=right; Action: right"],
+                            trainer=trainers.BpeTrainer(vocab_size=600, special_tokens=["<|endoftext|>"],
+                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
+    fast.save_pretrained(out)
+    torch.manual_seed(0)
+    GPT2LMHeadModel(GPT2Config(vocab_size=len(fast), n_embd=32, n_layer=1, n_head=2, n_positions=4096,
+                               bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id)).save_pretrained(out)
+    return out
+
+
+def make_reference(release: Path, out: Path, variant: str = "full") -> Path:
+    """A native reference model trained for one epoch on the release's train split."""
+    from trb.reference import train_reference
+
+    train_reference(release, variant, out, seed=0, epochs=1, progress=False)
+    return out
