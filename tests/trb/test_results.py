@@ -203,6 +203,38 @@ def test_a_store_of_another_format_version_is_refused(tmp_path):
         ResultsStore(path)
 
 
+_FORMAT_1 = {
+    "runs": "run_id VARCHAR PRIMARY KEY, created_at VARCHAR NOT NULL, trb_version VARCHAR, release_sha VARCHAR, "
+            "release_version VARCHAR, release_kind VARCHAR, smoke_test BOOLEAN, baseline VARCHAR, "
+            "adapter_tier VARCHAR, adapter_spec VARCHAR, seed BIGINT, tracks VARCHAR[], split VARCHAR, "
+            "synthetic_share DOUBLE, timings VARCHAR, toolkit_version VARCHAR, n_items INTEGER",
+    "item_scores": "run_id VARCHAR NOT NULL, track VARCHAR NOT NULL, metric VARCHAR NOT NULL, "
+                   "item_id VARCHAR NOT NULL, session_id VARCHAR NOT NULL, t INTEGER, split VARCHAR, "
+                   "context_id VARCHAR, score DOUBLE, label VARCHAR, predicted VARCHAR, belief DOUBLE, "
+                   "origin VARCHAR, adversarial BOOLEAN, ood BOOLEAN, detail VARCHAR",
+}
+
+
+def test_a_format_1_store_is_read_as_it_is_and_upgraded_on_the_next_write(tmp_path):
+    """A store written by the previous toolkit (no runs.release_dir) keeps working: read as is, upgraded in place."""
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    for table, cols in _FORMAT_1.items():
+        con.execute(f"CREATE TABLE {table} ({cols})")
+    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('results_format_version', '1')")
+    con.execute("INSERT INTO runs (run_id, created_at, baseline, split) VALUES ('old', '2026-11-01', 'b', 'eval')")
+    con.execute("INSERT INTO item_scores (run_id, track, metric, item_id, session_id, score) "
+                "VALUES ('old', '1', 'tv', 'i1', 's1', 0.25)")
+    con.close()
+    store = ResultsStore(path)
+    assert store.runs()[0]["release_dir"] is None and store.items("old").column("score").to_pylist() == [0.25]
+    store.record_run({"run_id": "new", "release_dir": "/r"}, [{"track": "3", "metric": "attribution",
+                                                               "item_id": "a", "session_id": "s", "score": 1.0}])
+    assert plain(path, "SELECT value FROM meta WHERE key = 'results_format_version'") == [(RESULTS_FORMAT_VERSION,)]
+    assert [r["release_dir"] for r in store.runs()] == [None, "/r"]
+
+
 _HOLDER = """
 import sys, time
 sys.path.insert(0, {root!r})
