@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from corpus.errors import InvalidInput, Problem, RecordConflict
 from corpus.jsonl import DEFAULT_MAX_LINE_BYTES, Block, file_size, read_blocks
+from corpus.lock import LockWait
 from corpus.records import ParsedRecord, parse_record
 from corpus.store import Corpus, empty_store, scratch_connection
 from corpus.tables import RECORD_TABLES, TABLES, ddl, expand
@@ -400,7 +401,7 @@ def ingest(
     progress: bool = True,
     wait_seconds: float | None = None,
     max_problems: int = MAX_PROBLEMS_SHOWN,
-    on_wait: Callable[[str], None] | None = None,
+    on_wait: Callable[[LockWait], None] | None = None,
 ) -> IngestReport:
     """Validate ``files`` completely, then (unless ``dry_run``) write all their new records, or none.
 
