@@ -31,6 +31,7 @@ from corpus.lock import LockWait
 from corpus.records import ParsedRecord, parse_record
 from corpus.store import Corpus, empty_store, scratch_connection
 from corpus.tables import RECORD_TABLES, TABLES, ddl, expand
+from schemas.versions import TOOLKIT_VERSION
 
 __all__ = ["IngestReport", "ingest", "validate", "MAX_PROBLEMS_SHOWN"]
 
@@ -39,7 +40,6 @@ PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 MAX_WORKERS = 4
 MAX_PROBLEMS_SHOWN = 1000
 _ID_FIELDS = {kind: key for kind, (_, key) in RECORD_TABLES.items()}
-TOOLKIT_VERSION = "0.1.0"
 
 
 @dataclass

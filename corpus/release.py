@@ -31,7 +31,6 @@ from corpus.gates import (
 )
 from corpus.splits import DEFAULT_SALT, HELD_OUT, assign_subjects, pinned_subjects
 from corpus.store import Corpus
-from schemas import SCHEMA_VERSION, TRB_VERSION
 from schemas.hashing import sha256_file
 from schemas.models import GateResult, ReleaseManifest
 from schemas.release_format import (
@@ -43,10 +42,10 @@ from schemas.release_format import (
     arrow_schema,
     shard_name,
 )
+from schemas.versions import SCHEMA_VERSION, TOOLKIT_VERSION, TRB_VERSION
 
 __all__ = ["ReleaseResult", "cut_release", "read_manifest", "list_releases", "TOOLKIT_VERSION", "ANNOTATED_PHI_SQL"]
 
-TOOLKIT_VERSION = "0.1.0"
 TEMPLATE = Path(__file__).resolve().parents[1] / "DATASHEET.md"
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 _BATCH_ROWS = 50_000

@@ -19,7 +19,7 @@ import duckdb
 from corpus.errors import CorpusExists, CorpusNotFound
 from corpus.lock import CorpusLock, LockWait
 from corpus.tables import ddl
-from schemas import SCHEMA_VERSION, TRB_VERSION
+from schemas.versions import SCHEMA_VERSION, TRB_VERSION
 
 __all__ = ["DB_NAME", "STORE_FORMAT_VERSION", "Corpus", "init_corpus", "resolve_corpus_dir"]
 

@@ -25,6 +25,7 @@ import duckdb
 import pyarrow as pa
 
 from schemas.locking import DEFAULT_WAIT_SECONDS, FileLock, LockHolder
+from schemas.versions import TOOLKIT_VERSION, TRB_VERSION
 
 __all__ = [
     "DEFAULT_PATH",
@@ -129,15 +130,6 @@ def _json_value(text):
         return json.loads(text)
     except ValueError:
         return text
-
-
-def _toolkit_version() -> str | None:
-    try:
-        from importlib.metadata import version
-
-        return version("trb-toolkit")
-    except Exception:  # not installed as a distribution (a bare checkout)
-        return None
 
 
 def _items_table(items, run_id: str) -> pa.Table:
@@ -279,11 +271,9 @@ class ResultsStore:
         row["run_id"] = str(row["run_id"] or uuid.uuid4().hex)
         row["created_at"] = row["created_at"] or datetime.now(timezone.utc).isoformat(timespec="microseconds")
         if row["trb_version"] is None:
-            from schemas import TRB_VERSION
-
             row["trb_version"] = TRB_VERSION
         if row["toolkit_version"] is None:
-            row["toolkit_version"] = _toolkit_version()
+            row["toolkit_version"] = TOOLKIT_VERSION
         for c in _JSON_RUN_COLUMNS:
             row[c] = _json_text(row[c])
         if row["tracks"] is not None:
