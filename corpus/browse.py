@@ -27,9 +27,9 @@ from pathlib import Path
 
 import orjson
 
-from schemas.release_format import SPLIT_FRACTIONS, SPLITS
 from corpus.splits import DEFAULT_SALT, split_sql
 from corpus.store import Corpus
+from schemas.release_format import SPLIT_FRACTIONS, SPLITS
 
 __all__ = [
     "LABEL_STATUSES",

@@ -37,7 +37,7 @@ _POLL_SECONDS = 0.05
 
 @dataclass(frozen=True)
 class LockHolder:
-    """Who holds a lock, as the last exclusive holder recorded it; ``pid`` None: shared readers (they record nothing)."""
+    """Who holds a lock, as its last exclusive holder recorded it; no ``pid``: shared readers (they record nothing)."""
 
     pid: int | None = None
     host: str | None = None
