@@ -13,6 +13,7 @@ import sys
 import click
 
 from corpus.errors import CorpusError, ExitCode
+from schemas.versions import TOOLKIT_VERSION
 
 _CORPUS_HELP = "Corpus directory (default: $TRB_CORPUS, else the current directory)."
 
@@ -33,7 +34,7 @@ def _wait_option(f):
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option("0.1.0", prog_name="trb-annotate")
+@click.version_option(TOOLKIT_VERSION, prog_name="trb-annotate")
 def cli() -> None:
     """TRB annotation in Label Studio: push items, pull annotations, agreement, adjudication.
 

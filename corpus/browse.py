@@ -6,11 +6,12 @@ app never holds the corpus between keystrokes and other processes can write. Lis
 page in DuckDB (``ORDER BY session_id LIMIT/OFFSET``); nothing loads the whole corpus.
 
 Split of a session: a split is only fixed when a release is cut. Here a session's
-split is the one the next release would give it, with :func:`corpus.splits.subject_split`
-(the same hash, salt and fractions as the latest release under ``<corpus>/releases/``,
-or the defaults when there is none); subjects the latest release held out in ``eval``
-stay there, and sessions of a declared transfer context are ``transfer``. For a
-session already released this is the split it has in the latest release.
+split is the one the next release would give it: :func:`corpus.splits.subject_split`,
+computed in DuckDB by :func:`corpus.splits.split_sql` (with the salt and fractions of
+the latest release under ``<corpus>/releases/``, or the defaults when there is none);
+subjects the latest release held out in ``eval`` stay there, and sessions of a
+declared transfer context are ``transfer``. For a session already released this is
+the split it has in the latest release.
 
 Label status of an attribution item (as in :mod:`corpus.stats`): ``adjudicated`` if
 an adjudicator or reviewer label exists, ``annotated`` if any other label exists,
@@ -26,9 +27,9 @@ from pathlib import Path
 
 import orjson
 
-from schemas.release_format import SPLIT_FRACTIONS, SPLITS
-from corpus.splits import DEFAULT_SALT
+from corpus.splits import DEFAULT_SALT, split_sql
 from corpus.store import Corpus
+from schemas.release_format import SPLIT_FRACTIONS, SPLITS
 
 __all__ = [
     "LABEL_STATUSES",
@@ -225,16 +226,6 @@ def _sql_str(s: str) -> str:
 
 def _split_sql(rule: SplitRule, alias: str = "s") -> str:
     """A SQL expression for the split of session row ``alias`` (see the module docstring)."""
-    # the same arithmetic as corpus.splits.subject_split, in DuckDB: u = first 16 hex digits / 2**64
-    u = f"(('0x' || substr(sha256({_sql_str(rule.salt)} || ':' || {alias}.subject_id), 1, 16))::UBIGINT::DOUBLE " \
-        f"/ 18446744073709551616.0)"
-    whens, edge, last = [], 0.0, None
-    for split, share in rule.fractions.items():
-        if share <= 0:
-            continue
-        edge += share
-        last = split
-        whens.append(f"WHEN {u} < {edge!r} THEN {_sql_str(split)}")
     pinned = ""
     if rule.release_dir is not None:
         files = sorted((rule.release_dir / "data" / "sessions").glob("*.parquet"))
@@ -243,7 +234,7 @@ def _split_sql(rule: SplitRule, alias: str = "s") -> str:
             pinned = (f"WHEN {alias}.subject_id IN (SELECT subject_id FROM read_parquet({lst}) "
                       f"WHERE split = 'eval') THEN 'eval' ")
     return (f"CASE WHEN {alias}.context_id IN (SELECT context_id FROM store.transfer_contexts) THEN 'transfer' "
-            f"{pinned}{' '.join(whens)} ELSE {_sql_str(last or 'train')} END")
+            f"{pinned}ELSE {split_sql(_sql_str(rule.salt), f'{alias}.subject_id', rule.fractions)} END")
 
 
 # -- queries ----------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import click
 
 from corpus.errors import CorpusError, ExitCode
 from corpus.jsonl import DEFAULT_MAX_LINE_BYTES
+from schemas.versions import TOOLKIT_VERSION
 
 _CORPUS_HELP = "Corpus directory (default: $TRB_CORPUS, else the current directory)."
 
@@ -39,7 +40,7 @@ def _file_options(f):
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option("0.1.0", prog_name="trb-corpus")
+@click.version_option(TOOLKIT_VERSION, prog_name="trb-corpus")
 def cli() -> None:
     """The TRB corpus: validate and ingest JSONL records, count them, simulate a task world."""
 

@@ -27,9 +27,11 @@ from tqdm import tqdm
 
 from corpus.errors import InvalidInput, Problem, RecordConflict
 from corpus.jsonl import DEFAULT_MAX_LINE_BYTES, Block, file_size, read_blocks
+from corpus.lock import LockWait
 from corpus.records import ParsedRecord, parse_record
 from corpus.store import Corpus, empty_store, scratch_connection
 from corpus.tables import RECORD_TABLES, TABLES, ddl, expand
+from schemas.versions import TOOLKIT_VERSION
 
 __all__ = ["IngestReport", "ingest", "validate", "MAX_PROBLEMS_SHOWN"]
 
@@ -38,7 +40,6 @@ PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 MAX_WORKERS = 4
 MAX_PROBLEMS_SHOWN = 1000
 _ID_FIELDS = {kind: key for kind, (_, key) in RECORD_TABLES.items()}
-TOOLKIT_VERSION = "0.1.0"
 
 
 @dataclass
@@ -400,7 +401,7 @@ def ingest(
     progress: bool = True,
     wait_seconds: float | None = None,
     max_problems: int = MAX_PROBLEMS_SHOWN,
-    on_wait: Callable[[str], None] | None = None,
+    on_wait: Callable[[LockWait], None] | None = None,
 ) -> IngestReport:
     """Validate ``files`` completely, then (unless ``dry_run``) write all their new records, or none.
 

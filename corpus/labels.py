@@ -23,6 +23,7 @@ from pathlib import Path
 import orjson
 
 from corpus.ingest import IngestReport, ingest
+from corpus.lock import LockWait
 from corpus.store import Corpus
 
 __all__ = ["QueueItem", "now_iso", "make_annotation", "add_annotations", "enqueue_review", "review_queue"]
@@ -92,7 +93,7 @@ def add_annotations(
     records: Iterable[dict],
     *,
     wait_seconds: float | None = None,
-    on_wait: Callable[[str], None] | None = None,
+    on_wait: Callable[[LockWait], None] | None = None,
     progress: bool = False,
 ) -> IngestReport:
     """Write annotation records into the corpus, all or none (through :func:`corpus.ingest`).
@@ -136,7 +137,7 @@ def enqueue_review(
     items: Iterable[QueueItem],
     *,
     wait_seconds: float | None = None,
-    on_wait: Callable[[str], None] | None = None,
+    on_wait: Callable[[LockWait], None] | None = None,
 ) -> int:
     """Put items on the review queue (one transaction). An item already pending is not queued twice.
 

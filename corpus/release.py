@@ -32,7 +32,6 @@ from corpus.gates import (
 )
 from corpus.splits import DEFAULT_SALT, HELD_OUT, assign_subjects, pinned_subjects
 from corpus.store import Corpus
-from schemas import SCHEMA_VERSION, TRB_VERSION
 from schemas.hashing import sha256_file
 from schemas.models import GateResult, ReleaseManifest
 from schemas.release_format import (
@@ -44,10 +43,10 @@ from schemas.release_format import (
     arrow_schema,
     shard_name,
 )
+from schemas.versions import SCHEMA_VERSION, TOOLKIT_VERSION, TRB_VERSION
 
 __all__ = ["ReleaseResult", "cut_release", "read_manifest", "list_releases", "TOOLKIT_VERSION", "ANNOTATED_PHI_SQL"]
 
-TOOLKIT_VERSION = "0.1.0"
 #: The datasheet template releases fill (package data: there in a wheel as in a checkout).
 TEMPLATE = resources.files("corpus") / "templates" / "DATASHEET.md"
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")

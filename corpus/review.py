@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from corpus.errors import CorpusBusy, CorpusError
 from corpus.labels import add_annotations, make_annotation, now_iso
+from corpus.lock import LockWait
 from corpus.store import Corpus
 
 __all__ = ["ATTRIBUTION_LABELS", "SaveOutcome", "reviewer_id", "review_label", "save_label"]
@@ -77,8 +78,8 @@ def save_label(
     label = record["value"].get("label")
     attempt = 0
 
-    def waiting(msg: str) -> None:  # the lock says who holds the corpus when an attempt has to wait
-        who = msg.split(" is in use by ", 1)[-1].split("; waiting", 1)[0]
+    def waiting(notice: LockWait) -> None:  # the lock says who holds the corpus when an attempt has to wait
+        who = notice.holder.describe()
         on_state(f"waiting for the corpus, held by {who}; attempt {attempt}/{max_attempts}")
 
     for attempt in range(1, max_attempts + 1):

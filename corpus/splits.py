@@ -3,7 +3,9 @@
 A subject's split is fixed by ``u = int(sha256(f"{salt}:{subject_id}")[:16], 16) / 2**64``:
 with the default fractions (``schemas.release_format.SPLIT_FRACTIONS``), ``train`` if u < 0.7,
 ``dev`` if u < 0.8, else ``eval``; other fractions (recorded in the manifest) cut
-the same u at other edges.
+the same u at other edges. :func:`subject_split` is the rule; :func:`split_sql` is the
+same rule as a DuckDB expression, generated from the same constants and edges (the
+review app's browser computes splits in SQL), and a test holds the two together.
 Sessions of a declared transfer context go to ``transfer``. With a parent release,
 every subject that had a session in the parent's ``eval`` or ``transfer`` split
 keeps that split, so nothing once held out is ever trained on.
@@ -17,7 +19,8 @@ import pyarrow as pa
 
 from schemas.release_format import SPLIT_FRACTIONS
 
-__all__ = ["DEFAULT_SALT", "HELD_OUT", "parse_fractions", "subject_split", "assign_subjects", "pinned_subjects"]
+__all__ = ["DEFAULT_SALT", "HELD_OUT", "parse_fractions", "subject_split", "split_sql", "assign_subjects",
+           "pinned_subjects"]
 
 DEFAULT_SALT = "trb-split-v1"
 HELD_OUT = ("eval", "transfer")
@@ -42,19 +45,67 @@ def parse_fractions(text: str) -> dict[str, float]:
     return {k: out.get(k, 0.0) for k in SPLIT_FRACTIONS}
 
 
-def subject_split(salt: str, subject_id: str, fractions: dict[str, float] = SPLIT_FRACTIONS) -> str:
-    """The in-distribution split of ``subject_id`` under ``salt``."""
-    u = int(hashlib.sha256(f"{salt}:{subject_id}".encode()).hexdigest()[:16], 16) / 2**64
-    edge = 0.0
-    last = None
+#: u is the first 16 hex digits of the sha256, scaled into [0, 1].
+_HEX_DIGITS = 16
+_SCALE = 2**64
+
+
+def _u_of_hex(hex_digits: str) -> float:
+    return int(hex_digits, 16) / _SCALE
+
+
+def _edges(fractions: dict[str, float]) -> tuple[list[tuple[str, float]], str]:
+    """``[(split, upper edge of u)]`` for the splits with a share, and the split of a u past every edge."""
+    edges, edge, last = [], 0.0, None
     for split, share in fractions.items():
         if share <= 0:
             continue
         edge += share
         last = split
-        if u < edge:
-            return split
-    return last or "train"
+        edges.append((split, edge))
+    return edges, last or "train"
+
+
+def _split_of_u(u: float, fractions: dict[str, float]) -> str:
+    edges, past = _edges(fractions)
+    return next((split for split, edge in edges if u < edge), past)
+
+
+def subject_split(salt: str, subject_id: str, fractions: dict[str, float] = SPLIT_FRACTIONS) -> str:
+    """The in-distribution split of ``subject_id`` under ``salt``."""
+    return _split_of_u(_u_of_hex(hashlib.sha256(f"{salt}:{subject_id}".encode()).hexdigest()[:_HEX_DIGITS]),
+                       fractions)
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _sql_double(x: float) -> str:
+    """``x`` as a DuckDB DOUBLE, exactly: its repr cast once (a bare ``0.7`` is read as a DECIMAL first)."""
+    return f"CAST('{float(x)!r}' AS DOUBLE)"
+
+
+def _u_sql_of_hex(hex_expr: str) -> str:
+    return f"(('0x' || {hex_expr})::UBIGINT::DOUBLE / {_sql_double(_SCALE)})"
+
+
+def _split_sql_of_u(u_expr: str, fractions: dict[str, float]) -> str:
+    edges, past = _edges(fractions)
+    if not edges:
+        return _sql_str(past)
+    whens = " ".join(f"WHEN {u_expr} < {_sql_double(edge)} THEN {_sql_str(split)}" for split, edge in edges)
+    return f"CASE {whens} ELSE {_sql_str(past)} END"
+
+
+def split_sql(salt_expr: str, subject_expr: str, fractions: dict[str, float] = SPLIT_FRACTIONS) -> str:
+    """:func:`subject_split` as a DuckDB SQL expression over the SQL expressions ``salt_expr`` and ``subject_expr``.
+
+    ``split_sql("'trb-split-v1'", "s.subject_id")`` is the split of each row's subject, as
+    ``subject_split("trb-split-v1", subject_id)`` gives it (a NULL subject: the last split).
+    """
+    digest = f"sha256({salt_expr} || ':' || {subject_expr})"
+    return _split_sql_of_u(_u_sql_of_hex(f"substr({digest}, 1, {_HEX_DIGITS})"), fractions)
 
 
 def assign_subjects(subjects: list[str], salt: str, pinned: dict[str, str] | None = None,

@@ -17,9 +17,9 @@ from pathlib import Path
 import duckdb
 
 from corpus.errors import CorpusExists, CorpusNotFound
-from corpus.lock import CorpusLock
+from corpus.lock import CorpusLock, LockWait
 from corpus.tables import ddl
-from schemas import SCHEMA_VERSION, TRB_VERSION
+from schemas.versions import SCHEMA_VERSION, TRB_VERSION
 
 __all__ = ["DB_NAME", "STORE_FORMAT_VERSION", "Corpus", "init_corpus", "resolve_corpus_dir"]
 
@@ -95,16 +95,16 @@ class Corpus:
     @contextmanager
     def open(self, *, write: bool, wait_seconds: float | None = None, purpose: str = "",
              spill_dir: Path | None = None,
-             on_wait: Callable[[str], None] | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+             on_wait: Callable[[LockWait], None] | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
         """Hold the corpus lock and yield a connection with the store attached as ``store``.
 
         The connection's own database is in memory (bounded; it spills to
         ``spill_dir``), for staging; the store is attached read-only unless ``write``.
-        ``on_wait`` is told (once) who holds the corpus when this call has to wait.
+        ``on_wait`` is told (once) who holds the corpus when this call has to wait (a
+        :class:`~corpus.lock.LockWait`: ``.holder`` as data, ``str()`` the message; default: stderr).
         """
         self.require()
-        lock_kw = {} if on_wait is None else {"on_wait": on_wait}
-        with CorpusLock(self.dir, exclusive=write, wait_seconds=wait_seconds, purpose=purpose, **lock_kw):
+        with CorpusLock(self.dir, exclusive=write, wait_seconds=wait_seconds, purpose=purpose, on_wait=on_wait):
             _remove_dead_spills(self.dir)
             with scratch_connection(spill_dir) as con:
                 mode = "" if write else " (READ_ONLY)"

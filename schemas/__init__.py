@@ -6,10 +6,8 @@ import json
 from functools import cache
 from importlib import resources
 
-from schemas.models import RECORD_MODELS, SCHEMA_BASE_URL, SCHEMA_FILES, SCHEMA_VERSION
-
-#: The TRB spec version this toolkit implements (spec §7).
-TRB_VERSION = "0.1"
+from schemas.models import RECORD_MODELS, SCHEMA_BASE_URL, SCHEMA_FILES
+from schemas.versions import SCHEMA_VERSION, TRB_VERSION
 
 RECORD_KINDS: tuple[str, ...] = tuple(RECORD_MODELS)
 

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import click
 
+from schemas.versions import TOOLKIT_VERSION
 from trb.errors import ExitCode, TrbError
 
 _RESULTS_HELP = "Results store (a DuckDB file; default results.duckdb)."
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option("0.1.0", prog_name="trb")
+@click.version_option(TOOLKIT_VERSION, prog_name="trb")
 def cli() -> None:
     """The TRB eval engine: run tracks on a release through an adapter, record and report the scores."""
 

@@ -28,7 +28,6 @@ torch and transformers are imported only while converting.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -41,6 +40,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from schemas.hashing import sha256_file
 from trb.errors import ModelError
 
 __all__ = ["KNOWN_MODELS", "PROVENANCE_FILE", "ModelSource", "FetchResult", "default_models_dir", "model_dir",
@@ -104,14 +104,6 @@ def model_dir(key: str, out: str | os.PathLike | None = None) -> Path:
     return Path(out).expanduser() if out else default_models_dir() / _source(key).name
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def read_provenance(path: str | os.PathLike) -> dict | None:
     """The ``trb-model.json`` of a fetched model directory, or None when there is none."""
     p = Path(path) / PROVENANCE_FILE
@@ -168,12 +160,12 @@ def _check_existing(dest: Path, src: ModelSource, prov: dict, gguf: Path | None)
     if missing:
         raise ModelError(f"{dest}: incomplete model directory (missing {', '.join(missing)}); fetch again with --force")
     if gguf is not None:
-        sha = _sha256(gguf)
+        sha = sha256_file(gguf)
         if sha != prov.get("gguf_sha256"):
             raise ModelError(f"{dest}: converted from a GGUF with sha256 {str(prov.get('gguf_sha256'))[:12]}…, but the "
                              f"installed {src.package} ships {sha[:12]}…; fetch again with --force")
     weights = prov.get("weights_sha256")
-    if weights and _sha256(dest / "model.safetensors") != weights:
+    if weights and sha256_file(dest / "model.safetensors") != weights:
         raise ModelError(f"{dest}/model.safetensors does not match its recorded sha256; fetch again with --force")
 
 
@@ -251,7 +243,7 @@ def fetch_model(key: str, out: str | os.PathLike | None = None, *, force: bool =
         if gguf is None:
             raise ModelError(f"{src.package} is installed but holds no {src.gguf_file}")
     version = _installed_version(src)
-    gguf_sha = _sha256(gguf)
+    gguf_sha = sha256_file(gguf)
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.parent / f".{dest.name}.tmp-{os.getpid()}"
@@ -267,7 +259,7 @@ def fetch_model(key: str, out: str | os.PathLike | None = None, *, force: bool =
             "licence": src.licence,
             "converted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "dtype": "float32",
-            "weights_sha256": _sha256(tmp / "model.safetensors"),
+            "weights_sha256": sha256_file(tmp / "model.safetensors"),
             **facts,
         }
         (tmp / PROVENANCE_FILE).write_text(json.dumps(prov, indent=2) + "\n", encoding="utf-8")

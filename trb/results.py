@@ -13,12 +13,8 @@ Connections are opened per operation and closed before the lock is released.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import socket
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +23,9 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+
+from schemas.locking import DEFAULT_WAIT_SECONDS, FileLock, LockHolder
+from schemas.versions import TOOLKIT_VERSION, TRB_VERSION
 
 __all__ = [
     "DEFAULT_PATH",
@@ -89,7 +88,7 @@ ITEM_SCHEMA = _item_schema()
 _RUN_COLUMNS = tuple(c for c, _ in _RUNS_COLUMNS_SQL)
 _JSON_RUN_COLUMNS = ("adapter_spec", "timings")
 
-_WAIT_SECONDS = float(os.environ.get("TRB_LOCK_WAIT", "120"))
+_WAIT_SECONDS = DEFAULT_WAIT_SECONDS
 
 
 class ResultsError(Exception):
@@ -100,49 +99,16 @@ class ResultsBusy(ResultsError):
     """Another process held the store for longer than the bounded wait."""
 
 
-def _stderr(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+def _describe_holder(holder: LockHolder) -> str:
+    return "another process (reading)" if holder.reading else f"pid {holder.pid} on {holder.host} ({holder.purpose})"
 
 
 @contextmanager
 def _locked(path: Path, *, exclusive: bool, wait_seconds: float, purpose: str) -> Iterator[None]:
-    """Hold ``<path>.lock`` (flock) for the block; wait at most ``wait_seconds``, naming the holder."""
-    lock = path.with_name(path.name + ".lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-    deadline = time.monotonic() + wait_seconds
-    announced = False
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, mode | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                try:
-                    info = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
-                except ValueError:
-                    info = {}
-                holder = (f"pid {info['pid']} on {info.get('host')} ({info.get('purpose')})" if info.get("pid")
-                          else "another process (reading)")
-                if time.monotonic() >= deadline:
-                    raise ResultsBusy(f"results store {path} is still in use by {holder} after {wait_seconds:g} s; "
-                                      "nothing was changed (retry later, or raise TRB_LOCK_WAIT)") from None
-                if not announced:
-                    _stderr(f"results store {path} is in use by {holder}; waiting up to {wait_seconds:g} s")
-                    announced = True
-                time.sleep(0.05)
-        if exclusive:
-            info = {"pid": os.getpid(), "host": socket.gethostname(), "purpose": purpose, "since": time.time()}
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps(info).encode(), 0)
-        try:
-            yield
-        finally:
-            if exclusive:
-                os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+    """Hold ``<path>.lock`` (:mod:`schemas.locking`) for the block; wait at most ``wait_seconds``, naming the holder."""
+    with FileLock(path.with_name(path.name + ".lock"), exclusive=exclusive, what=f"results store {path}",
+                  busy=ResultsBusy, wait_seconds=wait_seconds, purpose=purpose, describe=_describe_holder):
+        yield
 
 
 def _json_text(value) -> str | None:
@@ -158,15 +124,6 @@ def _json_value(text):
         return json.loads(text)
     except ValueError:
         return text
-
-
-def _toolkit_version() -> str | None:
-    try:
-        from importlib.metadata import version
-
-        return version("trb-toolkit")
-    except Exception:  # not installed as a distribution (a bare checkout)
-        return None
 
 
 def _items_table(items, run_id: str) -> pa.Table:
@@ -322,11 +279,9 @@ class ResultsStore:
         row["run_id"] = str(row["run_id"] or uuid.uuid4().hex)
         row["created_at"] = row["created_at"] or datetime.now(timezone.utc).isoformat(timespec="microseconds")
         if row["trb_version"] is None:
-            from schemas import TRB_VERSION
-
             row["trb_version"] = TRB_VERSION
         if row["toolkit_version"] is None:
-            row["toolkit_version"] = _toolkit_version()
+            row["toolkit_version"] = TOOLKIT_VERSION
         for c in _JSON_RUN_COLUMNS:
             row[c] = _json_text(row[c])
         if row["tracks"] is not None:

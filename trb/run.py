@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from schemas.versions import TOOLKIT_VERSION
 from trb.adapters.capabilities import bind
 from trb.errors import CheckFailed, UsageError
 from trb.releases import Release
@@ -28,7 +29,6 @@ from trb.tracks.timing import AdapterTimer
 
 __all__ = ["BASELINES", "HELD_OUT_SPLITS", "run_tracks", "load_adapter", "rerun", "TOOLKIT_VERSION"]
 
-TOOLKIT_VERSION = "0.1.0"
 #: Baseline names used everywhere (spec §4): 1-3 through the proxy adapter, 4-5 through the native one.
 BASELINES = ("instruct-base", "cot-prompted", "cot-sft", "trace-ablation", "trace-full")
 #: Splits never used to fit anything (spec §5): the only ones Δgov is computed on.

@@ -6,10 +6,13 @@ import sys
 
 import click
 
+from schemas.versions import TOOLKIT_VERSION
+
 __all__ = ["cli", "main"]
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(TOOLKIT_VERSION, prog_name="trb-review")
 @click.argument("corpus_dir", required=False, type=click.Path(file_okay=False))
 @click.option("--results", "results", type=click.Path(dir_okay=False, exists=True),
               help="A results store (results.duckdb from `trb run`): runs, per-track scores, worst items.")

@@ -83,6 +83,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from schemas.hashing import sha256_file
 from trb.adapters.base import check_act_batch
 from trb.adapters.capabilities import BatchedAct, ContinuationScoring, EmitCounters
 from trb.adapters.registry import AdapterKind, AdapterOption
@@ -175,29 +176,20 @@ def parse_r(text: str, action_space: Sequence[str] | None = None) -> tuple[dict,
     return r, missing
 
 
-def _sha256_file(path: Path, h=None) -> str:
-    own = h is None
-    h = h or hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest() if own else ""
-
-
 def _weights_digest(d: Path, gguf_file: str | None) -> tuple[str, list[str]]:
     """sha256 of the single weights file, or of config.json + the shard index for a sharded checkpoint."""
     if gguf_file:
-        return _sha256_file(d / gguf_file), [gguf_file]
+        return sha256_file(d / gguf_file), [gguf_file]
     for name in ("model.safetensors", "pytorch_model.bin"):
         if (d / name).is_file():
-            return _sha256_file(d / name), [name]
+            return sha256_file(d / name), [name]
     for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
         if (d / index).is_file():
             h = hashlib.sha256()
             names = []
             for name in ("config.json", index):
                 if (d / name).is_file():
-                    _sha256_file(d / name, h)
+                    sha256_file(d / name, h)
                     names.append(name)
             return h.hexdigest(), names
     raise AdapterError(f"{d}: no weights file found (model.safetensors, pytorch_model.bin, a shard index or a GGUF file)")

@@ -30,7 +30,6 @@ This module holds the network and the batching (:func:`collate`); training is in
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -43,6 +42,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from schemas.hashing import sha256_file
 from trb.errors import AdapterError
 from trb.reference.features import string_features
 
@@ -365,12 +365,8 @@ class ReferenceModel(nn.Module):
 # -- checkpoints -------------------------------------------------------------------------
 
 
-def file_sha256(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+#: The weights' sha256: the one file-hashing helper (:func:`schemas.hashing.sha256_file`), under this module's name.
+file_sha256 = sha256_file
 
 
 def save_checkpoint(model: ReferenceModel, config: dict, out_dir: str | os.PathLike) -> str:

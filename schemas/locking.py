@@ -1,0 +1,177 @@
+"""One advisory file lock for every store: exclusive writers, shared readers, a bounded, announced wait.
+
+A store (the corpus, the results store) holds a lock file with ``flock``. An
+exclusive holder writes who it is (pid, host, purpose, since) into the file; a
+process that finds the store held tells ``on_wait`` once who holds it (a
+:class:`LockWait`, with the holder as data and the one-line message), waits up to
+``wait_seconds``, and then raises the store's own "busy" error naming the holder,
+instead of crashing into DuckDB's own file lock.
+
+Each store says what it is called in messages (``what``), what to raise
+(``busy``) and how to phrase the holder (``describe``); the wording around them
+is shared::
+
+    <what> is in use by <holder>; waiting up to <w> s
+    <what> is still in use by <holder> after <w> s; nothing was changed (retry later, or raise TRB_LOCK_WAIT)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["DEFAULT_WAIT_SECONDS", "FileLock", "LockHolder", "LockWait"]
+
+#: How long a process waits for a store held by another one (``TRB_LOCK_WAIT`` seconds, default 120).
+DEFAULT_WAIT_SECONDS = float(os.environ.get("TRB_LOCK_WAIT", "120"))
+
+_POLL_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    """Who holds a lock, as its last exclusive holder recorded it; no ``pid``: shared readers (they record nothing)."""
+
+    pid: int | None = None
+    host: str | None = None
+    purpose: str = ""
+    since: float | None = None
+
+    @property
+    def reading(self) -> bool:
+        return self.pid is None
+
+    def describe(self) -> str:
+        """``pid 12 on host (purpose, since 10:41:07)``, or ``another process (reading)``."""
+        if self.reading:
+            return "another process (reading)"
+        since = time.strftime("%H:%M:%S", time.localtime(self.since or 0))
+        return f"pid {self.pid} on {self.host} ({self.purpose or 'unknown command'}, since {since})"
+
+    @classmethod
+    def from_file(cls, path: Path) -> LockHolder:
+        try:
+            info = json.loads(Path(path).read_text(encoding="utf-8") or "{}")
+        except (OSError, ValueError):
+            info = {}
+        if not isinstance(info, dict) or not info.get("pid"):
+            return cls()
+        return cls(pid=info["pid"], host=info.get("host"), purpose=info.get("purpose") or "", since=info.get("since"))
+
+
+@dataclass(frozen=True)
+class LockWait:
+    """What ``on_wait`` is told when a lock is held by another process: ``str()`` of it is the message."""
+
+    holder: LockHolder
+    message: str
+    wait_seconds: float
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _stderr(notice: LockWait) -> None:
+    print(notice, file=sys.stderr, flush=True)
+
+
+class FileLock:
+    """``with FileLock(path, exclusive=..., what=..., busy=...): ...`` holds ``path`` (flock) for the block.
+
+    Args:
+        path: the lock file (created if missing; never deleted).
+        exclusive: a writer (exclusive, records itself in the file) or a reader (shared).
+        what: the store as messages name it, e.g. ``"corpus /data/c"``.
+        busy: makes the exception raised when the wait runs out, from its message.
+        describe: phrases the holder in messages (default :meth:`LockHolder.describe`).
+        on_wait: told once, when this process has to wait (default: the message on stderr).
+
+    Raises (from ``acquire``/``__enter__``):
+        whatever ``busy`` returns: the lock was still held after ``wait_seconds``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        exclusive: bool,
+        what: str,
+        busy: Callable[[str], Exception],
+        wait_seconds: float | None = None,
+        purpose: str = "",
+        describe: Callable[[LockHolder], str] = LockHolder.describe,
+        on_wait: Callable[[LockWait], None] = _stderr,
+    ):
+        self.path = Path(path)
+        self.exclusive = exclusive
+        self.what = what
+        self.busy = busy
+        self.wait_seconds = DEFAULT_WAIT_SECONDS if wait_seconds is None else float(wait_seconds)
+        self.purpose = purpose
+        self.describe = describe
+        self.on_wait = on_wait
+        self._fd: int | None = None
+
+    def holder(self) -> LockHolder:
+        """Who holds the lock now, as recorded by the last exclusive holder."""
+        return LockHolder.from_file(self.path)
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self._wait_for(fd)
+            if self.exclusive:
+                info = {"pid": os.getpid(), "host": socket.gethostname(), "purpose": self.purpose, "since": time.time()}
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, json.dumps(info).encode(), 0)
+        except BaseException:
+            os.close(fd)  # closing drops the flock too, if it was taken
+            raise
+        self._fd = fd
+
+    def _wait_for(self, fd: int) -> None:
+        mode = fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH
+        deadline = time.monotonic() + self.wait_seconds
+        announced = False
+        while True:
+            try:
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = self.holder()
+                    raise self.busy(
+                        f"{self.what} is still in use by {self.describe(holder)} after {self.wait_seconds:g} s; "
+                        "nothing was changed (retry later, or raise TRB_LOCK_WAIT)"
+                    ) from None
+                if not announced:
+                    holder = self.holder()
+                    message = f"{self.what} is in use by {self.describe(holder)}; waiting up to {self.wait_seconds:g} s"
+                    self.on_wait(LockWait(holder, message, self.wait_seconds))
+                    announced = True
+                time.sleep(_POLL_SECONDS)
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            if self.exclusive:
+                os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> FileLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()

@@ -1,0 +1,77 @@
+"""The one advisory lock (schemas.locking): the holder as data, the store's own error and wording."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from schemas.locking import FileLock, LockHolder, LockWait
+from tests_paths import ROOT
+
+HOLDER = """
+import sys, time
+from schemas.locking import FileLock
+with FileLock(sys.argv[1], exclusive=True, what="thing", busy=RuntimeError, purpose="test holder"):
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+class Busy(Exception):
+    pass
+
+
+def _hold(path, seconds: float) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(seconds)], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_waiter_is_told_the_holder_as_data_then_gets_the_lock(tmp_path):
+    path = tmp_path / "x.lock"
+    proc = _hold(path, 0.6)
+    told: list[LockWait] = []
+    try:
+        with FileLock(path, exclusive=True, what="store X", busy=Busy, wait_seconds=20, on_wait=told.append) as lock:
+            assert lock.holder().pid == os.getpid() and lock.holder().purpose == ""
+    finally:
+        proc.communicate()
+    assert len(told) == 1
+    notice = told[0]
+    assert notice.holder.pid == proc.pid and notice.holder.purpose == "test holder" and not notice.holder.reading
+    assert str(notice) == f"store X is in use by {notice.holder.describe()}; waiting up to 20 s"
+    assert f"pid {proc.pid} on " in str(notice) and "(test holder, since " in str(notice)
+    assert LockHolder.from_file(path).reading  # released: the record is gone
+
+
+def test_the_wait_is_bounded_and_raises_the_stores_own_error_in_its_words(tmp_path):
+    path = tmp_path / "x.lock"
+    proc = _hold(path, 20)
+    try:
+        with pytest.raises(Busy) as e:
+            with FileLock(path, exclusive=False, what="store X", busy=Busy, wait_seconds=0.2,
+                          describe=lambda h: f"#{h.pid}", on_wait=lambda _n: None):
+                pass
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert str(e.value) == (f"store X is still in use by #{proc.pid} after 0.2 s; "
+                            "nothing was changed (retry later, or raise TRB_LOCK_WAIT)")
+
+
+def test_readers_share_and_a_writer_waits_for_them(tmp_path):
+    path = tmp_path / "x.lock"
+    told: list[LockWait] = []
+    with FileLock(path, exclusive=False, what="s", busy=Busy, wait_seconds=0):
+        with FileLock(path, exclusive=False, what="s", busy=Busy, wait_seconds=0):
+            pass
+        with pytest.raises(Busy, match="in use by another process \\(reading\\)"):
+            with FileLock(path, exclusive=True, what="s", busy=Busy, wait_seconds=0.1, on_wait=told.append):
+                pass
+    assert told and told[0].holder.reading
+    with FileLock(path, exclusive=True, what="s", busy=Busy, wait_seconds=0):
+        pass
