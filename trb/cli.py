@@ -215,28 +215,10 @@ def models_list(as_json) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; render every engine error once, as lines on stderr."""
-    from trb.results import ResultsError
+    """Run the CLI; every engine error is rendered once, as lines on stderr (:func:`schemas.errors.run_cli`)."""
+    from schemas.errors import run_cli
 
-    try:
-        cli.main(args=argv, prog_name="trb", standalone_mode=False)
-    except TrbError as e:
-        for line in e.lines():
-            click.echo(line, err=True)
-        return int(e.exit_code)
-    except ResultsError as e:
-        click.echo(str(e), err=True)
-        return int(ExitCode.RESULTS)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        return 130
-    except click.ClickException as e:
-        e.show()
-        return int(ExitCode.USAGE)
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        return 130
-    return 0
+    return run_cli(cli, argv, "trb")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from schemas.errors import ExitCode, ToolkitError
+
 __all__ = [
     "DEFAULT_PATH",
     "ITEM_SCHEMA",
@@ -98,12 +100,16 @@ _JSON_RUN_COLUMNS = ("adapter_spec", "timings")
 _WAIT_SECONDS = float(os.environ.get("TRB_LOCK_WAIT", "120"))
 
 
-class ResultsError(Exception):
+class ResultsError(ToolkitError):
     """A results store cannot do what was asked: not a store, a bad query, a bad run record."""
+
+    exit_code = ExitCode.RESULTS
 
 
 class ResultsBusy(ResultsError):
     """Another process held the store for longer than the bounded wait."""
+
+    exit_code = ExitCode.BUSY
 
 
 def _stderr(msg: str) -> None:
