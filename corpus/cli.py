@@ -191,7 +191,7 @@ def release(corpus_dir, version, kind, out, trainer_orgs, parent, salt, split_fr
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False))
 def verify(directory) -> None:
-    """Recompute every hash, count and the release SHA from the files of DIRECTORY; exit 1 naming what differs."""
+    """Recompute every hash, count and the release SHA from the files of DIRECTORY; exit 13 naming what differs."""
     from corpus.verify import verify_release
 
     m = verify_release(directory)
