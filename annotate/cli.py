@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from corpus.errors import CorpusError, ExitCode
+from schemas.errors import run_cli
 from schemas.versions import TOOLKIT_VERSION
 
 _CORPUS_HELP = "Corpus directory (default: $TRB_CORPUS, else the current directory)."
@@ -152,25 +152,11 @@ def status(title, as_json) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; render every error once, as one line on stderr."""
-    from annotate.errors import scrub
+    """Run the CLI; every error is rendered once, as lines on stderr with the API key removed."""
+    from annotate.errors import redact
 
-    try:
-        cli.main(args=argv, prog_name="trb-annotate", standalone_mode=False)
-    except CorpusError as e:
-        for line in e.lines():
-            click.echo(scrub(line), err=True)
-        return int(e.exit_code)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        return 130
-    except click.ClickException as e:
-        e.show()
-        return int(ExitCode.USAGE)
-    except KeyboardInterrupt:
-        click.echo("interrupted; what was imported or written so far is complete, re-run to finish", err=True)
-        return 130
-    return 0
+    return run_cli(cli, argv, "trb-annotate", redact=redact,
+                   interrupted="interrupted; what was imported or written so far is complete, re-run to finish")
 
 
 if __name__ == "__main__":

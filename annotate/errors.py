@@ -1,64 +1,60 @@
 """Typed errors of ``trb-annotate``: Label Studio failures, rendered once at the CLI edge.
 
-They extend the corpus toolkit's hierarchy (:class:`corpus.errors.CorpusError`), so corpus
-errors (busy, not found, invalid records) pass through the same renderer. No message ever
-holds the API key: :func:`scrub` removes it from anything quoted from a server or a library.
+They extend the corpus toolkit's hierarchy (:class:`corpus.errors.CorpusError`, itself a
+:class:`schemas.errors.ToolkitError`), so corpus errors (busy, not found, invalid records) pass
+through the same renderer; their codes (8-12) are in the one table, :class:`schemas.errors.ExitCode`.
+No message ever holds the API key: :func:`scrub` removes it from anything quoted from a server or
+a library, and ``trb-annotate`` passes :func:`redact` over every line it prints.
 """
 
 from __future__ import annotations
 
 import os
-from enum import IntEnum
 
 from corpus.errors import CorpusError
+from schemas.errors import ExitCode
 
 __all__ = ["AnnotateExit", "AnnotateError", "LabelStudioUnreachable", "LabelStudioAuthFailed",
-           "ProjectNotFound", "ConfigRejected", "LabelStudioFailed", "MissingSetting", "scrub"]
+           "ProjectNotFound", "ConfigRejected", "LabelStudioFailed", "MissingSetting", "redact", "scrub"]
 
-
-class AnnotateExit(IntEnum):
-    """Exit codes beyond :class:`corpus.errors.ExitCode` (which keeps 0-7 and 70)."""
-
-    UNREACHABLE = 8  # the server did not answer (down, wrong URL), after retries
-    AUTH = 9  # the server refused the API key
-    PROJECT_NOT_FOUND = 10  # no project with that title
-    CONFIG_REJECTED = 11  # the server refused the labeling config
-    SERVER = 12  # any other refusal or error from the server
+#: The shared exit-code table, under the name this module used when it kept 8-12 apart
+#: (``AnnotateExit.UNREACHABLE`` ... ``AnnotateExit.SERVER`` are ``ExitCode`` members).
+AnnotateExit = ExitCode
 
 
 class AnnotateError(CorpusError):
     """Base of the Label Studio errors."""
 
-    exit_code = AnnotateExit.SERVER
+    exit_code = ExitCode.SERVER
 
     def __init__(self, message: str):
         super().__init__(scrub(message))
 
 
 class LabelStudioUnreachable(AnnotateError):
-    exit_code = AnnotateExit.UNREACHABLE
+    exit_code = ExitCode.UNREACHABLE
 
 
 class LabelStudioAuthFailed(AnnotateError):
-    exit_code = AnnotateExit.AUTH
+    exit_code = ExitCode.AUTH
 
 
 class ProjectNotFound(AnnotateError):
-    exit_code = AnnotateExit.PROJECT_NOT_FOUND
+    exit_code = ExitCode.PROJECT_NOT_FOUND
 
 
 class ConfigRejected(AnnotateError):
-    exit_code = AnnotateExit.CONFIG_REJECTED
+    exit_code = ExitCode.CONFIG_REJECTED
 
 
 class LabelStudioFailed(AnnotateError):
-    exit_code = AnnotateExit.SERVER
+    exit_code = ExitCode.SERVER
 
 
 class MissingSetting(AnnotateError):
     """LABEL_STUDIO_URL or LABEL_STUDIO_API_KEY is not set."""
 
-    exit_code = AnnotateExit.AUTH
+    exit_code = ExitCode.AUTH
 
 
 _SECRETS: set[str] = set()
@@ -70,8 +66,9 @@ def remember_secret(value: str | None) -> None:
         _SECRETS.add(value)
 
 
-def scrub(text: str) -> str:
-    """``text`` with every registered secret and the key in the environment replaced by ``***``; one line."""
+def redact(text: str) -> str:
+    """``text`` with every registered secret and the key in the environment replaced by ``***``."""
+    text = str(text)
     secrets = set(_SECRETS)
     env = os.environ.get("LABEL_STUDIO_API_KEY")
     if env:
@@ -79,4 +76,9 @@ def scrub(text: str) -> str:
     for s in sorted(secrets, key=len, reverse=True):
         if s:
             text = text.replace(s, "***")
-    return " ".join(str(text).split())
+    return text
+
+
+def scrub(text: str) -> str:
+    """``text`` :func:`redact`-ed and on one line."""
+    return " ".join(redact(text).split())

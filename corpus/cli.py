@@ -1,7 +1,7 @@
 """``trb-corpus``: a thin command line over the corpus library.
 
 Every command calls one library function; library errors are rendered here, once,
-as plain lines on stderr with an exit code from :class:`corpus.errors.ExitCode`.
+as plain lines on stderr with an exit code from :class:`schemas.errors.ExitCode`.
 stdout carries data only.
 """
 
@@ -13,8 +13,8 @@ import sys
 
 import click
 
-from corpus.errors import CorpusError, ExitCode
 from corpus.jsonl import DEFAULT_MAX_LINE_BYTES
+from schemas.errors import run_cli
 from schemas.versions import TOOLKIT_VERSION
 
 _CORPUS_HELP = "Corpus directory (default: $TRB_CORPUS, else the current directory)."
@@ -217,7 +217,7 @@ def examples(name, readme) -> None:
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False))
 def verify(directory) -> None:
-    """Recompute every hash, count and the release SHA from the files of DIRECTORY; exit 1 naming what differs."""
+    """Recompute every hash, count and the release SHA from the files of DIRECTORY; exit 13 naming what differs."""
     from corpus.verify import verify_release
 
     m = verify_release(directory)
@@ -263,23 +263,8 @@ def publish(directory, repo, private) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; render every toolkit error once, as lines on stderr."""
-    try:
-        cli.main(args=argv, prog_name="trb-corpus", standalone_mode=False)
-    except CorpusError as e:
-        for line in e.lines():
-            click.echo(line, err=True)
-        return int(e.exit_code)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        return 130
-    except click.ClickException as e:
-        e.show()
-        return int(ExitCode.USAGE)
-    except KeyboardInterrupt:
-        click.echo("interrupted; nothing half-written", err=True)
-        return 130
-    return 0
+    """Run the CLI; every toolkit error is rendered once, as lines on stderr (:func:`schemas.errors.run_cli`)."""
+    return run_cli(cli, argv, "trb-corpus", interrupted="interrupted; nothing half-written")
 
 
 if __name__ == "__main__":

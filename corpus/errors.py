@@ -1,9 +1,14 @@
-"""One typed error hierarchy for the corpus toolkit, rendered once at the CLI edge."""
+"""The corpus toolkit's typed errors, rendered once at the CLI edge.
+
+They derive from the shared :class:`schemas.errors.ToolkitError` and take their codes from
+the one exit-code table, :class:`schemas.errors.ExitCode` (re-exported here as ``ExitCode``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
+
+from schemas.errors import ExitCode, ToolkitError
 
 __all__ = [
     "ExitCode",
@@ -21,18 +26,6 @@ __all__ = [
 ]
 
 
-class ExitCode(IntEnum):
-    OK = 0
-    INVALID = 1  # input records are invalid; nothing was written
-    USAGE = 2  # the command line is wrong
-    CONFLICT = 3  # a record id exists with different content
-    BUSY = 4  # another process held the corpus for longer than the wait
-    NOT_FOUND = 5  # no corpus at the given path
-    GATE_FAILED = 6  # a release gate refused the release; nothing was written
-    PUBLISH_FAILED = 7  # the hub could not be reached or refused the upload
-    INTERNAL = 70
-
-
 @dataclass(frozen=True, slots=True)
 class Problem:
     """One thing wrong with the input, located as ``FILE:LINE: /json/pointer: message``."""
@@ -47,18 +40,8 @@ class Problem:
         return f"{where}: {self.pointer}: {self.message}" if self.pointer else f"{where}: {self.message}"
 
 
-class CorpusError(Exception):
-    """Base of every error the toolkit reports to a user."""
-
-    exit_code: ExitCode = ExitCode.INTERNAL
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
-
-    def lines(self) -> list[str]:
-        """What the CLI prints on stderr, one line each."""
-        return [self.message]
+class CorpusError(ToolkitError):
+    """Base of the corpus toolkit's errors."""
 
 
 class _ProblemsError(CorpusError):
@@ -125,7 +108,7 @@ class ReleaseRefused(CorpusError):
 class VerifyFailed(CorpusError):
     """A release directory does not match its manifest."""
 
-    exit_code = ExitCode.INVALID
+    exit_code = ExitCode.BAD_RELEASE
 
     def __init__(self, directory: str, differences: list[str]):
         self.differences = differences

@@ -30,26 +30,9 @@ def cli(workdir, seed, sessions, baseline_pairs, quiet) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; any toolkit error (corpus or engine) is rendered once, as lines on stderr."""
-    from corpus.errors import CorpusError
-    from trb.errors import TrbError
-    from trb.results import ResultsError
+    from schemas.errors import run_cli
 
-    try:
-        cli.main(args=argv, prog_name="trb-demo", standalone_mode=False)
-    except (CorpusError, TrbError) as e:
-        for line in e.lines():
-            click.echo(line, err=True)
-        return int(e.exit_code)
-    except ResultsError as e:
-        click.echo(str(e), err=True)
-        return 5
-    except click.ClickException as e:
-        e.show()
-        return 2
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        click.echo("interrupted", err=True)
-        return 130
-    return 0
+    return run_cli(cli, argv, "trb-demo")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ from pathlib import Path
 import click
 
 from schemas.versions import TOOLKIT_VERSION
-from trb.errors import ExitCode, TrbError
 
 _RESULTS_HELP = "Results store (a DuckDB file; default results.duckdb)."
 
@@ -269,7 +268,7 @@ def report(results, release_sha, fmt, output, seed) -> None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def calibrate(sessions, seed, as_json) -> None:
-    """Run the real track code on scripted agents of known properties; exit 1 unless the engine separates them."""
+    """Run the real track code on scripted agents of known properties; exit 16 (CHECK_FAILED) unless the engine separates them."""
     from trb.calibrate import check_calibration, run_calibration
 
     rep = run_calibration(sessions, seed=seed)
@@ -324,28 +323,10 @@ def models_list(as_json) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; render every engine error once, as lines on stderr."""
-    from trb.results import ResultsError
+    """Run the CLI; every engine error is rendered once, as lines on stderr (:func:`schemas.errors.run_cli`)."""
+    from schemas.errors import run_cli
 
-    try:
-        cli.main(args=argv, prog_name="trb", standalone_mode=False)
-    except TrbError as e:
-        for line in e.lines():
-            click.echo(line, err=True)
-        return int(e.exit_code)
-    except ResultsError as e:
-        click.echo(str(e), err=True)
-        return int(ExitCode.RESULTS)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        return 130
-    except click.ClickException as e:
-        e.show()
-        return int(ExitCode.USAGE)
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        return 130
-    return 0
+    return run_cli(cli, argv, "trb")
 
 
 if __name__ == "__main__":

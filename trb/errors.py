@@ -1,31 +1,21 @@
-"""One typed error hierarchy for the eval engine, rendered once at the CLI edge."""
+"""The eval engine's typed errors, rendered once at the CLI edge.
+
+They derive from the shared :class:`schemas.errors.ToolkitError` and take their codes from
+the one exit-code table, :class:`schemas.errors.ExitCode` (re-exported here as ``ExitCode``),
+so an engine code never means a corpus one. The results store's errors
+(:class:`trb.results.ResultsError`, :class:`trb.results.ResultsBusy`) are in the same hierarchy.
+"""
 
 from __future__ import annotations
 
-from enum import IntEnum
+from schemas.errors import ExitCode, ToolkitError
 
-__all__ = ["ExitCode", "TrbError", "ReleaseError", "AdapterError", "CalibrationFailed", "CheckFailed", "UsageError", "ModelError"]
-
-
-class ExitCode(IntEnum):
-    OK = 0
-    FAILED = 1  # a check did not pass (e.g. calibration)
-    USAGE = 2
-    BAD_RELEASE = 3
-    ADAPTER = 4
-    RESULTS = 5
-    INTERNAL = 70
+__all__ = ["ExitCode", "TrbError", "ReleaseError", "AdapterError", "CheckFailed", "CalibrationFailed", "UsageError",
+           "ModelError"]
 
 
-class TrbError(Exception):
-    exit_code: ExitCode = ExitCode.INTERNAL
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
-
-    def lines(self) -> list[str]:
-        return self.message.splitlines() or [self.message]
+class TrbError(ToolkitError):
+    """Base of the eval engine's errors."""
 
 
 class UsageError(TrbError):
@@ -45,9 +35,9 @@ class AdapterError(TrbError):
 
 
 class CheckFailed(TrbError):
-    """A check did not pass: calibration, adapter conformance, a rerun that did not reproduce."""
+    """A check the engine runs on itself did not pass: calibration, conformance, a rerun that does not reproduce."""
 
-    exit_code = ExitCode.FAILED
+    exit_code = ExitCode.CHECK_FAILED
 
 
 class CalibrationFailed(CheckFailed):
@@ -57,4 +47,4 @@ class CalibrationFailed(CheckFailed):
 class ModelError(TrbError):
     """A known model could not be installed, converted or checked (``trb models``)."""
 
-    exit_code = ExitCode.ADAPTER
+    exit_code = ExitCode.MODEL

@@ -24,6 +24,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from schemas.errors import ExitCode, ToolkitError
 from schemas.locking import DEFAULT_WAIT_SECONDS, FileLock, LockHolder
 from schemas.versions import TOOLKIT_VERSION, TRB_VERSION
 
@@ -91,12 +92,16 @@ _JSON_RUN_COLUMNS = ("adapter_spec", "timings")
 _WAIT_SECONDS = DEFAULT_WAIT_SECONDS
 
 
-class ResultsError(Exception):
+class ResultsError(ToolkitError):
     """A results store cannot do what was asked: not a store, a bad query, a bad run record."""
+
+    exit_code = ExitCode.RESULTS
 
 
 class ResultsBusy(ResultsError):
     """Another process held the store for longer than the bounded wait."""
+
+    exit_code = ExitCode.BUSY
 
 
 def _describe_holder(holder: LockHolder) -> str:

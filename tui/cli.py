@@ -31,29 +31,18 @@ def cli(corpus_dir: str | None, results: str | None, reviewer: str | None) -> No
 
         try:
             ResultsStore(results, wait_seconds=10)
-        except ResultsError as e:
-            raise click.UsageError(f"--results {results}: {e}") from None
+        except ResultsError as e:  # the same code as `trb report --results` (RESULTS, or BUSY), naming the option
+            raise type(e)(f"--results {results}: {e.message}") from None
     from tui.app import ReviewApp
 
     ReviewApp(corpus.dir, results=results, reviewer=reviewer_id(reviewer)).run()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; a toolkit error is one line on stderr and an exit code from ``ExitCode``."""
-    from corpus.errors import CorpusError, ExitCode
+    """Run the CLI; a toolkit error is one line on stderr and an exit code (:func:`schemas.errors.run_cli`)."""
+    from schemas.errors import run_cli
 
-    try:
-        cli.main(args=argv, prog_name="trb-review", standalone_mode=False)
-    except CorpusError as e:
-        for line in e.lines():
-            click.echo(line, err=True)
-        return int(e.exit_code)
-    except click.ClickException as e:
-        e.show()
-        return int(ExitCode.USAGE)
-    except click.exceptions.Abort:
-        return 130
-    return 0
+    return run_cli(cli, argv, "trb-review")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from annotate.tasks import cf_key, render_tasks
 from corpus import Corpus, ingest, init_corpus
 from corpus.labels import add_annotations, make_annotation, review_queue
 from factories import attribution, counterfactual, session, write_jsonl
+from schemas.errors import ExitCode
 
 
 def test_alpha_and_kappa_match_a_hand_worked_case():
@@ -195,4 +196,4 @@ def test_cli_agreement_and_adjudicate_print_data_on_stdout(labelled, capsys):
     decisions = json.loads(captured.out)["decisions"]
     assert decisions["s1.t2.attr"]["label"] == "exogenous" and decisions["s1.t1.attr"]["review"] == "margin 1 < 2"
     assert "1 item(s) adjudicated" in captured.err and "1 queued for review" in captured.err
-    assert main(["agreement", "--corpus", str(labelled.dir / "nope")]) == 5  # no corpus: the corpus exit code
+    assert main(["agreement", "--corpus", str(labelled.dir / "nope")]) == ExitCode.NOT_FOUND  # the corpus exit code

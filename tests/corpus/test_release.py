@@ -213,7 +213,7 @@ def test_verify_catches_a_flipped_byte_and_an_edited_manifest(tmp_path, cli):
     data[len(data) // 2] ^= 0x01
     shard.write_bytes(bytes(data))
     code, _, err = cli("verify", bad)
-    assert code == ExitCode.INVALID and f"data/steps/{shard.name}: sha256" in err
+    assert code == ExitCode.BAD_RELEASE and f"data/steps/{shard.name}: sha256" in err
     edited = tmp_path / "edited"
     shutil.copytree(d, edited)
     m = json.loads((edited / "manifest.json").read_text())

@@ -22,7 +22,7 @@ def test_default_directory_follows_trb_models_dir(tmp_path, monkeypatch):
 def test_unknown_model_is_a_typed_error():
     with pytest.raises(ModelError, match="unknown model 'gpt-17'"):
         fetch_model("gpt-17")
-    assert ModelError.exit_code == ExitCode.ADAPTER
+    assert ModelError.exit_code == ExitCode.MODEL
 
 
 def test_never_writes_over_a_directory_that_is_not_this_model(tmp_path):

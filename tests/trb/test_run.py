@@ -8,6 +8,7 @@ import re
 import duckdb
 import pytest
 
+from schemas.errors import ExitCode
 from tests_paths import ROOT
 
 
@@ -86,7 +87,7 @@ def test_cli_query_and_report_formats(release, tmp_path, capsys):
     assert main(["report", "--results", str(results), "-o", str(md_path)]) == 0
     md = md_path.read_text()
     assert "SMOKE TEST" in md and "(report.png)" in md and (md_path.parent / "report.png").is_file()
-    assert main(["query", "SELECT nope FROM runs", "--results", str(results)]) == 5
+    assert main(["query", "SELECT nope FROM runs", "--results", str(results)]) == ExitCode.RESULTS
     assert "nope" in capsys.readouterr().err
 
 
@@ -115,7 +116,7 @@ def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
     for path in ("models/instruct-base/trb-baseline.json", "models/cot-sft/model.safetensors"):
         assert (work / path).exists(), path
     assert rep["delta_gov"]["ci_low"] > 0
-    assert demo_main(["--workdir", str(work)]) == 2  # never overwrites
+    assert demo_main(["--workdir", str(work)]) == ExitCode.USAGE  # never overwrites
 
 
 def test_trb_run_through_the_proxy_adapter_on_a_local_causal_lm(release, tmp_path, capsys):

@@ -16,6 +16,7 @@ import os
 import duckdb
 import pytest
 
+from schemas.errors import ExitCode
 from tests_paths import EXAMPLE_7F3A
 
 pytest.importorskip("torch")
@@ -107,7 +108,7 @@ def test_fetch_converts_once_records_provenance_and_is_idempotent(fetched, tmp_p
         os.environ.pop("TRB_MODELS_DIR")
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
-    assert main(["models", "fetch", "smollm2", "--out", str(tmp_path / "busy")]) == 4
+    assert main(["models", "fetch", "smollm2", "--out", str(tmp_path / "busy")]) == ExitCode.MODEL
     err = capsys.readouterr().err.strip()
     assert "is not a fetched model" in err and len(err.splitlines()) == 1
     assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"

@@ -27,9 +27,10 @@ def test_a_missing_corpus_is_one_line_and_exit_not_found(tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-def test_a_results_file_that_is_not_a_results_store_is_a_usage_error(corpus_dir, tmp_path):
+def test_a_results_file_that_is_not_a_results_store_is_a_results_error(corpus_dir, tmp_path):
+    """The same code as `trb report --results` on that file, with the option named."""
     bad = tmp_path / "results.duckdb"
     bad.write_text("not duckdb")
     r = _run(str(corpus_dir), "--results", str(bad))
-    assert r.returncode == ExitCode.USAGE
-    assert "--results" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == ExitCode.RESULTS
+    assert r.stderr.startswith(f"--results {bad}: ") and "Traceback" not in r.stderr

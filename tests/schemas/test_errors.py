@@ -1,0 +1,134 @@
+"""One error hierarchy, one exit-code table, one renderer (schemas.errors) shared by every package."""
+
+from __future__ import annotations
+
+import inspect
+
+import click
+import pytest
+
+from schemas.errors import ExitCode, ToolkitError, run_cli
+
+#: Every module that defines typed errors a CLI renders.
+ERROR_MODULES = ["corpus.errors", "annotate.errors", "trb.errors", "trb.results"]
+
+
+def _error_classes():
+    import importlib
+
+    for name in ERROR_MODULES:
+        module = importlib.import_module(name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, BaseException) and cls.__module__ == name:
+                yield cls
+
+
+def test_every_typed_error_derives_from_the_shared_base_and_has_a_code_of_the_table():
+    classes = list(_error_classes())
+    assert {c.__name__ for c in classes} >= {"CorpusError", "CorpusBusy", "VerifyFailed", "AnnotateError",
+                                             "MissingSetting", "TrbError", "ReleaseError", "CalibrationFailed",
+                                             "ModelError", "ResultsError", "ResultsBusy"}
+    for cls in classes:
+        assert issubclass(cls, ToolkitError), f"{cls.__module__}.{cls.__name__} is outside the hierarchy"
+        assert isinstance(cls.exit_code, ExitCode), cls
+
+
+def test_the_old_names_are_the_one_table():
+    from annotate.errors import AnnotateExit
+    from corpus.errors import ExitCode as CorpusExit
+    from trb.errors import ExitCode as TrbExit
+
+    assert CorpusExit is TrbExit is AnnotateExit is ExitCode
+
+
+def test_codes_are_disjoint_across_tools():
+    from annotate.errors import LabelStudioUnreachable, MissingSetting
+    from corpus.errors import CorpusBusy, VerifyFailed
+    from trb.errors import AdapterError, CalibrationFailed, ModelError, ReleaseError
+    from trb.results import ResultsBusy, ResultsError
+
+    assert CorpusBusy.exit_code == ResultsBusy.exit_code == ExitCode.BUSY == 4
+    assert VerifyFailed.exit_code == ReleaseError.exit_code == ExitCode.BAD_RELEASE == 13
+    assert (AdapterError.exit_code, ResultsError.exit_code, CalibrationFailed.exit_code, ModelError.exit_code) == \
+        (14, 15, 16, 17)
+    assert (LabelStudioUnreachable.exit_code, MissingSetting.exit_code) == (8, 9)
+    assert len({int(c) for c in ExitCode}) == len(list(ExitCode))
+
+
+def test_scrub_still_removes_the_key_from_a_message(monkeypatch):
+    from annotate.errors import LabelStudioFailed, redact, scrub
+
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", "tok-1234567890")
+    assert LabelStudioFailed("refused tok-1234567890\n  again").message == "refused *** again"
+    assert scrub("a  tok-1234567890\nb") == "a *** b"
+    assert redact("  a tok-1234567890\n") == "  a ***\n"
+
+
+class _Busy(ToolkitError):
+    exit_code = ExitCode.BUSY
+
+
+def _command(action):
+    @click.command()
+    @click.option("--n", type=int, default=0)
+    def cmd(n):
+        action()
+
+    return cmd
+
+
+def _run(action, *argv, **kw):
+    return run_cli(_command(action), list(argv), "trb-test", **kw)
+
+
+def _raise(exc):
+    def action():
+        raise exc
+
+    return action
+
+
+def test_a_typed_error_is_its_lines_and_its_code(capsys):
+    assert _run(_raise(_Busy("held by pid 7; nothing was changed"))) == ExitCode.BUSY
+    out, err = capsys.readouterr()
+    assert out == "" and err == "held by pid 7; nothing was changed\n"
+
+
+def test_success_and_help_are_ok(capsys):
+    assert _run(lambda: None) == ExitCode.OK
+    assert _run(lambda: None, "--help") == ExitCode.OK
+    assert "Usage: trb-test" in capsys.readouterr().out
+
+
+def test_a_bad_command_line_is_usage(capsys):
+    assert _run(lambda: None, "--n", "x") == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "Error: Invalid value for '--n'" in err and "Traceback" not in err
+
+
+def test_ctrl_c_is_130_with_the_tools_own_line(capsys):
+    assert _run(_raise(KeyboardInterrupt()), interrupted="interrupted; nothing half-written") == 130
+    assert capsys.readouterr().err.strip() == "interrupted; nothing half-written"
+    assert _run(_raise(click.Abort())) == ExitCode.INTERRUPTED
+    assert capsys.readouterr().err.strip() == "aborted"
+
+
+def test_an_unexpected_exception_is_a_bug_internal_70_with_its_traceback(capsys):
+    """Decided: a bug is never exit 1 (INVALID); the traceback stays, for the bug report."""
+    assert _run(_raise(ZeroDivisionError("oops"))) == ExitCode.INTERNAL
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("Traceback") and "ZeroDivisionError: oops" in err
+    assert err[-1].startswith("trb-test: internal error (a bug")
+
+
+def test_redact_runs_over_every_printed_line(capsys):
+    hide = lambda s: s.replace("sekrit", "***")  # noqa: E731
+    assert _run(_raise(_Busy("key sekrit")), redact=hide) == ExitCode.BUSY
+    assert _run(_raise(RuntimeError("key sekrit")), redact=hide) == ExitCode.INTERNAL
+    err = capsys.readouterr().err
+    assert "sekrit" not in err and err.count("key ***") == 2
+
+
+@pytest.mark.parametrize("message,lines", [("one", ["one"]), ("a\nb", ["a", "b"]), ("", [""])])
+def test_lines_are_the_message_lines(message, lines):
+    assert ToolkitError(message).lines() == lines and ToolkitError(message).exit_code == ExitCode.INTERNAL
