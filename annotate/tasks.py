@@ -25,7 +25,6 @@ from importlib import resources
 import orjson
 
 from corpus.errors import UsageError
-from corpus.store import Corpus
 
 __all__ = ["KINDS", "ITEM_KEY", "ProjectKind", "label_config", "cf_key", "render_tasks", "item_targets"]
 

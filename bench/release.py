@@ -51,10 +51,10 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     import pyarrow.parquet as pq
 
-    from schemas.release_format import release_sha_of_files
     from corpus.ingest import ingest
     from corpus.simulate import write_simulation
     from corpus.store import Corpus, init_corpus
+    from schemas.release_format import release_sha_of_files
 
     work = Path(tempfile.mkdtemp(prefix="trb-bench-release-"))
     try:

@@ -8,8 +8,8 @@ immutability check run while the files are written (see :mod:`corpus.release`).
 
 from __future__ import annotations
 
-from schemas.release_format import HUMAN_ORIGINS, SPLITS, SYNTHETIC_CAP
 from schemas.models import GateResult
+from schemas.release_format import HUMAN_ORIGINS, SPLITS, SYNTHETIC_CAP
 
 __all__ = ["SYNTHETIC_CAP", "FIRST_OFFENDERS", "release_kind_gate", "synthetic_cap_gate", "transfer_provenance_gate",
            "split_discipline_gate", "completeness_gate"]

@@ -101,8 +101,9 @@ from __future__ import annotations
 import ipaddress
 import re
 from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 __all__ = ["PII_KINDS", "PiiHit", "redact", "scan_record", "scan_records", "scan_text", "text_fields"]
 

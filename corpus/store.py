@@ -84,7 +84,7 @@ class Corpus:
     def exists(self) -> bool:
         return self.db_path.exists()
 
-    def require(self) -> "Corpus":
+    def require(self) -> Corpus:
         if not self.exists():
             raise CorpusNotFound(
                 f"no corpus at {self.dir} (no {DB_NAME}); make one with `trb-corpus init {self.dir}`, "

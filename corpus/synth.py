@@ -21,9 +21,9 @@ from pathlib import Path
 
 import orjson
 
-from schemas.release_format import HUMAN_ORIGINS, SYNTHETIC_CAP
 from corpus.ingest import ingest
 from corpus.store import Corpus
+from schemas.release_format import HUMAN_ORIGINS, SYNTHETIC_CAP
 
 __all__ = ["GENERATOR_NAME", "GENERATOR_VERSION", "SynthReport", "synthesize"]
 

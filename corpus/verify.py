@@ -9,8 +9,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from corpus.errors import VerifyFailed
-from schemas.release_format import CONFIGS, SPLITS, file_differences, release_sha_of_files
 from schemas.models import ReleaseManifest
+from schemas.release_format import CONFIGS, SPLITS, file_differences, release_sha_of_files
 
 __all__ = ["verify_release"]
 

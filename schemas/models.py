@@ -14,7 +14,7 @@ ingest time by the corpus store.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -212,7 +212,7 @@ class Counterfactual(_Strict):
     )
     flags: Flags = Field(default_factory=Flags)
     author: Author
-    phi: Annotated[Union[PhiDistribution, PhiText], Field(discriminator="type")] | None = Field(
+    phi: Annotated[PhiDistribution | PhiText, Field(discriminator="type")] | None = Field(
         default=None, description="The human continuation Φ(r'); null while it has not been collected."
     )
 
@@ -279,7 +279,7 @@ class Annotation(_Strict):
     role: Literal["annotator", "adjudicator", "reviewer"] = "annotator"
     method: str | None = Field(default=None, description="For adjudications: how the label was decided.")
     value: Annotated[
-        Union[AttributionValue, ActionValue, ContinuationValue], Field(discriminator="type")
+        AttributionValue | ActionValue | ContinuationValue, Field(discriminator="type")
     ]
     created_at: Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")]
     revision: Count = 1
@@ -312,7 +312,7 @@ RECORD_MODELS: dict[str, type[BaseModel]] = {
 }
 
 Record = Annotated[
-    Union[Session, Counterfactual, Attribution, Annotation, TransferContext],
+    Session | Counterfactual | Attribution | Annotation | TransferContext,
     Field(discriminator="kind"),
 ]
 

@@ -20,9 +20,10 @@ A synthetic r' copies r_t and perturbs slots in one of five ways
 from __future__ import annotations
 
 import random
-from itertools import accumulate
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from itertools import accumulate
+from typing import Any
 
 from simworld.subject import Subject
 from simworld.world import ACTIONS, State, StimulusSet, cell_name, parse_cell

@@ -41,8 +41,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from schemas.models import SCHEMA_VERSION
 from simworld.contexts import (

@@ -9,8 +9,9 @@ steps, and the subject observes the result.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from simworld.subject import Subject, draw
 from simworld.world import GridWorld, State, StepResult

@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from simworld.world import ACTIONS, Pos, State, StepResult, cell_name, parse_cell
@@ -159,7 +159,7 @@ class Subject:
     @classmethod
     def from_population(
         cls, subject_id: str, population: Population | str, rng: random.Random | None = None, language: str = "en"
-    ) -> "Subject":
+    ) -> Subject:
         """A subject of ``population``; with ``rng``, its weights are jittered (individual differences)."""
         pop = POPULATIONS[population] if isinstance(population, str) else population
         if rng is None:

@@ -39,9 +39,10 @@ from __future__ import annotations
 import random
 import re
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Iterable, Literal
+from typing import Literal
 
 from simworld.render import LANGUAGES, render_observation, render_outcome
 

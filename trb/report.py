@@ -612,7 +612,7 @@ def _figure(report: dict):
                 ax.set_ylim(m.bounds[0] - 0.02, m.bounds[1] + 0.02)
         x = np.arange(len(names))
         v = np.asarray(vals, dtype=float)
-        err = np.array([[val - (l if l is not None else val) for val, l in zip(vals, lo)],
+        err = np.array([[val - (low if low is not None else val) for val, low in zip(vals, lo)],
                         [(h if h is not None else val) - val for val, h in zip(vals, hi)]], dtype=float)
         err = np.clip(err, 0, None)  # a percentile interval may sit just beside the point estimate
         if len(names):

@@ -10,10 +10,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from textual.markup import escape
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.markup import escape
 
 from corpus.browse import split_rule
 from corpus.review import SaveOutcome, review_label, save_label

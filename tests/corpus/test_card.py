@@ -20,10 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from corpus.card import (FACT_KEYS, SMOKE_BANNER, datasheet_values, fill_datasheet, placeholders, render_card)
+from corpus.card import FACT_KEYS, SMOKE_BANNER, datasheet_values, fill_datasheet, placeholders, render_card
 from corpus.release import TEMPLATE  # the packaged template (corpus/templates/DATASHEET.md)
-from schemas.release_format import CONFIGS, arrow_schema, shard_name
 from schemas.models import ReleaseManifest
+from schemas.release_format import CONFIGS, arrow_schema, shard_name
 
 SHA = "c3" * 32
 # config -> split -> (rows, shards)

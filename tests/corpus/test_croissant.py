@@ -18,10 +18,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from corpus.croissant import (CONFORMS_TO, RAI_PROPERTIES, build_croissant, croissant_data_type, dumps,
-                              validate_croissant)
-from schemas.release_format import CONFIGS, arrow_schema, shard_name
+from corpus.croissant import (
+    CONFORMS_TO,
+    RAI_PROPERTIES,
+    build_croissant,
+    croissant_data_type,
+    dumps,
+    validate_croissant,
+)
 from schemas.models import ReleaseManifest
+from schemas.release_format import CONFIGS, arrow_schema, shard_name
 
 SHA = "5f" * 32
 # config -> split -> (rows, shards): sessions/train is split over two shards.

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import store_counts
 from corpus.errors import ExitCode, InvalidInput, RecordConflict
-from corpus.ingest import ingest, validate
+from corpus.ingest import ingest
 from corpus.store import Corpus
 from factories import DELETE, annotation, attribution, counterfactual, mutated, session, small_corpus, write_jsonl
 

@@ -94,7 +94,6 @@ def test_invalid_records_fail_both(rec):
 
 def test_example_and_simulated_records_agree_with_the_files():
     from simworld import simulate
-
     from tests_paths import EXAMPLE_7F3A
 
     recs = [json.loads(line) for line in EXAMPLE_7F3A.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from simworld_helpers import N, SEED
+
+from simworld_helpers import SEED, N
 
 
 @pytest.fixture(scope="session")

@@ -10,13 +10,12 @@ from collections import Counter, defaultdict
 import jsonschema
 import pydantic
 import pytest
-from simworld_helpers import ACTIONS, N, SEED, bfs, cells_in, move
 
 import schemas
 from schemas.models import Record
 from schemas.rules import record_rule_errors
 from simworld import STIMULUS_SETS, TRANSFER_CONTEXTS, CorpusPlan, simulate
-
+from simworld_helpers import ACTIONS, SEED, N, bfs, cells_in, move
 
 
 def _dump(records) -> list[str]:
@@ -312,7 +311,7 @@ def test_attribution_labels_replay_from_the_recorded_steps(corpus, sessions):
         for t, label in mine.items():
             assert truth[t] == label, (sid, t)
         # every exogenous instance is an item; self-caused ones are sampled
-        assert {t for t, c in enumerate(truth) if c == "exogenous"} == {t for t, l in mine.items() if l == "exogenous"}
+        assert {t for t, c in enumerate(truth) if c == "exogenous"} == {t for t, lab in mine.items() if lab == "exogenous"}
         labels.update(mine.values())
     assert labels["self"] >= 30 and labels["exogenous"] >= 30
     assert 0.3 < labels["self"] / (labels["self"] + labels["exogenous"]) < 0.7

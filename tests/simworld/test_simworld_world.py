@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from simworld_helpers import bfs, cells_in
 
 from simworld import (
     LANGUAGES,
@@ -16,6 +15,7 @@ from simworld import (
     cell_name,
     parse_cell,
 )
+from simworld_helpers import bfs, cells_in
 
 OPEN7 = STIMULUS_SETS["open-7x7-breeze"]
 WALLS8 = STIMULUS_SETS["walls-8x8-breeze"]

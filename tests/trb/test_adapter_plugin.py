@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import duckdb
 import pytest
-
 from engine_helpers import make_release
+
 from tests_paths import ROOT
 from wheelenv import fresh_venv, run_in
 

@@ -65,7 +65,7 @@ def test_trained_baseline_is_a_loadable_hf_model_with_its_provenance(release, mo
     sha = rel.sha
     rel.close()
     for variant, rec in models.items():
-        saved = json.loads((rec and open(f"{rec['path']}/trb-baseline.json").read()))
+        saved = json.loads(rec and open(f"{rec['path']}/trb-baseline.json").read())
         assert saved["release"]["sha"] == sha and saved["training"]["split"] == "train"
         assert saved["serves_baselines"] == {b: sc for b, (v, sc) in BASELINE_RUNS.items() if v == variant}
         assert saved["prompt"]["history"] == 1 and saved["model"]["n_parameters"] > 0

@@ -6,7 +6,6 @@ import pytest
 
 from trb.calibrate import (
     ACTIONS,
-    CalibratedAttributor,
     FalseCreditAgent,
     GovernedAgent,
     NarratorAgent,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
 from engine_helpers import make_reference, make_release, make_tiny_lm
+
 from trb.adapters.capabilities import BatchedAct, RAblation, bind
 from trb.errors import AdapterError, CheckFailed, ReleaseError, UsageError
 
@@ -158,8 +158,8 @@ def test_unknown_track_and_split_are_usage_errors(release, tmp_path):
 
 
 def test_a_split_with_no_items_is_an_error_not_zero_items(release, tmp_path):
-    from trb.tracks.base import register_track, unregister_track
     from trb.run import run_tracks
+    from trb.tracks.base import register_track, unregister_track
 
     class Empty(_NeedsAblation):
         id = "95"

@@ -88,7 +88,7 @@ def tiny_lm(tmp_path_factory):
 def _requests(tokenizer, n_ctx: int = 8, n_cont: int = 10, seed: int = 1):
     rng = random.Random(seed)
     reqs = []
-    for c in range(n_ctx):
+    for _ in range(n_ctx):
         ctx = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12)))
         conts = [" " + rng.choice(WORDS) for _ in range(3)]  # mostly one token
         conts += [" " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 9))) for _ in range(n_cont - 3)]

@@ -52,7 +52,7 @@ class NativeAdapter:
         self._goal_index = {g: i for i, g in enumerate(model.cfg.goal_vocab)}
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "NativeAdapter":
+    def load(cls, path: str | os.PathLike) -> NativeAdapter:
         """Load a model directory written by ``train_reference`` (config.json + model.safetensors).
 
         Raises:

@@ -237,7 +237,7 @@ class ProxyAdapter:
     @classmethod
     def load(cls, path: str | os.PathLike, *, gguf_file: str | None = None, dtype: str = "float32",
              device: str | None = None, mode: str = "prompt_fill", scaffold: str = "cot",
-             history: int | None = None) -> "ProxyAdapter":
+             history: int | None = None) -> ProxyAdapter:
         """Load a local model directory (AutoModelForCausalLM + AutoTokenizer), offline.
 
         Args:

@@ -9,12 +9,12 @@ recorded the item leaves the queue (:func:`corpus.labels.review_queue`).
 
 from __future__ import annotations
 
-from textual.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 

@@ -5,12 +5,12 @@ Attribution items are marked on the timeline; on one, ``s``/``e``/``u`` label it
 
 from __future__ import annotations
 
-from textual.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
