@@ -37,6 +37,7 @@ $(LS_STAMP): Makefile
 	touch $(LS_STAMP)
 
 test: install $(LS_STAMP)
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 bench: install $(LS_STAMP)
