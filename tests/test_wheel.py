@@ -41,7 +41,10 @@ def test_the_wheel_holds_every_file_of_the_packages(trb_wheel):
     outside = sorted(n for n in names if n.split("/")[0] not in PACKAGES and ".dist-info/" not in n)
     assert not outside, f"the wheel ships files outside the packages: {outside}"
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
-    assert set(re.findall(r"^([a-z-]+) = ", entry_points, re.M)) == set(SCRIPTS)
+    groups = dict(re.findall(r"^\[([^\]]+)\]\n((?:.+\n?)+)", entry_points, re.M))
+    assert set(re.findall(r"^([a-z-]+) = ", groups["console_scripts"], re.M)) == set(SCRIPTS)
+    # the built-in adapters are registered through the same entry-point group a lab's package uses
+    assert set(re.findall(r"^([a-z-]+) = ", groups["trb.adapters"], re.M)) == {"native", "proxy"}
 
 
 @pytest.mark.slow
