@@ -25,30 +25,33 @@ __all__ = ["Release", "SessionSteps"]
 _STEP_R = R_PREFIX["steps"]
 #: Step rows per Arrow batch read by :meth:`Release.sessions`.
 _BATCH_ROWS = 65_536
+#: The steps columns, and those read per step (a session's id and split are read once, from its session row).
+_STEP_COLUMNS = tuple(name for name, _, _ in CONFIGS["steps"])
+_PER_STEP = tuple(c for c in _STEP_COLUMNS if c not in ("session_id", "split"))
 
 
 class SessionSteps:
     """Every step of one session, in order, with its split and context.
 
-    Built from the release's step columns (one Arrow batch, sliced per session);
-    each step's r is decoded, its action space made a tuple, its :class:`PastStep`
-    made at most once, when a context first needs it. ``steps`` gives the step rows
-    as dicts (every ``steps`` column), for callers that read a step's fields.
+    Built from the release's step columns: a view of rows ``a .. b-1`` of one
+    batch's column lists, read in (session, t) order. Each step's r is decoded and
+    its :class:`PastStep` made once, when a context first needs it; every context
+    of the session slices the same past. ``steps`` gives the step rows as dicts
+    (every ``steps`` column), for callers that read a step's fields.
     """
 
-    __slots__ = ("session_id", "split", "context_id", "language", "_cols", "_n", "_rs", "_spaces", "_past",
-                 "_contexts", "_steps")
+    __slots__ = ("session_id", "split", "context_id", "language", "_cols", "_a", "_n", "_past", "_contexts",
+                 "_steps")
 
     def __init__(self, session_id: str, split: str, context_id: str | None, language: str | None,
-                 columns: dict[str, list]):
+                 columns: dict[str, list], a: int = 0, b: int | None = None):
         self.session_id = session_id
         self.split = split
         self.context_id = context_id
         self.language = language
-        self._cols = columns  # steps column -> this session's values, in step order
-        self._n = len(columns["t"])
-        self._rs: list[dict | None] | None = None
-        self._spaces: list[tuple[str, ...] | None] | None = None
+        self._cols = columns  # steps column -> values of a batch; this session's are rows a .. b-1
+        self._a = a
+        self._n = (len(columns["t"]) if b is None else b) - a
         self._past: tuple[PastStep, ...] | None = None
         self._contexts: dict[int, StepContext] = {}
         self._steps: list[dict] | None = None
@@ -56,33 +59,30 @@ class SessionSteps:
     def __repr__(self) -> str:
         return f"SessionSteps({self.session_id!r}, split={self.split!r}, {self._n} steps)"
 
+    def _column(self, name: str) -> list:
+        return self._cols[name][self._a:self._a + self._n]
+
     @property
     def steps(self) -> list[dict]:
-        """The step rows, each a dict of every ``steps`` column, in step order."""
+        """The step rows, each a dict of every ``steps`` column (``action_space`` a list), in step order."""
         if self._steps is None:
-            names = list(self._cols)
-            self._steps = [dict(zip(names, values)) for values in zip(*self._cols.values())]
+            sid, split = self.session_id, self.split
+            cols = [self._column(c) for c in _PER_STEP]
+            cols[_PER_STEP.index("action_space")] = [None if a is None else list(a) for a in self._column("action_space")]
+            self._steps = [{"session_id": sid, "split": split, **dict(zip(_PER_STEP, values))} for values in zip(*cols)]
         return self._steps
-
-    def _r(self) -> list[dict | None]:
-        if self._rs is None:  # decoded only for the steps that recorded one
-            c = self._cols
-            self._rs = [_decode_step_r(slots, ext) if has else None
-                        for has, ext, *slots in zip(c["has_r"], c[_STEP_R + "ext"], *(c[_STEP_R + k] for k in R_SLOTS))]
-        return self._rs
-
-    def _space(self) -> list[tuple[str, ...] | None]:
-        if self._spaces is None:
-            self._spaces = [_space(a) for a in self._cols["action_space"]]
-        return self._spaces
 
     def past(self, upto: int) -> tuple[PastStep, ...]:
         """Steps ``0 .. upto-1``, completed (built once per session; every context slices it)."""
-        if self._past is None:
-            c = self._cols
-            self._past = tuple(map(PastStep, c["t"], c["observation"], self._r(), c["action"], self._space(),
-                                   c["outcome"]))
-        return self._past[:upto]
+        return (self._past or self._all_past())[:upto]
+
+    def _all_past(self) -> tuple[PastStep, ...]:
+        col = self._column
+        rs = [_decode_step_r(slots, ext) if has else None
+              for has, ext, *slots in zip(col("has_r"), col(_STEP_R + "ext"), *(col(_STEP_R + k) for k in R_SLOTS))]
+        self._past = tuple(map(PastStep, col("t"), col("observation"), rs, col("action"), col("action_space"),
+                               col("outcome")))
+        return self._past
 
     def context(self, t: int) -> StepContext:
         """The context for acting at step ``t`` (steps before it completed); the same object for the same t."""
@@ -90,9 +90,10 @@ class SessionSteps:
         if ctx is None:
             if not 0 <= t < self._n:
                 raise IndexError(f"session {self.session_id} has no step {t} (it has {self._n})")
-            ctx = self._contexts[t] = StepContext(
-                self.session_id, t, self.past(t), self._cols["observation"][t], self._space()[t], self._r()[t],
-                self.context_id, self.language, self.split)
+            past = self._past or self._all_past()
+            now = past[t]  # step t's observation, action space and recorded r, as its past step holds them
+            ctx = self._contexts[t] = StepContext(self.session_id, t, past[:t], now.observation, now.action_space,
+                                                  now.r, self.context_id, self.language, self.split)
         return ctx
 
     def context_after(self, t: int) -> StepContext:
@@ -114,14 +115,16 @@ def _decode_step_r(slots: list, ext: str | None) -> dict:
     return r
 
 
-def _space(values: list[str] | None) -> tuple[str, ...] | None:
-    return tuple(values) if values is not None else None
-
-
-def _session(cols: dict[str, list], step_cols: list[str], a: int, b: int) -> SessionSteps:
-    """Rows ``a .. b-1`` of ``cols`` (one session's steps, in order) as a :class:`SessionSteps`."""
-    return SessionSteps(cols["_sid"][a], cols["_split"][a], cols["_ctx"][a], cols["_lang"][a],
-                        {name: cols[name][a:b] for name in step_cols})
+def _spaces(values: list[list[str] | None], seen: dict) -> list[tuple[str, ...] | None]:
+    """Action spaces as tuples, one object per distinct space (``seen`` keeps them across batches)."""
+    out = []
+    for v in values:
+        if v is None:
+            out.append(None)
+        else:
+            k = tuple(v)
+            out.append(seen.setdefault(k, k))
+    return out
 
 
 class Release:
@@ -200,25 +203,26 @@ class Release:
             where.append("s.session_id IN (SELECT unnest(?::VARCHAR[]))")
             params.append(list(session_ids))
         cond = ("WHERE " + " AND ".join(where)) if where else ""
-        step_cols = [name for name, _, _ in CONFIGS["steps"]]
         reader = self.con.sql(f"""
             SELECT s.session_id AS _sid, s.split AS _split, s.context_id AS _ctx, s.language AS _lang,
-                   {", ".join("st." + c for c in step_cols)}
+                   {", ".join("st." + c for c in _PER_STEP)}
             FROM sessions s JOIN steps st USING (session_id) {cond}
             ORDER BY s.session_id, st.t""", params=params or None).to_arrow_reader(_BATCH_ROWS)
         carry: dict[str, list] | None = None
+        seen_spaces: dict = {}
         for batch in reader:
             cols = {name: batch.column(name).to_pylist() for name in batch.schema.names}
+            cols["action_space"] = _spaces(cols["action_space"], seen_spaces)
             if carry is not None:
                 cols = {name: carry[name] + values for name, values in cols.items()}
             sids = cols["_sid"]
             n = len(sids)
             starts = [0, *(i for i in range(1, n) if sids[i] != sids[i - 1])]
             for a, b in zip(starts, starts[1:]):
-                yield _session(cols, step_cols, a, b)
+                yield SessionSteps(sids[a], cols["_split"][a], cols["_ctx"][a], cols["_lang"][a], cols, a, b)
             carry = {name: values[starts[-1]:] for name, values in cols.items()} if n else carry
         if carry is not None and carry["_sid"]:
-            yield _session(carry, step_cols, 0, len(carry["_sid"]))
+            yield SessionSteps(carry["_sid"][0], carry["_split"][0], carry["_ctx"][0], carry["_lang"][0], carry)
 
     def with_sessions(self, rows: list[dict]) -> Iterator[tuple[SessionSteps, list[dict]]]:
         """Each session that ``rows`` (work-list rows with a ``session_id``) name, with its rows, by session id."""
