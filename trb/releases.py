@@ -10,69 +10,120 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import orjson
 
-from schemas.release_format import CONFIGS, MANIFEST, R_PREFIX, data_files, decode_r, file_differences
+from schemas.release_format import CONFIGS, MANIFEST, R_PREFIX, R_SLOTS, data_files, file_differences
 from trb.context import PastStep, StepContext
 from trb.errors import ReleaseError
 
 __all__ = ["Release", "SessionSteps"]
 
 _STEP_R = R_PREFIX["steps"]
+#: Step rows per Arrow batch read by :meth:`Release.sessions`.
+_BATCH_ROWS = 65_536
+#: The steps columns, and those read per step (a session's id and split are read once, from its session row).
+_STEP_COLUMNS = tuple(name for name, _, _ in CONFIGS["steps"])
+_PER_STEP = tuple(c for c in _STEP_COLUMNS if c not in ("session_id", "split"))
 
 
-def _r(row: dict, prefix: str = _STEP_R) -> dict:
-    return decode_r(row, prefix)
-
-
-@dataclass
 class SessionSteps:
-    """Every step of one session, in order, with its split and context."""
+    """Every step of one session, in order, with its split and context.
 
-    session_id: str
-    split: str
-    context_id: str | None
-    language: str | None
-    steps: list[dict]
-    _past: tuple[PastStep, ...] | None = None
-    _contexts: dict | None = None
+    Built from the release's step columns: a view of rows ``a .. b-1`` of one
+    batch's column lists, read in (session, t) order. Each step's r is decoded and
+    its :class:`PastStep` made once, when a context first needs it; every context
+    of the session slices the same past. ``steps`` gives the step rows as dicts
+    (every ``steps`` column), for callers that read a step's fields.
+    """
+
+    __slots__ = ("session_id", "split", "context_id", "language", "_cols", "_a", "_n", "_past", "_contexts",
+                 "_steps")
+
+    def __init__(self, session_id: str, split: str, context_id: str | None, language: str | None,
+                 columns: dict[str, list], a: int = 0, b: int | None = None):
+        self.session_id = session_id
+        self.split = split
+        self.context_id = context_id
+        self.language = language
+        self._cols = columns  # steps column -> values of a batch; this session's are rows a .. b-1
+        self._a = a
+        self._n = (len(columns["t"]) if b is None else b) - a
+        self._past: tuple[PastStep, ...] | None = None
+        self._contexts: dict[int, StepContext] = {}
+        self._steps: list[dict] | None = None
+
+    def __repr__(self) -> str:
+        return f"SessionSteps({self.session_id!r}, split={self.split!r}, {self._n} steps)"
+
+    def _column(self, name: str) -> list:
+        return self._cols[name][self._a:self._a + self._n]
+
+    @property
+    def steps(self) -> list[dict]:
+        """The step rows, each a dict of every ``steps`` column (``action_space`` a list), in step order."""
+        if self._steps is None:
+            sid, split = self.session_id, self.split
+            cols = [self._column(c) for c in _PER_STEP]
+            cols[_PER_STEP.index("action_space")] = [None if a is None else list(a) for a in self._column("action_space")]
+            self._steps = [{"session_id": sid, "split": split, **dict(zip(_PER_STEP, values))} for values in zip(*cols)]
+        return self._steps
 
     def past(self, upto: int) -> tuple[PastStep, ...]:
-        if self._past is None:  # built once per session; every context slices it
-            self._past = tuple(
-                PastStep(s["t"], s["observation"], _r(s, "r_") if s["has_r"] else None, s["action"],
-                         tuple(s["action_space"]) if s["action_space"] is not None else None, s["outcome"])
-                for s in self.steps)
-        return self._past[:upto]
+        """Steps ``0 .. upto-1``, completed (built once per session; every context slices it)."""
+        return (self._past or self._all_past())[:upto]
+
+    def _all_past(self) -> tuple[PastStep, ...]:
+        col = self._column
+        rs = [_decode_step_r(slots, ext) if has else None
+              for has, ext, *slots in zip(col("has_r"), col(_STEP_R + "ext"), *(col(_STEP_R + k) for k in R_SLOTS))]
+        self._past = tuple(map(PastStep, col("t"), col("observation"), rs, col("action"), col("action_space"),
+                               col("outcome")))
+        return self._past
 
     def context(self, t: int) -> StepContext:
         """The context for acting at step ``t`` (steps before it completed); the same object for the same t."""
-        if self._contexts is None:
-            self._contexts = {}
-        if t not in self._contexts:
-            self._contexts[t] = self._context(t)
-        return self._contexts[t]
-
-    def _context(self, t: int) -> StepContext:
-        s = self.steps[t]
-        return StepContext(
-            session_id=self.session_id, t=t, history=self.past(t), observation=s["observation"],
-            action_space=tuple(s["action_space"]) if s["action_space"] is not None else None,
-            r=_r(s, "r_") if s["has_r"] else None, context_id=self.context_id, language=self.language,
-            split=self.split)
+        ctx = self._contexts.get(t)
+        if ctx is None:
+            if not 0 <= t < self._n:
+                raise IndexError(f"session {self.session_id} has no step {t} (it has {self._n})")
+            past = self._past or self._all_past()
+            now = past[t]  # step t's observation, action space and recorded r, as its past step holds them
+            ctx = self._contexts[t] = StepContext(self.session_id, t, past[:t], now.observation, now.action_space,
+                                                  now.r, self.context_id, self.language, self.split)
+        return ctx
 
     def context_after(self, t: int) -> StepContext:
-        """The context right after step ``t``'s outcome (Track 3): steps 0..t completed."""
-        nxt = self.steps[t + 1] if t + 1 < len(self.steps) else None
-        return StepContext(
-            session_id=self.session_id, t=t + 1, history=self.past(t + 1),
-            observation=nxt["observation"] if nxt else None,
-            action_space=tuple(nxt["action_space"]) if nxt and nxt["action_space"] is not None else None,
-            r=_r(nxt, "r_") if nxt and nxt["has_r"] else None, context_id=self.context_id,
-            language=self.language, split=self.split)
+        """The context right after step ``t``'s outcome (Track 3): steps 0..t completed.
+
+        Before the last step this is ``context(t + 1)``; after it, a context with no
+        observation, action space or r.
+        """
+        if t + 1 < self._n:
+            return self.context(t + 1)
+        return StepContext(self.session_id, t + 1, self.past(t + 1), None, None, None, self.context_id,
+                           self.language, self.split)
+
+
+def _decode_step_r(slots: list, ext: str | None) -> dict:
+    """A step's r from its slot values (in :data:`R_SLOTS` order) and ext JSON, as ``decode_r`` gives it."""
+    r = dict(zip(R_SLOTS, slots))
+    r["ext"] = orjson.loads(ext) if ext else None
+    return r
+
+
+def _spaces(values: list[list[str] | None], seen: dict) -> list[tuple[str, ...] | None]:
+    """Action spaces as tuples, one object per distinct space (``seen`` keeps them across batches)."""
+    out = []
+    for v in values:
+        if v is None:
+            out.append(None)
+        else:
+            k = tuple(v)
+            out.append(seen.setdefault(k, k))
+    return out
 
 
 class Release:
@@ -137,7 +188,12 @@ class Release:
         return [dict(zip(names, r)) for r in cur.fetchall()]
 
     def sessions(self, split: str | None = None, session_ids: list[str] | None = None) -> Iterator[SessionSteps]:
-        """Sessions (optionally of one split, or the given ids) with their steps, one at a time, by id."""
+        """Sessions (optionally of one split, or the given ids) with their steps, one at a time, by id.
+
+        One query reads the steps in (session, t) order as Arrow batches; each batch is
+        turned into Python lists column by column and sliced per session (a session
+        cut by a batch boundary is carried into the next batch).
+        """
         where, params = [], []
         if split is not None:
             where.append("s.split = ?")
@@ -146,16 +202,26 @@ class Release:
             where.append("s.session_id IN (SELECT unnest(?::VARCHAR[]))")
             params.append(list(session_ids))
         cond = ("WHERE " + " AND ".join(where)) if where else ""
-        cur = self.con.execute(f"""
-            SELECT s.session_id, s.split, s.context_id, s.language, list(st ORDER BY st.t) AS steps
+        reader = self.con.sql(f"""
+            SELECT s.session_id AS _sid, s.split AS _split, s.context_id AS _ctx, s.language AS _lang,
+                   {", ".join("st." + c for c in _PER_STEP)}
             FROM sessions s JOIN steps st USING (session_id) {cond}
-            GROUP BY ALL ORDER BY s.session_id""", params)
-        while True:
-            batch = cur.fetchmany(256)
-            if not batch:
-                break
-            for sid, split_, ctx, lang, steps in batch:
-                yield SessionSteps(sid, split_, ctx, lang, steps)
+            ORDER BY s.session_id, st.t""", params=params or None).to_arrow_reader(_BATCH_ROWS)
+        carry: dict[str, list] | None = None
+        seen_spaces: dict = {}
+        for batch in reader:
+            cols = {name: batch.column(name).to_pylist() for name in batch.schema.names}
+            cols["action_space"] = _spaces(cols["action_space"], seen_spaces)
+            if carry is not None:
+                cols = {name: carry[name] + values for name, values in cols.items()}
+            sids = cols["_sid"]
+            n = len(sids)
+            starts = [0, *(i for i in range(1, n) if sids[i] != sids[i - 1])]
+            for a, b in zip(starts, starts[1:]):
+                yield SessionSteps(sids[a], cols["_split"][a], cols["_ctx"][a], cols["_lang"][a], cols, a, b)
+            carry = {name: values[starts[-1]:] for name, values in cols.items()} if n else carry
+        if carry is not None and carry["_sid"]:
+            yield SessionSteps(carry["_sid"][0], carry["_split"][0], carry["_ctx"][0], carry["_lang"][0], carry)
 
     def with_sessions(self, rows: list[dict]) -> Iterator[tuple[SessionSteps, list[dict]]]:
         """Each session that ``rows`` (work-list rows with a ``session_id``) name, with its rows, by session id."""

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from operator import itemgetter
 from pathlib import Path
 
 import duckdb
@@ -131,25 +132,42 @@ def _json_value(text):
         return text
 
 
+#: The item columns a caller's rows carry (``run_id`` is the run's own, filled in after).
+_ROW_SCHEMA = pa.schema([f for f in ITEM_SCHEMA if f.name != "run_id"])
+
+
+def _rows_table(rows: list[dict]) -> pa.Table:
+    """Item rows (dicts) as an Arrow table of ``_ROW_SCHEMA``, built column by column.
+
+    Each column is gathered with ``map(itemgetter)`` (no Python loop per row; ``.get``
+    only for a column some row leaves out) and converted by Arrow. A ``detail`` that is
+    not already text is stored as JSON. Raises ResultsError for a column item_scores
+    lacks, or a value that does not fit its column (named).
+    """
+    unknown = sorted(set().union(*rows) - set(ITEM_SCHEMA.names))
+    if unknown:
+        raise ResultsError(f"item_scores has no column(s) {', '.join(unknown)}")
+    arrays = []
+    for field in _ROW_SCHEMA:
+        try:
+            values = list(map(itemgetter(field.name), rows))
+        except KeyError:  # some row leaves the column out: NULL there
+            values = [r.get(field.name) for r in rows]
+        if field.name == "detail" and not set(map(type, values)) <= {str, type(None)}:
+            values = [_json_text(v) for v in values]
+        try:
+            arrays.append(pa.array(values, type=field.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
+            raise ResultsError(f"item rows do not fit item_scores: column {field.name} ({field.type}): {e}") from None
+    return pa.Table.from_arrays(arrays, schema=_ROW_SCHEMA)
+
+
 def _items_table(items, run_id: str) -> pa.Table:
     """``items`` as an Arrow table with exactly ITEM_SCHEMA, ``run_id`` filled in."""
     if isinstance(items, pa.Table):
         table = items
     else:
-        rows = list(items)
-        unknown = sorted({k for r in rows for k in r} - set(ITEM_SCHEMA.names))
-        if unknown:
-            raise ResultsError(f"item_scores has no column(s) {', '.join(unknown)}")
-        cols = {}
-        for name in ITEM_SCHEMA.names:
-            values = [r.get(name) for r in rows]
-            if name == "detail":
-                values = [_json_text(v) for v in values]
-            cols[name] = values
-        try:
-            table = pa.table({n: pa.array(cols[n], type=ITEM_SCHEMA.field(n).type) for n in ITEM_SCHEMA.names})
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
-            raise ResultsError(f"item rows do not fit item_scores: {e}") from None
+        table = _rows_table(items if isinstance(items, list) else list(items))
     unknown = sorted(set(table.column_names) - set(ITEM_SCHEMA.names))
     if unknown:
         raise ResultsError(f"item_scores has no column(s) {', '.join(unknown)}")

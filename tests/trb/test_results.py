@@ -291,3 +291,20 @@ def test_bulk_insert_of_many_items_is_fast(tmp_path):
     assert plain(store.path, "SELECT count(*), count(DISTINCT session_id) FROM item_scores") == [(n, 997)]
     assert store.items(rid).num_rows == n
     assert os.path.getsize(store.path) > 0
+
+
+def test_item_rows_become_the_table_a_row_by_row_reading_gives(tmp_path):
+    from trb.results import _items_table
+
+    rows = [item(0), item(1, detail='{"already": "text"}'), item(2, detail=None),
+            {"track": "3", "metric": "attribution", "item_id": "a0", "session_id": "s0", "label": "self",
+             "predicted": "missing", "belief": None, "score": 0},  # columns left out: NULL
+            item(3, run_id="someone-else's")]  # a row's run_id is replaced by the run's
+    table = _items_table(rows, "r1")
+    want = {name: [r.get(name) for r in rows] for name in ITEM_SCHEMA.names}
+    want["run_id"] = ["r1"] * len(rows)
+    want["detail"] = [v if v is None or isinstance(v, str) else json.dumps(v, sort_keys=True) for v in want["detail"]]
+    want["score"] = [float(v) for v in want["score"]]
+    assert table.schema == ITEM_SCHEMA and table.to_pydict() == want
+    with pytest.raises(ResultsError, match=r"column t \(int32\)"):
+        _items_table([item(0), item(1, t="late")], "r1")
