@@ -58,15 +58,11 @@ class Adapter(Protocol):
 
 
 def check_distribution(p: dict[str, float], space: tuple[str, ...] | list[str], who: str) -> dict[str, float]:
-    """Hold an adapter to its contract: exactly the action space, non-negative, summing to 1."""
-    from trb.errors import AdapterError
+    """Hold an adapter to its contract: exactly the action space, non-negative, summing to 1 (see
+    :func:`trb.distributions.check_distribution`, which this is)."""
+    from trb.distributions import check_distribution as _check
 
-    if set(p) != set(space):
-        raise AdapterError(f"{who}: act() returned actions {sorted(p)}, expected exactly the action space {sorted(space)}")
-    total = sum(p.values())
-    if any(v < 0 for v in p.values()) or abs(total - 1.0) > 1e-4:
-        raise AdapterError(f"{who}: act() returned a distribution summing to {total:.6g} (or a negative value)")
-    return {a: v / total for a, v in p.items()}
+    return _check(p, space, who)
 
 
 def check_act_batch(contexts, r_overrides, who: str) -> list:

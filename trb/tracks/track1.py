@@ -17,9 +17,9 @@ import orjson
 import pyarrow as pa
 
 from schemas.release_format import R_PREFIX, decode_r
-from trb.adapters.base import check_distribution
 from trb.adapters.capabilities import ContinuationScoring, bind
 from trb.context import StepContext
+from trb.distributions import check_distribution, total_variation
 from trb.releases import Release
 from trb.stats import mean_by_session
 from trb.tracks.base import Column, ItemRow, Metric, register_track
@@ -44,11 +44,6 @@ class Track1Item:
     origin: str | None = None
     adversarial: bool = False
     ood: bool = False
-
-
-def total_variation(p: dict[str, float], q: dict[str, float]) -> float:
-    """TV(p, q) = ½ Σ_a |p(a) − q(a)| over the union of their actions (a missing action has probability 0)."""
-    return 0.5 * sum(abs(p.get(a, 0.0) - q.get(a, 0.0)) for a in set(p) | set(q))
 
 
 def _rp(row: dict) -> dict:
