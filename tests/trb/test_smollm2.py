@@ -118,7 +118,7 @@ def test_fetch_converts_once_records_provenance_and_is_idempotent(fetched, tmp_p
 def test_it_is_the_real_pretrained_model(smollm2):
     import torch
 
-    tok, model = smollm2.tokenizer, smollm2.model
+    tok, model = smollm2.adapter.tokenizer, smollm2.adapter.model
     ids = tok("The capital of France is", return_tensors="pt", add_special_tokens=False)
     with torch.inference_mode():
         out = model.generate(**ids, max_new_tokens=4, do_sample=False, pad_token_id=tok.eos_token_id)
@@ -151,7 +151,7 @@ def test_tracks_1_and_3_on_the_7f3a_example(smollm2, tmp_path):
     assert row["tracks"]["1"]["n_items"] == n_tv and row["tracks"]["1"]["score"] is not None
     md = render_markdown(rep)
     assert md.splitlines()[2].startswith("> **SMOKE TEST — not a TRB score.**")
-    line = next(ln for ln in md.splitlines() if ln.startswith(f"| {NAME} | proxy |"))
+    line = next(ln for ln in md.splitlines() if ln.startswith(f"| {NAME} | eval | proxy |"))
     assert "emit_r" in line and f"/ {timings['emit_r']['calls']} emit_r" in line
 
 
@@ -191,4 +191,4 @@ def test_beside_the_reference_baselines_on_a_simulated_release(smollm2, tmp_path
     assert "SMOKE TEST" in md and "r slots missing / emit_r calls" in md
     rows = [ln for ln in md.splitlines() if ln.startswith("| trace-") or ln.startswith(f"| {NAME} ")]
     assert [r.split(" | ")[0][2:] for r in rows] == names
-    assert rows[-1].startswith(f"| {NAME} | proxy |") and rows[0].split(" | ")[-2] == "—"
+    assert rows[-1].startswith(f"| {NAME} | eval | proxy |") and rows[0].split(" | ")[-2] == "—"
