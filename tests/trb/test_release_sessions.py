@@ -26,7 +26,7 @@ def release(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("rel-sessions")
     write_simulation(tmp / "sim.jsonl", n_sessions=60, seed=11, progress=False)
     # hand-made sessions for what the simulation never writes: extension slots, steps without r,
-    # an open-ended step, a step without an outcome, a one-step session
+    # an open-ended step, a step without an outcome, actions that JSON must quote, a one-step session
     odd = session("odd-1", n_steps=5, subject="odd-subj-1")
     odd["r_extensions"] = {"mood": {"type": "string", "description": "How the subject feels."},
                            "effort": {"type": "number", "description": "Effort, 0 to 1."}}
@@ -36,6 +36,8 @@ def release(tmp_path_factory):
     odd["steps"][3]["action_space"] = None
     odd["steps"][3]["action"] = "I look around"
     del odd["steps"][4]["outcome"]
+    odd["steps"][4]["action_space"] = ["go, then \"stop\"", "naïve \\ step", "[up]", "null"]
+    odd["steps"][4]["action"] = "[up]"
     one = session("odd-2", n_steps=1, subject="odd-subj-2")
     c = Corpus(init_corpus(tmp / "corpus"))
     ingest(c, [tmp / "sim.jsonl", write_jsonl(tmp / "odd.jsonl", [odd, one])], progress=False)
@@ -115,6 +117,8 @@ def test_the_hand_made_session_reads_as_written(release):
         assert c2.r == {"goal": "D4", "planned_next": None, "caused_by_self": 1.0, "confidence": None, "ext": None}
         assert c3.action_space is None and c4.history[3].action == "I look around"
         assert odd.past(5)[4].outcome is None and odd.context_after(4).observation is None
+        assert c4.action_space == ('go, then "stop"', "naïve \\ step", "[up]", "null")
+        assert odd.steps[4]["action_space"] == list(c4.action_space)
         assert odd.context_after(1) is odd.context(2) and odd.context(2) is odd.context(2)
         with pytest.raises(IndexError):
             odd.context(5)
