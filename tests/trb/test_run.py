@@ -121,26 +121,11 @@ def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
 
 def test_trb_run_through_the_proxy_adapter_on_a_local_causal_lm(release, tmp_path, capsys):
     """`trb run --adapter proxy` on a tiny GPT-2 made here and loaded through the real loading code."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+    from engine_helpers import make_tiny_lm
 
     from trb.cli import main
 
-    texts = [r[0] for r in duckdb.connect().execute(
-        f"SELECT observation FROM read_parquet('{release}/data/steps/*.parquet') LIMIT 2000").fetchall()]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts + ["Reasoning: goal=C3; planned_next=right; Action: right"],
-                            trainer=trainers.BpeTrainer(vocab_size=600, special_tokens=["<|endoftext|>"],
-                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
-    model_dir = tmp_path / "tiny-lm"
-    fast.save_pretrained(model_dir)
-    torch.manual_seed(0)
-    GPT2LMHeadModel(GPT2Config(vocab_size=len(fast), n_embd=32, n_layer=1, n_head=2, n_positions=4096,
-                               bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id)).save_pretrained(model_dir)
+    model_dir = make_tiny_lm(release, tmp_path / "tiny-lm")
     results = tmp_path / "results.duckdb"
     code = main(["run", "--release", str(release), "--adapter", "proxy", "--model", str(model_dir), "--baseline",
                  "cot-prompted", "--tracks", "1", "--results", str(results), "-q"])
