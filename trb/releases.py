@@ -12,10 +12,10 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import duckdb
 import orjson
 
 from schemas.release_format import CONFIGS, MANIFEST, R_PREFIX, R_SLOTS, data_files, file_differences
+from trb import duck
 from trb.context import PastStep, StepContext
 from trb.errors import ReleaseError
 
@@ -168,7 +168,8 @@ class Release:
         counts = self.manifest.get("counts") or {}
         #: The release's splits: those the manifest counts sessions in.
         self.splits: tuple[str, ...] = tuple(s for s, n in (counts.get("sessions") or {}).items() if n)
-        self.con = duckdb.connect(":memory:", config={"threads": min(4, os.cpu_count() or 1)})
+        self._read: dict[str, SessionSteps] = {}  # sessions read by with_sessions, by id
+        self.con = duck.attach()  # an in-memory catalog of views, on the process's DuckDB instance
         self.configs = []
         for config in CONFIGS:
             files = data_files(self.dir, config)
@@ -226,12 +227,21 @@ class Release:
             yield SessionSteps(carry["_sid"][0], carry["_split"][0], carry["_ctx"][0], carry["_lang"][0], carry)
 
     def with_sessions(self, rows: list[dict]) -> Iterator[tuple[SessionSteps, list[dict]]]:
-        """Each session that ``rows`` (work-list rows with a ``session_id``) name, with its rows, by session id."""
+        """Each session that ``rows`` (work-list rows with a ``session_id``) name, with its rows, by session id.
+
+        Sessions are read once per release: the tracks of one run share them (and their contexts).
+        """
         by_session: dict[str, list[dict]] = {}
         for row in rows:
             by_session.setdefault(row["session_id"], []).append(row)
-        for sess in self.sessions(session_ids=list(by_session)):
-            yield sess, by_session[sess.session_id]
+        unread = [sid for sid in by_session if sid not in self._read]
+        if unread:
+            for sess in self.sessions(session_ids=unread):
+                self._read[sess.session_id] = sess
+        for sid in sorted(by_session):
+            sess = self._read.get(sid)
+            if sess is not None:
+                yield sess, by_session[sid]
 
     def close(self) -> None:
-        self.con.close()
+        duck.detach(self.con)

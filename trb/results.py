@@ -28,6 +28,7 @@ import pyarrow as pa
 from schemas.errors import ExitCode, ToolkitError
 from schemas.locking import DEFAULT_WAIT_SECONDS, FileLock, LockHolder
 from schemas.versions import TOOLKIT_VERSION, TRB_VERSION
+from trb import duck
 
 __all__ = [
     "DEFAULT_PATH",
@@ -200,28 +201,40 @@ class ResultsStore:
         ResultsBusy: another process held the store past the bounded wait.
     """
 
-    def __init__(self, path: str | os.PathLike = DEFAULT_PATH, *, wait_seconds: float | None = None):
+    def __init__(self, path: str | os.PathLike = DEFAULT_PATH, *, wait_seconds: float | None = None,
+                 create: bool = True):
+        """Open the store at ``path``; a missing one is made empty now (``create``) or by the first :meth:`record_run`.
+
+        ``create=False`` is for a writer about to record a run (what ``trb run`` does): the
+        new file is then made, filled and renamed into place by one DuckDB instance. Reading
+        a store that does not exist yet raises :class:`ResultsError`.
+        """
         self.path = Path(path)
         self.wait_seconds = _WAIT_SECONDS if wait_seconds is None else float(wait_seconds)
         if self.path.is_dir():
             raise ResultsError(f"{self.path} is a directory, not a results store file")
         if not self.path.exists():
+            if not create:
+                return
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with _locked(self.path, exclusive=True, wait_seconds=self.wait_seconds, purpose="create results store"):
                 if not self.path.exists():
                     self._create()
+                    return  # just made here, in the current format: nothing to check
         with self._connect(write=False, purpose="open results store") as con:
             self._check(con)
 
     # -- connection handling -------------------------------------------------------------------------
 
-    def _create(self) -> None:
-        """Make the tables in a scratch file, then rename it into place: a half-made store is never visible."""
-        tmp = self.path.with_name(f".{self.path.name}.init-{os.getpid()}")
+    def _create(self, fill=None, *, failed: str | None = None) -> None:
+        """Make the tables in a scratch file (and ``fill(con)`` it, in the same transaction), then rename it into
+        place: a half-made store is never visible. The caller holds the exclusive lock."""
+        tmp = self.path.with_name(f".{self.path.name}.init-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         tmp.unlink(missing_ok=True)
         try:
-            con = duckdb.connect(str(tmp))
+            con = duck.attach(tmp)  # a new file on the process's DuckDB instance (no instance of its own to start)
             try:
+                con.execute("BEGIN TRANSACTION")
                 con.execute(_RUNS_DDL)
                 con.execute(_items_ddl())
                 con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
@@ -229,26 +242,40 @@ class ResultsStore:
                     ("results_format_version", RESULTS_FORMAT_VERSION),
                     ("created_at", datetime.now(timezone.utc).isoformat(timespec="seconds")),
                 ])
-                con.execute("CHECKPOINT")
+                if fill is not None:
+                    fill(con)
+                con.execute("COMMIT")
             finally:
-                con.close()
+                duck.detach(con)  # writes the file out and closes it
             os.replace(tmp, self.path)
         except duckdb.Error as e:
-            raise ResultsError(f"cannot create results store {self.path}: {e}") from None
+            raise ResultsError(f"{failed or f'cannot create results store {self.path}'}: {e}") from None
         finally:
             tmp.unlink(missing_ok=True)
 
     @contextmanager
     def _connect(self, *, write: bool, purpose: str) -> Iterator[duckdb.DuckDBPyConnection]:
+        self._require()
         with _locked(self.path, exclusive=write, wait_seconds=self.wait_seconds, purpose=purpose):
-            try:
-                con = duckdb.connect(str(self.path), read_only=not write)
-            except duckdb.Error as e:
-                raise ResultsError(f"{self.path} is not a results store (DuckDB cannot open it: {e})") from None
-            try:
+            with self._open(write=write) as con:
                 yield con
-            finally:
-                con.close()
+
+    def _require(self) -> None:
+        if not self.path.exists():
+            raise ResultsError(f"no results store at {self.path} (`trb run --results {self.path}` makes one)")
+
+    @contextmanager
+    def _open(self, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection to the store (the caller holds the lock)."""
+        self._require()
+        try:
+            con = duckdb.connect(str(self.path), read_only=not write)
+        except duckdb.Error as e:
+            raise ResultsError(f"{self.path} is not a results store (DuckDB cannot open it: {e})") from None
+        try:
+            yield con
+        finally:
+            con.close()
 
     def _check(self, con: duckdb.DuckDBPyConnection) -> None:
         tables = {r[0] for r in con.execute(
@@ -313,21 +340,22 @@ class ResultsStore:
         if row["n_items"] is None:
             row["n_items"] = table.num_rows
 
-        with self._connect(write=True, purpose=f"record run {row['run_id']}") as con:
+        purpose = f"record run {row['run_id']}"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(self.path, exclusive=True, wait_seconds=self.wait_seconds, purpose=purpose):
+            if not self.path.exists():  # a new store: made, filled and renamed into place by one DuckDB instance
+                self._create(lambda con: self._insert(con, row, table), failed=f"run {row['run_id']} was not stored")
+                return row["run_id"]
+            self._write(row, table)
+        return row["run_id"]
+
+    def _write(self, row: dict, table: pa.Table) -> None:
+        with self._open(write=True) as con:
             self._check(con)
             try:
                 con.execute("BEGIN TRANSACTION")
                 self._upgrade(con)
-                con.execute(f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
-                            [row[c] for c in _RUN_COLUMNS])
-                con.register("incoming_items", table)
-                dups = con.execute("SELECT track, metric, item_id, count(*) FROM incoming_items "
-                                   "GROUP BY ALL HAVING count(*) > 1 LIMIT 1").fetchall()
-                if dups:
-                    dup = dups[0]
-                    raise ResultsError(f"item {dup[2]!r} (track {dup[0]}, metric {dup[1]}) appears {dup[3]} times "
-                                       "in one run; nothing was stored")
-                con.execute("INSERT INTO item_scores BY NAME SELECT * FROM incoming_items")
+                self._insert(con, row, table)
                 con.execute("COMMIT")
             except BaseException as e:
                 try:
@@ -339,12 +367,26 @@ class ResultsStore:
                 if isinstance(e, duckdb.Error):
                     raise ResultsError(f"run {row['run_id']} was not stored: {e}") from None
                 raise
-            finally:
-                try:
-                    con.unregister("incoming_items")
-                except duckdb.Error:
-                    pass
-        return row["run_id"]
+
+    @staticmethod
+    def _insert(con: duckdb.DuckDBPyConnection, row: dict, table: pa.Table) -> None:
+        """The run row and its item rows, in the caller's transaction (refusing an item given twice)."""
+        con.execute(f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
+                    [row[c] for c in _RUN_COLUMNS])
+        con.register("incoming_items", table)
+        try:
+            dups = con.execute("SELECT track, metric, item_id, count(*) FROM incoming_items "
+                               "GROUP BY ALL HAVING count(*) > 1 LIMIT 1").fetchall()
+            if dups:
+                dup = dups[0]
+                raise ResultsError(f"item {dup[2]!r} (track {dup[0]}, metric {dup[1]}) appears {dup[3]} times "
+                                   "in one run; nothing was stored")
+            con.execute("INSERT INTO item_scores BY NAME SELECT * FROM incoming_items")
+        finally:
+            try:
+                con.unregister("incoming_items")
+            except duckdb.Error:  # refused in a failed transaction: the caller's error is the one to report
+                pass
 
     # -- reading -------------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ split; a track whose capabilities the adapter lacks is recorded as not applicabl
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
@@ -83,6 +84,7 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
     """
     from trb.results import ResultsStore
 
+    store = ResultsStore(Path(results), create=False)  # an existing store is checked now, before any scoring
     bound = bind(adapter)
     wanted = tuple(registered_tracks()) if tracks is None else tuple(str(t) for t in tracks)
     if not wanted:
@@ -117,6 +119,7 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
         per_track_s: dict[str, float] = {}
         bar = tqdm(total=total, unit="item", desc=f"{baseline} on {release.version}",
                    disable=None if progress else True, leave=False)
+        gc.freeze()  # the heap so far (imports, the model) is not garbage: full collections during scoring skip it
         try:
             for track in chosen:
                 if track.id not in counts:
@@ -127,6 +130,7 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
                 summary[track.id] = s
                 per_track_s[track.id] = time.perf_counter() - t0
         finally:
+            gc.unfreeze()
             bar.close()
         wall = time.perf_counter() - started
         emit = _diff_emit(bound.emit_stats(), emit_before)
@@ -149,7 +153,7 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
         release.close()
     for row in rows:
         row["run_id"] = run["run_id"]
-    ResultsStore(Path(results)).record_run(run, rows)
+    store.record_run(run, rows)
     return {**run, "summary": summary}
 
 

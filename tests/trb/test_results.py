@@ -114,6 +114,25 @@ def test_a_duplicate_item_rolls_back_the_whole_run(tmp_path):
     assert plain(store.path, "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM item_scores)") == [(0, 0)]
 
 
+def test_a_store_made_by_its_first_run_is_whole_or_absent(tmp_path):
+    """``create=False`` (what `trb run` uses): the file appears with the first run in it, or not at all."""
+    path = tmp_path / "sub" / "r.duckdb"
+    store = ResultsStore(path, create=False)
+    assert not path.exists()
+    with pytest.raises(ResultsError, match="no results store at"):
+        store.runs()
+    for bad in ([item(0), item(1, session_id=None)], [item(0), item(1), item(1)]):
+        with pytest.raises(ResultsError, match="not stored|appears 2 times"):
+            store.record_run(run_row(run_id="r1"), bad)
+        assert not path.exists()
+        assert [p.name for p in path.parent.iterdir()] in ([], ["r.duckdb.lock"])  # no scratch file left
+    store.record_run(run_row(run_id="r1"), [item(0), item(1)])
+    assert plain(path, "SELECT run_id, n_items FROM runs") == [("r1", 2)]
+    assert plain(path, "SELECT value FROM meta WHERE key = 'results_format_version'") == [(RESULTS_FORMAT_VERSION,)]
+    store.record_run(run_row(run_id="r2"), [item(3)])  # the second run goes into the file the first one made
+    assert [r["run_id"] for r in ResultsStore(path).runs()] == ["r1", "r2"]
+
+
 def test_a_duplicate_run_id_is_refused_and_the_first_run_kept(tmp_path):
     store = ResultsStore(tmp_path / "r.duckdb")
     store.record_run(run_row(run_id="r1"), [item(0), item(1)])

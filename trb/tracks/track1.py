@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import orjson
 import pyarrow as pa
 
-from schemas.release_format import R_PREFIX, decode_r
+from schemas.release_format import R_PREFIX, R_SLOTS, decode_r
 from trb.adapters.capabilities import ContinuationScoring, bind
 from trb.context import StepContext
 from trb.distributions import check_distribution, total_variation
@@ -46,23 +46,41 @@ class Track1Item:
     ood: bool = False
 
 
-def _rp(row: dict) -> dict:
-    return decode_r(row, R_PREFIX["counterfactuals"])
+#: The counterfactual columns Track 1 reads (besides ``phi_probs``, read flat), in one query, as Arrow columns.
+_RP_KEYS = tuple(R_PREFIX["counterfactuals"] + k for k in (*R_SLOTS, "ext"))
+_CF_COLUMNS = ("cf_id", "session_id", "t", *_RP_KEYS, "origin", "adversarial", "ood", "phi_type", "phi_text")
+
+
+def _phis(probs: pa.ChunkedArray, kinds: list[str], texts: list) -> list:
+    """Each row's Φ: ``{action: p}`` for a distribution (read from the flat list<struct> children, sliced by the
+    offsets, not struct by struct), the text for a text continuation."""
+    probs = probs.combine_chunks()
+    flat = probs.flatten()
+    actions, ps = flat.field("action").to_pylist(), flat.field("p").to_pylist()
+    offsets = probs.offsets.to_pylist()
+    base = offsets[0] if offsets else 0
+    return [dict(zip(actions[a - base:b - base], ps[a - base:b - base])) if kind == "distribution" else text
+            for a, b, kind, text in zip(offsets, offsets[1:], kinds, texts)]
 
 
 def track1_items(release: Release, split: str = "eval") -> Iterator[Track1Item]:
     """Every counterfactual of ``split`` that has Φ, with its step's context, session by session."""
     if "counterfactuals" not in release.configs:
         return
-    rows = release.rows("SELECT * FROM counterfactuals WHERE split = ? AND phi_type IS NOT NULL "
-                        "ORDER BY session_id, t, cf_id", [split])
+    table = release.con.sql(
+        f"SELECT {', '.join(_CF_COLUMNS)}, phi_probs FROM counterfactuals "
+        "WHERE split = ? AND phi_type IS NOT NULL ORDER BY session_id, t, cf_id", params=[split]).to_arrow_table()
+    cols = {name: table.column(name).to_pylist() for name in _CF_COLUMNS}
+    phis = _phis(table.column("phi_probs"), cols["phi_type"], cols["phi_text"])
+    rp = R_PREFIX["counterfactuals"]
+    rps = [decode_r(dict(zip(_RP_KEYS, values)), rp) for values in zip(*(cols[k] for k in _RP_KEYS))]
+    cf_id, t, origin, adv, ood, kind = (cols[c] for c in ("cf_id", "t", "origin", "adversarial", "ood", "phi_type"))
+    rows = [{"session_id": sid, "i": i} for i, sid in enumerate(cols["session_id"])]
     for sess, sess_rows in release.with_sessions(rows):
         for row in sess_rows:
-            phi = ({p["action"]: p["p"] for p in row["phi_probs"]} if row["phi_type"] == "distribution"
-                   else row["phi_text"])
-            yield Track1Item(row["cf_id"], sess.session_id, row["t"], sess.split, sess.context_id,
-                             sess.context(row["t"]), _rp(row), row["phi_type"], phi, row["origin"],
-                             bool(row["adversarial"]), bool(row["ood"]))
+            i = row["i"]
+            yield Track1Item(cf_id[i], sess.session_id, t[i], sess.split, sess.context_id, sess.context(t[i]),
+                             rps[i], kind[i], phis[i], origin[i], bool(adv[i]), bool(ood[i]))
 
 
 def _row(item: Track1Item, metric: str, score: float, detail: dict) -> ItemRow:

@@ -1,0 +1,71 @@
+"""One DuckDB instance per process for the engine's short-lived databases.
+
+Starting a DuckDB instance costs about 35 ms on the project machine (its catalog,
+thread pool and extension set); attaching a database to a running one costs
+about 1.5 ms. A run opens a release (an in-memory catalog of views over the
+parquet files) and makes a results store: each of these is a database *attached*
+to one shared instance and reached through its own connection (a DuckDB cursor,
+with ``USE`` set to that database, so unqualified table names resolve to it).
+Closing detaches the database. A forked child makes its own instance.
+
+Existing results stores are still opened with their own ``duckdb.connect``: two
+threads reading one file would otherwise attach it twice to one instance.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+
+import duckdb
+
+__all__ = ["attach", "detach"]
+
+_lock = threading.Lock()
+_instance: duckdb.DuckDBPyConnection | None = None
+_owner_pid: int | None = None
+_names = itertools.count()
+_attached: dict[int, str] = {}  # id of a connection made by attach() -> the name of its database
+
+
+def _shared() -> duckdb.DuckDBPyConnection:
+    global _instance, _owner_pid
+    with _lock:
+        if _instance is None or _owner_pid != os.getpid():
+            _instance = duckdb.connect(":memory:", config={"threads": min(4, os.cpu_count() or 1)})
+            _owner_pid = os.getpid()
+        return _instance
+
+
+def attach(path: str | os.PathLike = ":memory:") -> duckdb.DuckDBPyConnection:
+    """A new connection to the shared instance whose default database is ``path`` (a file, made if missing, or a
+    fresh in-memory database), attached under a name of its own. Close it with :func:`detach`."""
+    con = _shared().cursor()
+    name = f"trb_db_{os.getpid()}_{next(_names)}"
+    target = ":memory:" if str(path) == ":memory:" else str(os.fspath(path))
+    try:
+        con.execute(f"ATTACH '{target.replace(chr(39), chr(39) * 2)}' AS {name}")
+        con.execute(f"USE {name}")
+    except BaseException:
+        con.close()
+        raise
+    with _lock:
+        _attached[id(con)] = name
+    return con
+
+
+def detach(con: duckdb.DuckDBPyConnection) -> None:
+    """Detach the database that :func:`attach` opened on ``con`` (a file is written out and closed) and close ``con``."""
+    with _lock:
+        name = _attached.pop(id(con), None)
+    try:
+        if name is not None:
+            try:
+                con.execute("ROLLBACK")  # a transaction left open by an error (none: DuckDB says so; ignored)
+            except duckdb.Error:
+                pass
+            con.execute("USE memory")
+            con.execute(f"DETACH {name}")
+    finally:
+        con.close()
