@@ -3,11 +3,21 @@
 For each project (``caused_by_self``: the attribution label; ``continuation``: the chosen
 action), over the latest revision of each annotator's label on each item:
 
-- Krippendorff's α (nominal), computed by the ``krippendorff`` package, with a 95 %
-  percentile bootstrap CI that resamples items (seeded; the α of each resample comes from the
-  items' coincidence matrices, which reproduce the package's α exactly);
+- Krippendorff's α, computed by the ``krippendorff`` package, at a chosen level of
+  measurement: ``nominal`` (every disagreement counts the same; the default) or ``ordinal``
+  for ``caused_by_self``, whose labels have a stated order ``self < unsure < exogenous``
+  (:data:`ATTRIBUTION_ORDER`: "unsure" lies between the two answers, so self/exogenous is a
+  larger disagreement than self/unsure). Actions have no order: ``continuation`` is always
+  nominal. ``unsure`` may be a category (the default) or missing: dropped before anything
+  is computed, as releases do (an adjudicated "unsure" leaves an item unlabelled);
+- a 95 % percentile bootstrap CI of α that resamples **sessions**, not items: the items of one
+  session are drawn together (a cluster bootstrap, seeded). A resample whose α is undefined
+  (one category only, so no expected disagreement) is counted and left out of the interval.
+  Each resample's α comes from the sessions' coincidence matrices, which reproduce the
+  package's α exactly on the full data;
 - Cohen's κ for every pair of annotators, over the items both labelled;
-- the items on which annotators disagree, with their votes.
+- the items on which annotators disagree, with their votes (as cast, whatever the treatment
+  of ``unsure``: this is a work list, not a statistic).
 
 Written continuations (open-ended steps) carry no category and are left out. Nothing here
 needs Label Studio: it reads the corpus store only.
@@ -16,19 +26,41 @@ needs Label Studio: it reads the corpus store only.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
 
 import numpy as np
 
+from corpus.errors import UsageError
 from corpus.store import Corpus
 
-__all__ = ["PROJECTS", "PairKappa", "ProjectAgreement", "agreement", "latest_labels", "alpha_nominal",
-           "bootstrap_alpha", "cohen_kappa"]
+__all__ = ["PROJECTS", "LEVELS", "UNSURE_TREATMENTS", "ATTRIBUTION_ORDER", "Project", "PairKappa",
+           "ProjectAgreement", "AlphaBootstrap", "agreement", "project_agreement", "latest_labels", "item_sessions",
+           "drop_unsure", "krippendorff_alpha", "bootstrap_alpha", "cohen_kappa"]
 
-#: project -> (annotation target kind, value type, column holding the category)
-PROJECTS = {"caused_by_self": ("attribution", "attribution", "label"),
-            "continuation": ("counterfactual", "action", "action")}
+LEVELS = ("nominal", "ordinal")
+UNSURE_TREATMENTS = ("category", "missing")
+UNSURE = "unsure"
+#: The order of the caused_by_self labels for ordinal α.
+ATTRIBUTION_ORDER = ("self", UNSURE, "exogenous")
+
+
+@dataclass(frozen=True)
+class Project:
+    target_kind: str  # annotations' target kind
+    value_type: str  # annotations' value type
+    column: str  # the annotations column holding the category
+    table: str  # the corpus table of the items, which names their session
+    id_column: str
+    order: tuple[str, ...] | None  # the labels' order (ordinal α), None when they have none
+
+
+PROJECTS = {"caused_by_self": Project("attribution", "attribution", "label", "attribution", "item_id",
+                                      ATTRIBUTION_ORDER),
+            "continuation": Project("counterfactual", "action", "action", "counterfactuals", "cf_id", None)}
+
+Units = Mapping[str, Mapping[str, str]]  # item id -> {annotator: category}
 
 
 @dataclass
@@ -39,15 +71,30 @@ class PairKappa:
     kappa: float | None  # None when undefined (both gave one same category throughout)
 
 
+@dataclass(frozen=True)
+class AlphaBootstrap:
+    ci: tuple[float, float] | None  # percentile interval over the defined resamples; None when none
+    resamples: int  # resamples drawn (0 when fewer than two sessions hold pairable items)
+    undefined: int  # resamples whose α is undefined (one category only): left out of the interval
+    sessions: int  # sessions (clusters) resampled: those holding an item with two or more labels
+
+
 @dataclass
 class ProjectAgreement:
     project: str
+    level: str  # level of measurement α was computed at
+    order: list[str] | None  # the category order used (ordinal), else None
+    unsure: str | None  # "category" or "missing" (caused_by_self), None where there is no "unsure"
+    unsure_dropped: int  # "unsure" labels dropped as missing
     items: int  # items with a label
     pairable_items: int  # items with two or more labels (what α uses)
     annotations: int
     annotators: list[str]
     alpha: float | None
     alpha_ci: tuple[float, float] | None
+    sessions: int  # sessions holding pairable items: what the bootstrap resamples
+    resamples: int
+    undefined_resamples: int  # resamples with α undefined, left out of the CI
     kappa: list[PairKappa] = field(default_factory=list)
     disagreements: list[dict] = field(default_factory=list)  # {target_id, votes: {value: count}}
 
@@ -71,74 +118,129 @@ def latest_labels(con, target_kind: str, value_type: str, column: str) -> dict[s
     return dict(out)
 
 
-def _matrix(units: dict[str, dict[str, str]]) -> tuple[np.ndarray, list[str], list[str]]:
-    """Reliability data (annotators × items, NaN = missing) with categories coded 0..V-1."""
-    annotators = sorted({a for labels in units.values() for a in labels})
-    cats = sorted({v for labels in units.values() for v in labels.values()})
-    code = {c: i for i, c in enumerate(cats)}
-    row = {a: i for i, a in enumerate(annotators)}
-    m = np.full((len(annotators), len(units)), np.nan)
+def item_sessions(con, project: Project) -> dict[str, str]:
+    """item id -> session id, for the project's items that carry an annotation."""
+    rows = con.execute(f"""
+        SELECT {project.id_column}, session_id FROM store.{project.table}
+        WHERE {project.id_column} IN (SELECT target_id FROM store.annotations WHERE target_kind = ?)""",
+                       [project.target_kind]).fetchall()
+    return dict(rows)
+
+
+def drop_unsure(units: Units) -> tuple[dict[str, dict[str, str]], int]:
+    """The units with every "unsure" label removed (items left with none dropped), and how many were removed."""
+    out, dropped = {}, 0
+    for item, labels in units.items():
+        kept = {a: v for a, v in labels.items() if v != UNSURE}
+        dropped += len(labels) - len(kept)
+        if kept:
+            out[item] = kept
+    return out, dropped
+
+
+def _pairable(units: Units) -> dict[str, Mapping[str, str]]:
+    return {k: v for k, v in units.items() if len(v) >= 2}
+
+
+def _domain(units: Units, level: str, order: tuple[str, ...] | None) -> list[str]:
+    """The categories, coded by position: the stated order (ordinal), else the observed ones sorted."""
+    if level not in LEVELS:
+        raise UsageError(f"level must be one of {', '.join(LEVELS)}, not {level!r}")
+    seen = {v for labels in units.values() for v in labels.values()}
+    if level == "nominal":
+        return sorted(seen)
+    if order is None:
+        raise UsageError("ordinal α needs the categories' order")
+    if seen - set(order):
+        raise UsageError(f"labels {sorted(seen - set(order))} are not in the order {' < '.join(order)}")
+    return list(order)
+
+
+def _value_counts(units: Units, domain: list[str]) -> np.ndarray:
+    """items × categories: how many annotators gave each category to each item."""
+    code = {c: i for i, c in enumerate(domain)}
+    out = np.zeros((len(units), len(domain)))
     for j, labels in enumerate(units.values()):
-        for a, v in labels.items():
-            m[row[a], j] = code[v]
-    return m, annotators, cats
-
-
-def alpha_nominal(units: dict[str, dict[str, str]]) -> float | None:
-    """Krippendorff's α (nominal) by the ``krippendorff`` package; None when undefined (no variation or no pairs)."""
-    import krippendorff
-
-    pairable = {k: v for k, v in units.items() if len(v) >= 2}
-    if not pairable:
-        return None
-    m, _, cats = _matrix(pairable)
-    if len(cats) < 2:
-        return None
-    return float(krippendorff.alpha(reliability_data=m, level_of_measurement="nominal"))
-
-
-def _coincidences(units: dict[str, dict[str, str]]) -> np.ndarray:
-    """Per pairable item, its coincidence matrix (items × V × V): o_ck = pairs (c, k) / (m_u − 1)."""
-    cats = sorted({v for labels in units.values() for v in labels.values()})
-    code = {c: i for i, c in enumerate(cats)}
-    out = np.zeros((len(units), len(cats), len(cats)))
-    for j, labels in enumerate(units.values()):
-        counts = np.bincount([code[v] for v in labels.values()], minlength=len(cats)).astype(float)
-        m = counts.sum()
-        out[j] = (np.outer(counts, counts) - np.diag(counts)) / (m - 1)
+        for v in labels.values():
+            out[j, code[v]] += 1
     return out
 
 
-def _alpha_from_coincidence(o: np.ndarray) -> np.ndarray:
-    """α (nominal) from summed coincidence matrices (… × V × V): 1 − (n − 1) Σ_{c≠k} o_ck / Σ_{c≠k} n_c n_k."""
+def krippendorff_alpha(units: Units, *, level: str = "nominal", order: tuple[str, ...] | None = None) -> float | None:
+    """Krippendorff's α by the ``krippendorff`` package at ``level`` (with the categories' ``order`` when
+    ordinal); None when undefined (no item with two labels, or a single category among them)."""
+    import krippendorff
+
+    pairable = _pairable(units)
+    domain = _domain(pairable, level, order)
+    if not pairable or len({v for labels in pairable.values() for v in labels.values()}) < 2:
+        return None
+    return float(krippendorff.alpha(value_counts=_value_counts(pairable, domain), value_domain=domain,
+                                    level_of_measurement=level))
+
+
+def _coincidences(units: Units, domain: list[str]) -> np.ndarray:
+    """Per item, its coincidence matrix (items × V × V): o_ck = pairs (c, k) / (m_u − 1)."""
+    counts = _value_counts(units, domain)
+    m = counts.sum(axis=1)
+    pairs = counts[:, :, None] * counts[:, None, :] - counts[:, :, None] * np.eye(len(domain))
+    return pairs / (m - 1)[:, None, None]
+
+
+def _alpha_from_coincidence(o: np.ndarray, level: str) -> np.ndarray:
+    """α from summed coincidence matrices (… × V × V, categories in order), NaN where undefined:
+    1 − (n − 1) Σ o_ck δ²_ck / Σ n_c n_k δ²_ck, with δ² = [c ≠ k] (nominal) or, ordinal,
+    (Σ_{g=c..k} n_g − (n_c + n_k)/2)² = (M_k − M_c)² with M_g = Σ_{h≤g} n_h − n_g/2."""
     n_c = o.sum(axis=-1)
     n = n_c.sum(axis=-1)
-    observed = o.sum(axis=(-1, -2)) - np.trace(o, axis1=-2, axis2=-1)
-    expected = n ** 2 - (n_c ** 2).sum(axis=-1)
+    if level == "ordinal":
+        mid = np.cumsum(n_c, axis=-1) - n_c / 2
+        d = (mid[..., :, None] - mid[..., None, :]) ** 2
+    else:
+        d = 1 - np.eye(o.shape[-1])
+    observed = (o * d).sum(axis=(-1, -2))
+    expected = (n_c[..., :, None] * n_c[..., None, :] * d).sum(axis=(-1, -2))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(expected > 0, 1 - (n - 1) * observed / expected, np.nan)
 
 
-def bootstrap_alpha(units: dict[str, dict[str, str]], *, reps: int = 1000, seed: int = 0,
-                    level: float = 0.95) -> tuple[float, float] | None:
-    """Percentile CI of α from ``reps`` resamples of the pairable items (with replacement)."""
-    pairable = {k: v for k, v in units.items() if len(v) >= 2}
-    if len(pairable) < 2 or reps < 1:
-        return None
-    per_item = _coincidences(pairable).reshape(len(pairable), -1)
+def bootstrap_alpha(units: Units, sessions: Mapping[str, str] | None = None, *, level: str = "nominal",
+                    order: tuple[str, ...] | None = None, reps: int = 1000, seed: int = 0,
+                    ci_level: float = 0.95) -> AlphaBootstrap:
+    """Percentile CI of α from ``reps`` cluster-bootstrap resamples of the sessions.
+
+    ``sessions`` maps item id -> session id (None, or an item it does not name: the item is its
+    own cluster). Only sessions holding an item with two or more labels are resampled. The
+    sessions are taken in sorted order and resample r draws ``S`` of them with replacement by
+    ``numpy.random.default_rng(seed).integers(0, S, size=(reps, S))[r]`` (drawn in blocks of
+    rows; the same stream). A resample's α is that of the drawn sessions' items pooled, a
+    session drawn twice counting twice.
+    """
+    pairable = _pairable(units)
+    domain = _domain(pairable, level, order)
+    sessions = sessions or {}
+    keys = sorted({sessions.get(item, f"item:{item}") for item in pairable})
+    if len(keys) < 2 or reps < 1:
+        return AlphaBootstrap(None, 0, 0, len(keys))
+    at = {k: i for i, k in enumerate(keys)}
+    per_item = _coincidences(pairable, domain).reshape(len(pairable), -1)
+    per_session = np.zeros((len(keys), per_item.shape[1]))
+    np.add.at(per_session, [at[sessions.get(item, f"item:{item}")] for item in pairable], per_item)
+    s, v = len(keys), len(domain)
     rng = np.random.default_rng(seed)
     alphas = []
-    for start in range(0, reps, 200):  # resample weights in blocks: (block × items) @ (items × V²)
+    for start in range(0, reps, 200):  # a block of resamples: (block × sessions) weights @ (sessions × V²)
         k = min(200, reps - start)
-        w = rng.multinomial(len(pairable), np.full(len(pairable), 1 / len(pairable)), size=k)
-        v = int(round(per_item.shape[1] ** 0.5))
-        alphas.append(_alpha_from_coincidence((w @ per_item).reshape(k, v, v)))
+        idx = rng.integers(0, s, size=(k, s))
+        w = np.bincount((idx + s * np.arange(k)[:, None]).ravel(), minlength=k * s).reshape(k, s)
+        alphas.append(_alpha_from_coincidence((w @ per_session).reshape(k, v, v), level))
     a = np.concatenate(alphas)
+    undefined = int(np.isnan(a).sum())
     a = a[~np.isnan(a)]
     if not len(a):
-        return None
-    tail = (1 - level) / 2 * 100
-    return float(np.percentile(a, tail)), float(np.percentile(a, 100 - tail))
+        return AlphaBootstrap(None, reps, undefined, s)
+    tail = (1 - ci_level) / 2 * 100
+    return AlphaBootstrap((float(np.percentile(a, tail)), float(np.percentile(a, 100 - tail))), reps, undefined, s)
 
 
 def cohen_kappa(x: list[str], y: list[str]) -> float | None:
@@ -154,30 +256,52 @@ def cohen_kappa(x: list[str], y: list[str]) -> float | None:
     return (p_o - p_e) / (1 - p_e)
 
 
-def project_agreement(name: str, units: dict[str, dict[str, str]], *, reps: int = 1000,
-                      seed: int = 0) -> ProjectAgreement:
+def project_agreement(name: str, units: Units, sessions: Mapping[str, str] | None = None, *,
+                      level: str = "nominal", order: tuple[str, ...] | None = None, unsure: str | None = None,
+                      reps: int = 1000, seed: int = 0) -> ProjectAgreement:
+    """Agreement of one project's ``units``; ``unsure`` "missing" drops "unsure" labels first (None or
+    "category": kept). ``sessions`` (item -> session) are the bootstrap's clusters."""
+    if unsure is not None and unsure not in UNSURE_TREATMENTS:
+        raise UsageError(f"unsure must be one of {', '.join(UNSURE_TREATMENTS)}, not {unsure!r}")
+    disagreements = [{"target_id": t, "votes": dict(sorted(Counter(labels.values()).items()))}
+                     for t, labels in units.items() if len(set(labels.values())) > 1]
+    dropped = 0
+    if unsure == "missing":
+        units, dropped = drop_unsure(units)
     annotators = sorted({a for labels in units.values() for a in labels})
     kappas = []
     for a, b in combinations(annotators, 2):
         both = [(labels[a], labels[b]) for labels in units.values() if a in labels and b in labels]
         if both:
             kappas.append(PairKappa(a, b, len(both), cohen_kappa([p[0] for p in both], [p[1] for p in both])))
-    disagreements = [{"target_id": t, "votes": dict(sorted(Counter(labels.values()).items()))}
-                     for t, labels in units.items() if len(set(labels.values())) > 1]
+    boot = bootstrap_alpha(units, sessions, level=level, order=order, reps=reps, seed=seed)
     return ProjectAgreement(
-        project=name, items=len(units), pairable_items=sum(len(v) >= 2 for v in units.values()),
+        project=name, level=level, order=list(order) if level == "ordinal" else None, unsure=unsure,
+        unsure_dropped=dropped, items=len(units), pairable_items=sum(len(v) >= 2 for v in units.values()),
         annotations=sum(len(v) for v in units.values()), annotators=annotators,
-        alpha=alpha_nominal(units), alpha_ci=bootstrap_alpha(units, reps=reps, seed=seed),
-        kappa=kappas, disagreements=disagreements)
+        alpha=krippendorff_alpha(units, level=level, order=order), alpha_ci=boot.ci, sessions=boot.sessions,
+        resamples=boot.resamples, undefined_resamples=boot.undefined, kappa=kappas, disagreements=disagreements)
 
 
-def agreement(corpus: Corpus, *, reps: int = 1000, seed: int = 0,
+def agreement(corpus: Corpus, *, level: str = "nominal", unsure: str = "category", reps: int = 1000, seed: int = 0,
               wait_seconds: float | None = None) -> dict[str, ProjectAgreement]:
-    """Agreement of every project that has annotator labels in ``corpus``, by project name."""
+    """Agreement of every project that has annotator labels in ``corpus``, by project name.
+
+    ``level`` applies to the projects whose labels have an order (caused_by_self); the others are
+    nominal, and each result says the level it used. ``unsure`` ("category" or "missing") applies
+    to caused_by_self.
+    """
+    if level not in LEVELS:
+        raise UsageError(f"--level must be one of {', '.join(LEVELS)}, not {level!r}")
+    if unsure not in UNSURE_TREATMENTS:
+        raise UsageError(f"--unsure must be one of {', '.join(UNSURE_TREATMENTS)}, not {unsure!r}")
     out = {}
     with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-annotate agreement") as con:
-        units = {name: latest_labels(con, *spec) for name, spec in PROJECTS.items()}
-    for name, u in units.items():
-        if u:
-            out[name] = project_agreement(name, u, reps=reps, seed=seed)
+        data = {name: (latest_labels(con, p.target_kind, p.value_type, p.column), item_sessions(con, p), p)
+                for name, p in PROJECTS.items()}
+    for name, (units, sessions, p) in data.items():
+        if units:
+            out[name] = project_agreement(name, units, sessions, level=level if p.order else "nominal",
+                                          order=p.order, unsure=unsure if UNSURE in (p.order or ()) else None,
+                                          reps=reps, seed=seed)
     return out

@@ -80,14 +80,21 @@ def pull(corpus_dir, title, quiet, wait_seconds) -> None:
 @cli.command()
 @_corpus_option
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
-@click.option("--bootstrap", "reps", type=int, default=1000, show_default=True, help="Bootstrap resamples for α's CI.")
+@click.option("--level", type=click.Choice(["nominal", "ordinal"]), default="nominal", show_default=True,
+              help="Krippendorff's α level for caused_by_self: ordinal orders self < unsure < exogenous "
+                   "(continuation is always nominal).")
+@click.option("--unsure", type=click.Choice(["category", "missing"]), default="category", show_default=True,
+              help="caused_by_self's 'unsure': a category, or missing (dropped before α and κ).")
+@click.option("--bootstrap", "reps", type=int, default=1000, show_default=True,
+              help="Bootstrap resamples (of sessions) for α's CI.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @_wait_option
-def agreement(corpus_dir, as_json, reps, seed, wait_seconds) -> None:
-    """Krippendorff's α (nominal, 95% bootstrap CI) per project, Cohen's κ per annotator pair, disagreements."""
+def agreement(corpus_dir, as_json, level, unsure, reps, seed, wait_seconds) -> None:
+    """Krippendorff's α (95% CI from a bootstrap of sessions) per project, Cohen's κ per annotator pair,
+    disagreements."""
     from annotate.agreement import agreement as run
 
-    result = run(_corpus(corpus_dir), reps=reps, seed=seed, wait_seconds=wait_seconds)
+    result = run(_corpus(corpus_dir), level=level, unsure=unsure, reps=reps, seed=seed, wait_seconds=wait_seconds)
     if as_json:
         click.echo(json.dumps({k: v.as_dict() for k, v in result.items()}, indent=2))
         return
@@ -95,9 +102,15 @@ def agreement(corpus_dir, as_json, reps, seed, wait_seconds) -> None:
         click.echo("no annotator labels in the corpus (run trb-annotate pull)", err=True)
     f = lambda x: "—" if x is None else f"{x:.3f}"  # noqa: E731
     for name, a in result.items():
+        how = a.level + (f" {' < '.join(a.order)}" if a.order else "")
+        if a.unsure:
+            how += f"; unsure as {'a category' if a.unsure == 'category' else 'missing'}"
+            how += f" ({a.unsure_dropped} label(s) dropped)" if a.unsure == "missing" else ""
         ci = f"[{f(a.alpha_ci[0])}, {f(a.alpha_ci[1])}]" if a.alpha_ci else "—"
-        click.echo(f"{name}: alpha {f(a.alpha)} 95% CI {ci}; {a.items} item(s) ({a.pairable_items} with 2+ labels), "
-                   f"{a.annotations} label(s), {len(a.annotators)} annotator(s), {len(a.disagreements)} disagreement(s)")
+        click.echo(f"{name}: alpha ({how}) {f(a.alpha)} 95% CI {ci} from {a.resamples} resample(s) of "
+                   f"{a.sessions} session(s), {a.undefined_resamples} undefined (left out); "
+                   f"{a.items} item(s) ({a.pairable_items} with 2+ labels), {a.annotations} label(s), "
+                   f"{len(a.annotators)} annotator(s), {len(a.disagreements)} disagreement(s)")
         for k in a.kappa:
             click.echo(f"  kappa {k.a} / {k.b}: {f(k.kappa)} over {k.n} item(s)")
         for d in a.disagreements:

@@ -7,7 +7,7 @@ with their own token, so Label Studio records them as ``completed_by``.
 import pytest
 
 from annotate.adjudicate import adjudicate
-from annotate.agreement import agreement, alpha_nominal
+from annotate.agreement import agreement, krippendorff_alpha
 from annotate.cli import main
 from annotate.client import connect
 from annotate.errors import (
@@ -132,7 +132,7 @@ def test_push_annotate_pull_agree_adjudicate_release(ls_server, tokens, admin, c
     cbs = agree["caused_by_self"]
     who = [annotator_id(e) for e in EMAILS]
     expected = {"A1": ["self", "self", "exogenous"], **{k: v for k, v in votes.items() if k != "A1"}}
-    assert cbs.alpha == pytest.approx(alpha_nominal({k: dict(zip(who, v)) for k, v in expected.items()}))
+    assert cbs.alpha == pytest.approx(krippendorff_alpha({k: dict(zip(who, v)) for k, v in expected.items()}))
     assert sorted(d["target_id"] for d in cbs.disagreements) == ["A1", "A2", "A3"]
     assert len(cbs.kappa) == 3 and cbs.alpha_ci is not None
     assert agree["continuation"].disagreements == [{"target_id": "s2.t0.rev", "votes": {"up": 2, "wait": 1}}]

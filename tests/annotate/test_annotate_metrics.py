@@ -5,7 +5,7 @@ import json
 import pytest
 
 from annotate.adjudicate import ADJUDICATOR, adjudicate, decide, phi_from_annotations
-from annotate.agreement import agreement, alpha_nominal, bootstrap_alpha, cohen_kappa, project_agreement
+from annotate.agreement import agreement, bootstrap_alpha, cohen_kappa, krippendorff_alpha, project_agreement
 from annotate.pull import annotator_id, parse_result
 from annotate.tasks import cf_key, render_tasks
 from corpus import Corpus, ingest, init_corpus
@@ -20,7 +20,7 @@ def test_alpha_and_kappa_match_a_hand_worked_case():
     # n_a = 3, n_b = 5, n = 8. alpha = 1 - (n - 1) * (o_ab + o_ba) / (2 n_a n_b) = 1 - 7 * 2 / 30 = 16/30.
     units = {"u1": {"A": "a", "B": "a"}, "u2": {"A": "a", "B": "b"}, "u3": {"A": "b", "B": "b"},
              "u4": {"A": "b", "B": "b"}}
-    assert alpha_nominal(units) == pytest.approx(16 / 30)
+    assert krippendorff_alpha(units) == pytest.approx(16 / 30)
     # kappa: p_o = 3/4; A has a 2, b 2; B has a 1, b 3: p_e = (2*1 + 2*3)/16 = 1/2; kappa = (3/4 - 1/2)/(1/2) = 1/2.
     assert cohen_kappa(["a", "a", "b", "b"], ["a", "b", "b", "b"]) == pytest.approx(0.5)
 
@@ -31,7 +31,7 @@ def test_alpha_with_three_coders_and_missing_labels():
     # alpha = 1 - 6 * 2 / (2 * 4 * 3) = 1/2.
     units = {"u1": {"A": "a", "B": "a", "C": "a"}, "u2": {"A": "a", "B": "b"}, "u3": {"B": "b", "C": "b"},
              "u4": {"C": "c"}}
-    assert alpha_nominal(units) == pytest.approx(0.5)
+    assert krippendorff_alpha(units) == pytest.approx(0.5)
     a = project_agreement("caused_by_self", units, reps=500, seed=1)
     assert (a.items, a.pairable_items, a.annotations) == (4, 3, 8)
     assert [d["target_id"] for d in a.disagreements] == ["u2"]
@@ -46,14 +46,11 @@ def test_kappa_undefined_when_both_raters_use_one_category():
 
 def test_bootstrap_ci_is_seeded_and_brackets_alpha():
     units = {f"u{i}": {"A": "ab"[i % 2], "B": "ab"[(i // 3) % 2], "C": "ab"[i % 2]} for i in range(40)}
-    alpha = alpha_nominal(units)
-    lo, hi = bootstrap_alpha(units, reps=400, seed=3)
-    assert lo < alpha < hi
-    assert bootstrap_alpha(units, reps=400, seed=3) == (lo, hi)
-    # the resampled alphas come from coincidence matrices: with every item once, that is the package's alpha
-    from annotate.agreement import _alpha_from_coincidence, _coincidences
-
-    assert float(_alpha_from_coincidence(_coincidences(units).sum(axis=0))) == pytest.approx(alpha)
+    alpha = krippendorff_alpha(units)
+    boot = bootstrap_alpha(units, reps=400, seed=3)
+    lo, hi = boot.ci
+    assert lo < alpha < hi and (boot.resamples, boot.undefined, boot.sessions) == (400, 0, 40)
+    assert bootstrap_alpha(units, reps=400, seed=3) == boot
 
 
 def test_majority_with_a_margin():
