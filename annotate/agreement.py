@@ -77,6 +77,7 @@ class AlphaBootstrap:
     resamples: int  # resamples drawn (0 when fewer than two sessions hold pairable items)
     undefined: int  # resamples whose α is undefined (one category only): left out of the interval
     sessions: int  # sessions (clusters) resampled: those holding an item with two or more labels
+    alpha: float | None  # α of the full data by the resamples' arithmetic: the package's α, to rounding
 
 
 @dataclass
@@ -220,13 +221,17 @@ def bootstrap_alpha(units: Units, sessions: Mapping[str, str] | None = None, *, 
     domain = _domain(pairable, level, order)
     sessions = sessions or {}
     keys = sorted({sessions.get(item, f"item:{item}") for item in pairable})
-    if len(keys) < 2 or reps < 1:
-        return AlphaBootstrap(None, 0, 0, len(keys))
+    if not keys:
+        return AlphaBootstrap(None, 0, 0, 0, None)
     at = {k: i for i, k in enumerate(keys)}
     per_item = _coincidences(pairable, domain).reshape(len(pairable), -1)
     per_session = np.zeros((len(keys), per_item.shape[1]))
     np.add.at(per_session, [at[sessions.get(item, f"item:{item}")] for item in pairable], per_item)
     s, v = len(keys), len(domain)
+    full = float(_alpha_from_coincidence(per_session.sum(axis=0).reshape(v, v), level))
+    full = None if np.isnan(full) else full
+    if s < 2 or reps < 1:
+        return AlphaBootstrap(None, 0, 0, s, full)
     rng = np.random.default_rng(seed)
     alphas = []
     for start in range(0, reps, 200):  # a block of resamples: (block × sessions) weights @ (sessions × V²)
@@ -238,9 +243,10 @@ def bootstrap_alpha(units: Units, sessions: Mapping[str, str] | None = None, *, 
     undefined = int(np.isnan(a).sum())
     a = a[~np.isnan(a)]
     if not len(a):
-        return AlphaBootstrap(None, reps, undefined, s)
+        return AlphaBootstrap(None, reps, undefined, s, full)
     tail = (1 - ci_level) / 2 * 100
-    return AlphaBootstrap((float(np.percentile(a, tail)), float(np.percentile(a, 100 - tail))), reps, undefined, s)
+    return AlphaBootstrap((float(np.percentile(a, tail)), float(np.percentile(a, 100 - tail))), reps, undefined, s,
+                          full)
 
 
 def cohen_kappa(x: list[str], y: list[str]) -> float | None:
