@@ -1,15 +1,23 @@
 """``trb-annotate adjudicate``: turn agreeing annotators into labels, disagreement into a review queue.
 
 Attribution items (``caused_by_self``): over the latest revision of each annotator's label,
-an item with at least ``min_votes`` labels whose top label leads the runner-up by at least
-``margin`` votes gets an ``adjudicator`` annotation with that label (method
-``majority-margin-<margin>``, annotator ``trb-annotate``; ``endorsed`` by the majority of the
-winning voters who said, omitted on a tie). Ties and smaller leads go to the review queue
-(:func:`corpus.labels.enqueue_review`), which the review TUI works through; an item a person already
-decided (a reviewer, or an adjudicator other than this tool) is left alone. A re-run with the same votes writes nothing new: an
-adjudication's id is derived from the item, the method and the votes.
+an item with at least ``min_votes`` labels is decided by one of two rules (:data:`RULES`):
 
-Counterfactuals (``continuation``) are not decided by majority: Φ(r') is the distribution of
+- ``plurality-margin`` (the default): the most frequent label wins when it leads the runner-up
+  by at least ``margin`` votes (default 1), however small its share: 2 of 4 votes against 1
+  and 1 wins. Method ``plurality-margin-<margin>``;
+- ``strict-majority``: a label wins only with more than half of the votes (3 of 5 wins, 2 of 4
+  does not). Method ``strict-majority``.
+
+A winner gets an ``adjudicator`` annotation with its label (annotator ``trb-annotate``, the
+method named above; ``endorsed`` by the majority of the winning voters who said, omitted on a
+tie). Ties and items without a winner go to the review queue (:func:`corpus.labels.enqueue_review`),
+which the review TUI works through; an item a person already decided (a reviewer, or an
+adjudicator other than this tool) is left alone. A re-run with the same votes writes nothing new: an
+adjudication's id is derived from the item, the method and the votes (labels written before the
+rule was named, method ``majority-margin-<margin>``, count as the same plurality-margin decision).
+
+Counterfactuals (``continuation``) are not decided by vote: Φ(r') is the distribution of
 the annotators' action choices with their count (:func:`phi_from_annotations`), which is what
 releases use for a counterfactual whose record has no Φ (see :mod:`corpus.release`).
 """
@@ -28,32 +36,57 @@ from corpus.labels import QueueItem, add_annotations, enqueue_review, make_annot
 from corpus.release import ANNOTATED_PHI_SQL
 from corpus.store import Corpus
 
-__all__ = ["ADJUDICATOR", "Decision", "AdjudicateReport", "decide", "adjudicate", "phi_from_annotations"]
+__all__ = ["ADJUDICATOR", "RULES", "Decision", "AdjudicateReport", "decide", "decide_plurality_margin",
+           "decide_strict_majority", "adjudicate", "phi_from_annotations"]
 
 ADJUDICATOR = "trb-annotate"
+RULES = ("plurality-margin", "strict-majority")
 
 
 @dataclass(frozen=True)
 class Decision:
-    label: str | None  # the majority label, or None when the item goes to review
+    label: str | None  # the winning label, or None when the item goes to review
     margin: int  # top count minus runner-up count
     votes: dict[str, int]
-    reason: str | None  # why it goes to review ("tie", "margin 1 < 2")
+    reason: str | None  # why it goes to review ("tie", "margin 1 < 2", "no strict majority: 2 of 4")
 
 
-def decide(labels: dict[str, str], margin: int) -> Decision:
-    """Majority with a margin over one item's labels (annotator -> label)."""
+def _ranked(labels: dict[str, str]) -> tuple[list[tuple[str, int]], int, dict[str, int]]:
     votes = Counter(labels.values())
     ranked = sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))
-    top = ranked[0][1]
-    second = ranked[1][1] if len(ranked) > 1 else 0
-    lead = top - second
-    ordered = dict(sorted(votes.items()))
+    lead = ranked[0][1] - (ranked[1][1] if len(ranked) > 1 else 0)
+    return ranked, lead, dict(sorted(votes.items()))
+
+
+def decide_plurality_margin(labels: dict[str, str], margin: int) -> Decision:
+    """Plurality with a margin over one item's labels (annotator -> label): the top label wins when it
+    leads the runner-up by at least ``margin`` votes."""
+    ranked, lead, votes = _ranked(labels)
     if lead == 0:
-        return Decision(None, 0, ordered, "tie")
+        return Decision(None, 0, votes, "tie")
     if lead < margin:
-        return Decision(None, lead, ordered, f"margin {lead} < {margin}")
-    return Decision(ranked[0][0], lead, ordered, None)
+        return Decision(None, lead, votes, f"margin {lead} < {margin}")
+    return Decision(ranked[0][0], lead, votes, None)
+
+
+def decide_strict_majority(labels: dict[str, str]) -> Decision:
+    """Strict majority over one item's labels: a label wins only with more than half of the votes."""
+    ranked, lead, votes = _ranked(labels)
+    top, n = ranked[0][1], len(labels)
+    if lead == 0:
+        return Decision(None, 0, votes, "tie")
+    if 2 * top <= n:
+        return Decision(None, lead, votes, f"no strict majority: {top} of {n}")
+    return Decision(ranked[0][0], lead, votes, None)
+
+
+def decide(labels: dict[str, str], rule: str = "plurality-margin", margin: int = 1) -> Decision:
+    """One item's decision by ``rule`` (one of :data:`RULES`; ``margin`` is plurality-margin's)."""
+    if rule == "plurality-margin":
+        return decide_plurality_margin(labels, margin)
+    if rule == "strict-majority":
+        return decide_strict_majority(labels)
+    raise UsageError(f"--rule must be one of {', '.join(RULES)}, not {rule!r}")
 
 
 @dataclass
@@ -96,14 +129,27 @@ def phi_from_annotations(corpus: Corpus, *, wait_seconds: float | None = None) -
     return {cf: {"type": t, "probs": orjson.loads(p), "n": n} for cf, t, p, n in rows}
 
 
-def adjudicate(corpus: Corpus, *, margin: int = 1, min_votes: int = 3,
+def _adjudication_id(target: str, method: str, labels: dict[str, str]) -> str:
+    return "adj-" + hashlib.sha256(orjson.dumps([target, method, sorted(labels.items())])).hexdigest()[:20]
+
+
+def adjudicate(corpus: Corpus, *, rule: str = "plurality-margin", margin: int | None = None, min_votes: int = 3,
                wait_seconds: float | None = None) -> AdjudicateReport:
-    """Adjudicate every attribution item with labels (see the module docstring)."""
+    """Adjudicate every attribution item with labels by ``rule`` (see the module docstring).
+
+    ``margin`` belongs to plurality-margin (default 1); giving one with strict-majority is a UsageError.
+    """
+    if rule not in RULES:
+        raise UsageError(f"--rule must be one of {', '.join(RULES)}, not {rule!r}")
+    if rule == "strict-majority" and margin is not None:
+        raise UsageError("--margin belongs to --rule plurality-margin, not strict-majority")
+    margin = 1 if margin is None else margin
     if margin < 1:
         raise UsageError(f"--margin must be at least 1, not {margin}")
     if min_votes < 1:
         raise UsageError(f"--min-votes must be at least 1, not {min_votes}")
-    method = f"majority-margin-{margin}"
+    method = f"plurality-margin-{margin}" if rule == "plurality-margin" else rule
+    legacy = f"majority-margin-{margin}" if rule == "plurality-margin" else None  # its earlier name
     report = AdjudicateReport(method)
     records, queue = [], []
     now = now_iso()
@@ -122,15 +168,14 @@ def adjudicate(corpus: Corpus, *, margin: int = 1, min_votes: int = 3,
             if len(labels) < min_votes:
                 report.incomplete += 1
                 continue
-            d = decide(labels, margin)
+            d = decide(labels, rule, margin)
             report.decisions[target] = d
             if d.label is None:
                 queue.append(QueueItem("attribution", target, d.reason, d.votes, dict(sorted(labels.items())),
                                        d.margin, now, f"trb-annotate adjudicate {method}"))
                 continue
-            digest = hashlib.sha256(orjson.dumps([target, method, sorted(labels.items())])).hexdigest()[:20]
-            ann_id = f"adj-{digest}"
-            if ann_id in existing:
+            ann_id = _adjudication_id(target, method, labels)
+            if ann_id in existing or (legacy and _adjudication_id(target, legacy, labels) in existing):
                 report.unchanged += 1
                 continue
             value = {"type": "attribution", "label": d.label}

@@ -120,18 +120,21 @@ def agreement(corpus_dir, as_json, level, unsure, reps, seed, wait_seconds) -> N
 
 @cli.command()
 @_corpus_option
-@click.option("--margin", type=int, default=1, show_default=True,
-              help="Votes the top label must lead the runner-up by (else the item goes to review).")
+@click.option("--rule", type=click.Choice(["plurality-margin", "strict-majority"]), default="plurality-margin",
+              show_default=True, help="plurality-margin: the top label wins when it leads the runner-up by --margin "
+                                      "votes; strict-majority: a label wins only with more than half of the votes.")
+@click.option("--margin", type=int, default=None,
+              help="plurality-margin only: votes the top label must lead the runner-up by (default 1).")
 @click.option("--min-votes", type=int, default=3, show_default=True, help="Labels an item needs before it is decided.")
 @click.option("--json", "as_json", is_flag=True, help="Decisions and Φ(r') as JSON on stdout.")
 @_wait_option
-def adjudicate(corpus_dir, margin, min_votes, as_json, wait_seconds) -> None:
-    """Majority with a margin -> adjudicated labels; ties and low margins -> the review queue; Φ(r') from choices."""
+def adjudicate(corpus_dir, rule, margin, min_votes, as_json, wait_seconds) -> None:
+    """Plurality with a margin (or strict majority) -> adjudicated labels; the rest -> the review queue; Φ(r')."""
     from annotate.adjudicate import adjudicate as run
     from annotate.adjudicate import phi_from_annotations
 
     corpus = _corpus(corpus_dir)
-    report = run(corpus, margin=margin, min_votes=min_votes, wait_seconds=wait_seconds)
+    report = run(corpus, rule=rule, margin=margin, min_votes=min_votes, wait_seconds=wait_seconds)
     click.echo(report.summary(), err=True)
     if as_json:
         click.echo(json.dumps({

@@ -295,7 +295,8 @@ def _rai(manifest: dict, facts: dict, phi_from_annotators: int = 0) -> dict:
                           + ", ".join(f"{c} ({n})" for c, n in facts["collectors"]) + ".",
         "dataCollectionType": "Simulated" if smoke else "Direct measurement",
         "dataAnnotationProtocol": "Attribution items carry a design label; annotators label caused_by_self "
-                                  "(self/exogenous/unsure) in Label Studio, adjudicated by majority with a margin "
+                                  "(self/exogenous/unsure) in Label Studio, adjudicated by a vote rule (plurality "
+                                  "with a margin, or strict majority; each adjudicated label names its method) "
                                   f"and by reviewers. Label source in this release: {manifest['label_source']}. "
                                   "Counterfactual continuations Φ(r') are distributions over the step's actions"
                                   + (f"; for {phi_from_annotators} counterfactual(s) Φ(r') is the distribution of "

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from annotate.adjudicate import ADJUDICATOR, adjudicate, decide, phi_from_annotations
+from annotate.adjudicate import ADJUDICATOR, adjudicate, decide_plurality_margin, phi_from_annotations
 from annotate.agreement import agreement, bootstrap_alpha, cohen_kappa, krippendorff_alpha, project_agreement
 from annotate.pull import annotator_id, parse_result
 from annotate.tasks import cf_key, render_tasks
@@ -53,12 +53,12 @@ def test_bootstrap_ci_is_seeded_and_brackets_alpha():
     assert bootstrap_alpha(units, reps=400, seed=3) == boot
 
 
-def test_majority_with_a_margin():
-    assert decide({"a": "self", "b": "self", "c": "self"}, 2).label == "self"
-    d = decide({"a": "self", "b": "self", "c": "exogenous"}, 2)
+def test_plurality_with_a_margin():
+    assert decide_plurality_margin({"a": "self", "b": "self", "c": "self"}, 2).label == "self"
+    d = decide_plurality_margin({"a": "self", "b": "self", "c": "exogenous"}, 2)
     assert (d.label, d.margin, d.reason) == (None, 1, "margin 1 < 2")
-    assert decide({"a": "self", "b": "self", "c": "exogenous"}, 1).label == "self"
-    d = decide({"a": "self", "b": "exogenous", "c": "unsure"}, 1)
+    assert decide_plurality_margin({"a": "self", "b": "self", "c": "exogenous"}, 1).label == "self"
+    d = decide_plurality_margin({"a": "self", "b": "exogenous", "c": "unsure"}, 1)
     assert (d.label, d.reason, d.votes) == (None, "tie", {"exogenous": 1, "self": 1, "unsure": 1})
 
 
@@ -125,7 +125,7 @@ def test_agreement_reads_latest_revisions(labelled):
     assert "continuation" not in res
 
 
-def test_adjudicate_labels_majorities_queues_ties_and_is_idempotent(labelled):
+def test_adjudicate_labels_pluralities_queues_ties_and_is_idempotent(labelled):
     add_annotations(labelled, [
         _ann("s1.t1.attr", "a1", "self"), _ann("s1.t1.attr", "a2", "self"), _ann("s1.t1.attr", "a3", "exogenous"),
         _ann("s1.t2.attr", "a1", "self"), _ann("s1.t2.attr", "a2", "exogenous"), _ann("s1.t2.attr", "a3", "unsure")])
@@ -134,7 +134,7 @@ def test_adjudicate_labels_majorities_queues_ties_and_is_idempotent(labelled):
     with labelled.open(write=False) as con:
         rows = con.execute("SELECT target_id, label, method, annotator_id FROM store.annotations "
                            "WHERE role = 'adjudicator'").fetchall()
-    assert rows == [("s1.t1.attr", "self", "majority-margin-1", ADJUDICATOR)]
+    assert rows == [("s1.t1.attr", "self", "plurality-margin-1", ADJUDICATOR)]
     [q] = review_queue(labelled)
     assert (q.target_id, q.reason, q.votes, q.annotators) == (
         "s1.t2.attr", "tie", {"exogenous": 1, "self": 1, "unsure": 1},
