@@ -12,7 +12,7 @@ from tests_paths import ROOT
 
 HEADLESS = ["schemas", "schemas.models", "schemas.rules", "corpus.cli", "corpus.ingest", "corpus.stats",
             "corpus.simulate", "corpus.release", "simworld", "trb.run", "trb.report", "trb.results", "trb.stats",
-            "trb.calibrate", "trb.tracks", "trb.releases", "trb.cli",
+            "trb.beliefs", "trb.calibrate", "trb.tracks", "trb.releases", "trb.cli",
             "annotate.cli", "annotate.push", "annotate.pull", "annotate.agreement", "annotate.adjudicate",
             "annotate.status"]
 def _modules(package: str) -> list[str]:
