@@ -140,8 +140,12 @@ class Ceiling:
         return (at((total - 1) // 2) + at(total // 2)) / 2.0
 
 
-def ceiling_by_items(items: Iterable[tuple[Mapping[str, float] | Iterable[float], int | None]]) -> Ceiling:
-    """The mean plug-in ceiling over ``items``: ``(Φ probs, phi_n or None)`` pairs.
+def ceiling_by_items(
+    items: Iterable[tuple[Mapping[str, float] | Iterable[float], int | None]
+                    | tuple[Mapping[str, float] | Iterable[float], int | None, int]],
+) -> Ceiling:
+    """The mean plug-in ceiling over ``items``: ``(Φ probs, phi_n or None)`` pairs, or
+    ``(Φ probs, phi_n or None, count)`` for ``count`` items alike (a grouped query).
 
     Each item's ceiling is :func:`oracle_g` with Φ as the true distribution (the plug-in,
     optimistic: see the module docstring); items with ``phi_n`` ``None`` are counted in
@@ -155,17 +159,19 @@ def ceiling_by_items(items: Iterable[tuple[Mapping[str, float] | Iterable[float]
     counts: dict[int, int] = {}
     n_items = unstated = 0
     total = 0.0
-    for probs, n in items:
-        n_items += 1
+    for item in items:
+        probs, n = item[0], item[1]
+        weight = int(item[2]) if len(item) > 2 else 1
+        n_items += weight
         if n is None:
-            unstated += 1
+            unstated += weight
             continue
         values = list(probs.values()) if isinstance(probs, Mapping) else list(probs)
         key = (int(n), tuple(sorted(round(float(v), _KEY_DIGITS) for v in values)))
         if key not in cache:
             cache[key] = oracle_g(values, int(n))
-        total += cache[key]
-        counts[int(n)] = counts.get(int(n), 0) + 1
+        total += weight * cache[key]
+        counts[int(n)] = counts.get(int(n), 0) + weight
     stated = n_items - unstated
     return Ceiling(items=n_items, unstated=unstated, phi_n=dict(sorted(counts.items())),
                    oracle_g=(total / stated) if stated else None)

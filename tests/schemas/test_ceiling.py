@@ -103,6 +103,9 @@ def test_ceiling_by_items_averages_with_counts_and_leaves_unstated_out():
     only_unstated = ceiling_by_items([({"a": 1.0}, None)])
     assert only_unstated.oracle_g is None and only_unstated.n_median is None and only_unstated.unstated == 1
     assert ceiling_by_items([({"a": 1.0}, 3)] * 3 + [({"a": 1.0}, 8)]).n_median == 3.0
+    grouped = ceiling_by_items([({"a": 0.5, "b": 0.5}, 2, 2), ({"a": 1.0}, 5, 1), ({"a": 0.7, "b": 0.3}, None, 1),
+                                ([0.25, 0.75], 4, 1)])
+    assert grouped == c
 
 
 def test_schemas_ceiling_imports_neither_corpus_nor_trb():
