@@ -37,13 +37,19 @@ from typing import Any
 
 import yaml
 
-from schemas.release_format import CONFIG_DESCRIPTIONS, CONFIGS, SPLITS
+from schemas.release_format import CONFIG_DESCRIPTIONS, CONFIGS, MIN_ANNOTATORS, SPLITS
 
-__all__ = ["SMOKE_BANNER", "FACT_KEYS", "PLACEHOLDER", "render_card", "datasheet_values", "fill_datasheet",
-           "placeholders"]
+__all__ = ["SMOKE_BANNER", "FACT_KEYS", "PLACEHOLDER", "CEILING_MEANING", "render_card", "datasheet_values",
+           "fill_datasheet", "placeholders", "phi_annotators_section"]
 
 SMOKE_BANNER = ("> **SMOKE TEST** — this release contains simulated or illustrative data. It is for smoke tests of "
                 "the pipeline only; no TRB score may be claimed from it (TRB spec §6).")
+
+#: What the annotator-noise ceiling means, said once wherever it is shown.
+CEILING_MEANING = ("The ceiling is the Track 1 G that a model outputting the true action distribution can expect "
+                   "when Φ(r') is the choice of `phi_n` annotators (annotator noise), with Φ itself standing in for "
+                   "the unknown truth, which over-states it: G above this is not better than the truth; G is to be "
+                   "read against it, not against 1.")
 
 #: The keys ``facts`` must have (see :func:`datasheet_values`).
 FACT_KEYS = ("source_kinds", "subject_count", "collectors", "licences", "consent", "contexts", "origins",
@@ -162,6 +168,43 @@ def synthetic_table(manifest: Mapping) -> str:
     return _table(["split", "synthetic", "human", "share", "synthetic:human", "within cap (≤ 3:1)"], rows)
 
 
+def phi_annotators_section(manifest: Mapping) -> list[str]:
+    """The card's lines on the annotators behind Φ(r'): the minimum, per-split counts and the ceiling.
+
+    Empty for a manifest without ``phi_annotators`` (releases cut before it was recorded).
+    """
+    info = manifest.get("phi_annotators")
+    if not info:
+        return []
+    m = info["min_annotators"]
+    gated = " and ".join(f"`{s}`" for s in info["gated_splits"])
+    below = (f" — **below the toolkit's default of {MIN_ANNOTATORS}**, chosen for this release"
+             if m < MIN_ANNOTATORS else "")
+    out = ["## Annotators behind Φ(r') and the Track 1 ceiling", "",
+           f"Every distribution Φ(r') of {gated} comes from at least **{m}** annotator(s) "
+           f"(`trb-corpus release --min-annotators {m}`){below}; text Φ(r') (one written continuation, for the "
+           "log-likelihood-ratio variant) is not subject to it.", ""]
+    splits = info["splits"]
+    if not splits:
+        return out + ["No counterfactuals carry Φ(r').", ""]
+
+    def span(v: Mapping) -> str:
+        if v["phi_n_min"] is None:
+            return _NONE
+        return f"{v['phi_n_min']} / {_num(v['phi_n_median'])} / {v['phi_n_max']}"
+
+    rows = [[split, v["items"], span(v), v["unstated"],
+             _NONE if v["oracle_g"] is None else f"{v['oracle_g']:.4f}", v["text_items"]]
+            for split, v in ((s, splits[s]) for s in _split_order(splits))]
+    out += [_table(["split", "distribution Φ", "annotators min / median / max", "no annotator count",
+                    "ceiling (mean oracle G)", "text Φ"], rows), "", CEILING_MEANING, ""]
+    if any(v["unstated"] for v in splits.values()):
+        out += ["A Φ with no annotator count is not in the ceiling; in the gated splits only the simulated "
+                "world's Φ may lack one (it is the simulated subject's exact policy: no annotator noise, so its "
+                "ceiling is 1).", ""]
+    return out
+
+
 def _parent(manifest: Mapping) -> str:
     parent = manifest.get("parent")
     return f"{parent['version']} ({parent['release_sha']})" if parent else "none"
@@ -183,7 +226,9 @@ def render_card(manifest: dict, *, pretty_name: str, license: str, configs: dict
     notes on a gate). The body has: the SMOKE TEST banner when
     ``manifest["smoke_test"]``, the identity table (kind, TRB spec, schema, release
     SHA, parent, toolkit), counts per config and split, the synthetic share overall
-    and per split, the label source, the gate results, the files, and how to load.
+    and per split, the label source, the annotators behind Φ(r') with the Track 1
+    annotator-noise ceiling (when the manifest has ``phi_annotators``), the gate
+    results, the files, and how to load.
     """
     if not isinstance(license, str) or not _HF_LICENSE.match(license):
         raise ValueError(f"license {license!r} is not a Hugging Face licence id (e.g. cc-by-4.0, cc0-1.0, other)")
@@ -258,6 +303,7 @@ def render_card(manifest: dict, *, pretty_name: str, license: str, configs: dict
         *([f"Φ(r') of {phi_from_annotators} counterfactual(s) comes from annotators' action choices "
            "(`trb-annotate`): the share of annotators choosing each action of the step, with `phi_n` annotators; "
            "the other counterfactuals carry the Φ of their own record.", ""] if phi_from_annotators else []),
+        *phi_annotators_section(manifest),
         "## Release gates",
         "",
         gate_table(manifest, detail=False),

@@ -15,6 +15,7 @@ import click
 
 from corpus.jsonl import DEFAULT_MAX_LINE_BYTES
 from schemas.errors import run_cli
+from schemas.release_format import MIN_ANNOTATORS
 from schemas.versions import TOOLKIT_VERSION
 
 _CORPUS_HELP = "Corpus directory (default: $TRB_CORPUS, else the current directory)."
@@ -111,12 +112,15 @@ def stats(corpus_dir, as_json, wait_seconds) -> None:
 @click.option("--seed", type=int, required=True, help="Seed: the same seed gives the same file.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
               help="Output JSONL file (.jsonl.gz to compress).")
+@click.option("--annotators", type=click.IntRange(1, 10_000), default=None,
+              help="Φ(r') as the choices of N simulated annotators (phi_n = N) instead of the subject's exact policy "
+                   "(the default: no annotator count, no annotator noise).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def simulate(n_sessions, seed, output, quiet) -> None:
+def simulate(n_sessions, seed, output, annotators, quiet) -> None:
     """Write N simulated sessions of the TRB task world (with counterfactuals, attribution items, transfer contexts)."""
     from corpus.simulate import write_simulation
 
-    summary = write_simulation(output, n_sessions=n_sessions, seed=seed, progress=not quiet)
+    summary = write_simulation(output, n_sessions=n_sessions, seed=seed, annotators=annotators, progress=not quiet)
     click.echo(summary, err=True)
 
 
@@ -158,14 +162,19 @@ def synth(corpus_dir, seed, per_step, adversarial, ood, wait_seconds, quiet) -> 
 @click.option("--redact-pii", is_flag=True, help="Release with PII hits redacted instead of refusing.")
 @click.option("--datasheet", type=click.Path(dir_okay=False, exists=True), default=None,
               help="A curator-completed datasheet template (required for --kind trb).")
+@click.option("--min-annotators", type=click.IntRange(min=1), default=MIN_ANNOTATORS, show_default=True,
+              help="Least annotators behind each eval/transfer distribution Φ(r'); recorded in the manifest and "
+                   "stated in the card.")
 @_wait_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def release(corpus_dir, version, kind, out, trainer_orgs, parent, salt, split_fractions, redact_pii, datasheet,
-            wait_seconds, quiet) -> None:
+            min_annotators, wait_seconds, quiet) -> None:
     """Cut an immutable, SHA-pinned release (a Hugging Face dataset directory); print its SHA last.
 
     Nothing is written when any gate fails (exit 6): synthetic cap, transfer
-    provenance, split discipline, completeness, PII scan, immutability.
+    provenance, split discipline, completeness, annotators behind Φ (--min-annotators),
+    PII scan, immutability. The card and manifest report, per split, the annotators
+    behind Φ and the Track 1 annotator-noise ceiling.
     """
     from corpus.errors import UsageError
     from corpus.release import cut_release
@@ -179,7 +188,7 @@ def release(corpus_dir, version, kind, out, trainer_orgs, parent, salt, split_fr
     result = cut_release(Corpus(resolve_corpus_dir(corpus_dir)), version, kind=kind, out=out,
                          trainer_orgs=list(trainer_orgs), parent=parent, salt=salt, redact_pii=redact_pii,
                          datasheet=datasheet, split_fractions=fractions, progress=not quiet,
-                         wait_seconds=wait_seconds)
+                         wait_seconds=wait_seconds, min_annotators=min_annotators)
     m = result.manifest
     for g in m["gates"]:
         click.echo(f"gate {g['name']}: {'passed' if g['passed'] else 'FAILED'}: {g['figure']}", err=True)

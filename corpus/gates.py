@@ -8,11 +8,16 @@ immutability check run while the files are written (see :mod:`corpus.release`).
 
 from __future__ import annotations
 
+from schemas.ceiling import ceiling_by_items
 from schemas.models import GateResult
-from schemas.release_format import HUMAN_ORIGINS, SPLITS, SYNTHETIC_CAP
+from schemas.release_format import HUMAN_ORIGINS, MIN_ANNOTATORS, SPLITS, SYNTHETIC_CAP
 
-__all__ = ["SYNTHETIC_CAP", "FIRST_OFFENDERS", "release_kind_gate", "synthetic_cap_gate", "transfer_provenance_gate",
-           "split_discipline_gate", "completeness_gate"]
+__all__ = ["SYNTHETIC_CAP", "MIN_ANNOTATORS", "ANNOTATOR_GATED_SPLITS", "FIRST_OFFENDERS", "release_kind_gate",
+           "synthetic_cap_gate", "transfer_provenance_gate", "split_discipline_gate", "completeness_gate",
+           "min_annotators_gate", "phi_annotators"]
+
+#: The splits whose distribution Φ(r') must come from at least ``min_annotators`` annotators.
+ANNOTATOR_GATED_SPLITS = ("eval", "transfer")
 
 #: How many offending ids a failed gate names.
 FIRST_OFFENDERS = 10
@@ -128,3 +133,59 @@ def completeness_gate(con, excluded_lacking_phi: int, kind: str, datasheet_promp
     return GateResult(name="completeness", passed=not problems, figure=figure,
                       bar="0 and 0" + (" and a curated datasheet" if kind == "trb" else ""),
                       detail="\n".join(problems) or None)
+
+
+#: A gated counterfactual falls short: a distribution Φ from fewer annotators than the minimum, or one that
+#: states no annotator count, unless its session is simulated (the simulated world's Φ is the subject's
+#: exact policy: no annotators, no annotator noise). Text Φ is one written continuation: not gated.
+_SHORT_SQL = f"""
+    SELECT r.cf_id, r.phi_n FROM rel_counterfactuals r JOIN rel_sessions s USING (session_id)
+    WHERE r.split IN {ANNOTATOR_GATED_SPLITS} AND r.phi_type = 'distribution'
+      AND (r.phi_n < $min OR (r.phi_n IS NULL AND s.source_kind <> 'simulated'))
+    ORDER BY r.cf_id"""
+
+
+def min_annotators_gate(con, min_annotators: int) -> GateResult:
+    """Every eval/transfer distribution Φ(r') comes from at least ``min_annotators`` annotators.
+
+    Exempt: text Φ (one continuation, the log-likelihood-ratio variant) and the simulated world's
+    exact Φ (no annotator count). A Φ of real or illustrative data that states no count is refused.
+    """
+    total = con.execute(f"SELECT count(*) FROM rel_counterfactuals WHERE split IN {ANNOTATOR_GATED_SPLITS} "
+                        "AND phi_type = 'distribution'").fetchone()[0]
+    rows = con.execute(_SHORT_SQL, {"min": min_annotators}).fetchall()
+    unstated = sum(1 for _, n in rows if n is None)
+    figure = (f"{len(rows)} of {total} eval/transfer distribution Φ(r') from fewer than {min_annotators} annotators"
+              + (f" ({unstated} stating no annotator count)" if unstated else ""))
+    detail = None
+    if rows:
+        ids = ", ".join(f"{cf} (n={'none' if n is None else n})" for cf, n in rows[:FIRST_OFFENDERS])
+        more = f" (and {len(rows) - FIRST_OFFENDERS} more)" if len(rows) > FIRST_OFFENDERS else ""
+        detail = (f"first offending counterfactuals: {ids}{more}\n"
+                  "collect more annotators' choices for them (trb-annotate), or cut with a lower minimum "
+                  "(--min-annotators N; min_annotators= in cut_release), which the manifest and card then state")
+    return GateResult(name="min_annotators", passed=not rows, figure=figure,
+                      bar=f"0 (--min-annotators {min_annotators}; text Φ and simulated exact Φ exempt)",
+                      detail=detail)
+
+
+def phi_annotators(con, min_annotators: int) -> dict:
+    """The manifest's ``phi_annotators``: the minimum, and per split the distribution-Φ counterfactuals,
+    their annotator counts and the mean annotator-noise ceiling of Track 1 (:mod:`schemas.ceiling`, with
+    Φ as the plug-in truth), and the text-Φ count."""
+    grouped = con.execute("""
+        SELECT split, phi_type, phi_n,
+               CASE WHEN phi_type = 'distribution' AND phi_n IS NOT NULL THEN phi_probs END AS probs, count(*)
+        FROM rel_counterfactuals WHERE phi_type IS NOT NULL GROUP BY ALL""").fetchall()
+    splits: dict[str, dict] = {}
+    for split in [s for s in SPLITS if any(g[0] == s for g in grouped)]:
+        dist = [({d["action"]: d["p"] for d in probs} if probs is not None else None, n, k)
+                for sp, kind, n, probs, k in grouped if sp == split and kind == "distribution"]
+        c = ceiling_by_items(dist)
+        splits[split] = {
+            "items": c.items, "unstated": c.unstated, "phi_n": {str(n): k for n, k in c.phi_n.items()},
+            "phi_n_min": c.n_min, "phi_n_median": c.n_median, "phi_n_max": c.n_max,
+            "oracle_g": None if c.oracle_g is None else round(c.oracle_g, 6),
+            "text_items": sum(k for sp, kind, _, _, k in grouped if sp == split and kind == "text"),
+        }
+    return {"min_annotators": min_annotators, "gated_splits": list(ANNOTATOR_GATED_SPLITS), "splits": splits}

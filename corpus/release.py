@@ -24,6 +24,8 @@ from tqdm import tqdm
 from corpus.errors import ReleaseRefused, UsageError
 from corpus.gates import (
     completeness_gate,
+    min_annotators_gate,
+    phi_annotators,
     release_kind_gate,
     split_discipline_gate,
     synthetic_cap_gate,
@@ -36,6 +38,7 @@ from schemas.hashing import sha256_file
 from schemas.models import GateResult, ReleaseManifest
 from schemas.release_format import (
     CONFIGS,
+    MIN_ANNOTATORS,
     ROWS_PER_SHARD,
     SPLIT_FRACTIONS,
     SPLITS,
@@ -287,6 +290,18 @@ def _write_data(con, tmp: Path, progress: bool, redact_pii: bool) -> tuple[dict,
     return counts, files, hits, n_hits[0], digest
 
 
+def _ceiling_note(manifest: dict) -> str:
+    info = manifest.get("phi_annotators")
+    if not info:
+        return ""
+    per = "; ".join(f"{s} {v['oracle_g']:.4f} (annotators {v['phi_n_min']}-{v['phi_n_max']})"
+                    for s, v in info["splits"].items() if v["oracle_g"] is not None)
+    return (f" Distribution Φ(r') of {' and '.join(info['gated_splits'])} comes from at least "
+            f"{info['min_annotators']} annotator(s)." + (
+                f" Track 1 annotator-noise ceiling (the expected G of a model outputting the true distribution, "
+                f"Φ as the plug-in truth; G above it is not better than the truth): {per}." if per else ""))
+
+
 def _rai(manifest: dict, facts: dict, phi_from_annotators: int = 0) -> dict:
     smoke = manifest["smoke_test"]
     kinds = ", ".join(f"{k} ({n})" for k, n in facts["source_kinds"].items())
@@ -306,7 +321,7 @@ def _rai(manifest: dict, facts: dict, phi_from_annotators: int = 0) -> dict:
         "dataLimitations": ("SMOKE TEST: simulated or illustrative data; no TRB score may be claimed from it "
                             "(TRB spec section 6). " if smoke else "") +
                            f"Synthetic counterfactual share {manifest['synthetic_share']} (capped at 3 synthetic "
-                           "per human one).",
+                           "per human one)." + _ceiling_note(manifest),
         "dataBiases": "Subject populations and contexts are listed in the datasheet; transfer contexts are held out.",
         "personalSensitiveInformation": "Subjects are pseudonymous ids; every text field passed a PII scan "
                                         f"(e-mail, phone, IP, card numbers): {manifest['pii']}.",
@@ -332,12 +347,18 @@ def cut_release(
     split_fractions: dict[str, float] | None = None,
     progress: bool = True,
     wait_seconds: float | None = None,
+    min_annotators: int = MIN_ANNOTATORS,
 ) -> ReleaseResult:
     """Cut release ``version`` of ``corpus`` (see the module docstring).
 
+    ``min_annotators``: every distribution Φ(r') of the eval and transfer splits must come from at
+    least this many annotators (gate ``min_annotators``; the simulated world's exact Φ and text Φ
+    are exempt); the value is recorded in the manifest (``phi_annotators``) and stated in the card,
+    with each split's annotator counts and the Track 1 annotator-noise ceiling.
+
     Raises:
         ReleaseRefused: a gate failed (its figure, bar and first offending ids); nothing was written.
-        UsageError: a malformed version, kind, parent or datasheet.
+        UsageError: a malformed version, kind, parent, datasheet or ``min_annotators``.
         CorpusNotFound, CorpusBusy: as for every corpus command.
     """
     from corpus.card import datasheet_values, fill_datasheet, render_card
@@ -347,6 +368,8 @@ def cut_release(
         raise UsageError(f"version {version!r} is not X.Y.Z (e.g. 0.1.0)")
     if kind not in ("trb", "smoke"):
         raise UsageError(f"kind {kind!r} is not trb or smoke")
+    if isinstance(min_annotators, bool) or not isinstance(min_annotators, int) or min_annotators < 1:
+        raise UsageError(f"min_annotators {min_annotators!r} is not a whole number >= 1")
     corpus.require()
     dest = Path(out) if out else corpus.dir / "releases" / version
     template_path = Path(datasheet) if datasheet else TEMPLATE
@@ -380,11 +403,13 @@ def cut_release(
             transfer_provenance_gate(con, list(trainer_orgs)),
             split_discipline_gate(con, held_out),
             completeness_gate(con, excluded, kind, template.count("[curator:")),
+            min_annotators_gate(con, min_annotators),
         ]
         failed = [g for g in gates if not g.passed]
         if failed:
             raise ReleaseRefused(failed)
         facts = _facts(con)
+        annotators = phi_annotators(con, min_annotators)
         subjects = dict(con.execute("SELECT split, count(DISTINCT subject_id) FROM assigned GROUP BY 1").fetchall())
         labels = set(facts["label_status"])
         label_source = "none" if not labels else labels.pop() if len(labels) == 1 else "mixed"
@@ -424,7 +449,8 @@ def cut_release(
                 split_fractions=fractions, counts=counts, subjects=subjects,
                 synthetic_share=shares["overall"]["share"], synthetic=shares, label_source=label_source,
                 excluded={"counterfactuals_lacking_phi_kept_out_of_eval": excluded}, trainer_orgs=list(trainer_orgs),
-                pii={"hits": n_hits, "redacted": n_hits if redact_pii else 0}, gates=gates, files=files,
+                pii={"hits": n_hits, "redacted": n_hits if redact_pii else 0}, gates=gates,
+                phi_annotators=annotators, files=files,
                 parent={"version": parent_manifest["version"], "release_sha": parent_manifest["release_sha"]}
                 if parent_manifest else None,
             ).model_dump(mode="json")

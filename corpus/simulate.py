@@ -14,10 +14,14 @@ from corpus.jsonl import open_text_out
 __all__ = ["write_simulation"]
 
 
-def write_simulation(output: str | os.PathLike, *, n_sessions: int, seed: int, progress: bool = True) -> str:
+def write_simulation(output: str | os.PathLike, *, n_sessions: int, seed: int, annotators: int | None = None,
+                     progress: bool = True) -> str:
     """Write ``n_sessions`` simulated sessions and their records to ``output``; return a summary line.
 
-    The file appears only when complete (written under a temporary name, then renamed).
+    ``annotators``: None gives every counterfactual the subject's exact Φ(r') (no annotator
+    count: the release's annotator minimum does not apply to it); N gives the choices of N
+    simulated annotators (``phi_n`` = N), e.g. 3 to see a release refuse them at the default
+    minimum of 5. The file appears only when complete (written under a temporary name, then renamed).
     """
     from simworld import simulate
 
@@ -29,7 +33,7 @@ def write_simulation(output: str | os.PathLike, *, n_sessions: int, seed: int, p
         with open_text_out(tmp, gz=out.suffix == ".gz") as f, \
                 tqdm(total=n_sessions, unit="session", desc="simulating", disable=None if progress else True,
                      leave=False) as bar:
-            for rec in simulate(n_sessions=n_sessions, seed=seed):
+            for rec in simulate(n_sessions=n_sessions, seed=seed, annotators=annotators):
                 f.write(orjson.dumps(rec))
                 f.write(b"\n")
                 kind = rec["kind"]
@@ -41,4 +45,5 @@ def write_simulation(output: str | os.PathLike, *, n_sessions: int, seed: int, p
     finally:
         tmp.unlink(missing_ok=True)
     parts = ", ".join(f"{v} {k}" for k, v in counts.items())
-    return f"wrote {out}: {parts}; {steps} steps (seed {seed}, simulated: smoke-test data only)"
+    phi = f", Φ from {annotators} simulated annotator(s)" if annotators else ""
+    return f"wrote {out}: {parts}; {steps} steps (seed {seed}{phi}, simulated: smoke-test data only)"

@@ -343,6 +343,41 @@ class SyntheticShare(_Strict):
     within_cap: bool = Field(description="synthetic <= 3 x human (spec section 5).")
 
 
+class PhiAnnotatorSplit(_Strict):
+    """One split's distribution-Φ counterfactuals: how many annotators stand behind Φ, and the noise ceiling."""
+
+    items: Annotated[int, Field(ge=0)] = Field(description="Counterfactuals whose Φ(r') is a distribution.")
+    unstated: Annotated[int, Field(ge=0)] = Field(
+        description="Of those, Φ states no annotator count (the simulated world's exact Φ has none); not in "
+        "phi_n or oracle_g."
+    )
+    phi_n: dict[NonEmpty, Annotated[int, Field(ge=0)]] = Field(
+        description="Annotator count (as a string) -> counterfactuals."
+    )
+    phi_n_min: Count | None = None
+    phi_n_median: Annotated[float, Field(ge=1)] | None = None
+    phi_n_max: Count | None = None
+    oracle_g: Probability | None = Field(
+        description="Mean annotator-noise ceiling: the expected Track 1 G of a model that outputs the true "
+        "distribution, with Φ itself as the truth (a plug-in that over-states the ceiling; schemas.ceiling). "
+        "G above it is not better than the truth. Null when no Φ states its annotators."
+    )
+    text_items: Annotated[int, Field(ge=0)] = Field(
+        description="Counterfactuals whose Φ(r') is a text continuation: no ceiling and no annotator minimum."
+    )
+
+
+class PhiAnnotators(_Strict):
+    """The annotators behind Φ(r'): the release's minimum and, per split, counts and the noise ceiling."""
+
+    min_annotators: Count = Field(
+        description="Every distribution Φ of the gated splits comes from at least this many annotators "
+        "(trb-corpus release --min-annotators)."
+    )
+    gated_splits: list[NonEmpty] = Field(description="Splits the minimum applies to.")
+    splits: dict[NonEmpty, PhiAnnotatorSplit] = Field(description="Each split with counterfactuals.")
+
+
 class ReleaseManifest(_Strict):
     model_config = _record_config(
         "release_manifest",
@@ -382,6 +417,10 @@ class ReleaseManifest(_Strict):
     pii: dict[NonEmpty, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
     gates: list[GateResult]
     agreement: dict[NonEmpty, float | None] = Field(default_factory=dict)
+    phi_annotators: PhiAnnotators | None = Field(
+        default=None, description="Annotators behind Φ(r') per split, the annotator minimum and the Track 1 "
+        "annotator-noise ceiling; absent in releases cut before it was recorded."
+    )
     files: list[FileEntry]
     parent: ParentRef | None = None
 
@@ -396,7 +435,7 @@ class HubRecord(_Strict):
     published_at: NonEmpty
 
 
-__all__ += ["GateResult", "FileEntry", "ParentRef", "SyntheticShare", "ReleaseManifest", "HubRecord", "SCHEMA_FILES"]
+__all__ += ["GateResult", "FileEntry", "ParentRef", "SyntheticShare", "PhiAnnotatorSplit", "PhiAnnotators", "ReleaseManifest", "HubRecord", "SCHEMA_FILES"]
 
 #: Every schema file in schemas/, by name, and the model it is generated from.
 SCHEMA_FILES: dict[str, type[BaseModel]] = {

@@ -10,8 +10,8 @@ A release directory is a Hugging Face dataset repository::
 
 Everything both sides must agree on lives here and nowhere else: the configs and
 their columns, the splits, the r-slot names and how a row's r is decoded, the
-content-SHA definition, the synthetic-cap constant and the human origins, and the
-file check against the manifest. ``corpus`` writes with it, ``trb`` reads with it.
+content-SHA definition, the synthetic-cap constant, the default annotator minimum,
+the human origins, and the file check against the manifest. ``corpus`` writes with it, ``trb`` reads with it.
 
 The release SHA (content format 1), so anyone can recompute it from the parquet files:
 
@@ -46,6 +46,7 @@ from schemas.hashing import sha256_file
 __all__ = [
     "FORMAT_VERSION", "SPLITS", "SPLIT_FRACTIONS", "ROWS_PER_SHARD", "CONFIGS", "CONFIG_DESCRIPTIONS",
     "MANIFEST", "R_SLOTS", "R_PREFIX", "ORIGINS", "HUMAN_ORIGINS", "SYNTHETIC_ORIGIN", "SYNTHETIC_CAP",
+    "MIN_ANNOTATORS",
     "arrow_schema", "shard_name", "data_files", "decode_r", "ContentDigest", "release_sha_of_files",
     "read_manifest", "file_differences",
 ]
@@ -61,6 +62,9 @@ HUMAN_ORIGINS = ("same_session_revision", "paired_session")
 SYNTHETIC_ORIGIN = "synthetic"
 #: At most this many synthetic counterfactuals per human one (spec §5, whitepaper §4.4).
 SYNTHETIC_CAP = 3.0
+#: Default least number of annotators behind a distribution Φ(r') in the eval and transfer splits
+#: (``trb-corpus release --min-annotators``; the value a release used is in its manifest and card).
+MIN_ANNOTATORS = 5
 #: The manifest's file name inside a release directory.
 MANIFEST = "manifest.json"
 

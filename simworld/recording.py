@@ -28,7 +28,10 @@ What a session yields
   session's r_t at the same step (``paired_session``), and slot perturbations
   (``synthetic``, authored by :data:`GENERATOR_NAME`), never more than three
   synthetic ones per human one within a session. Φ(r') is the subject's policy
-  with r' clamped in, exactly.
+  with r' clamped in, exactly (``n`` null: no annotators, no annotator noise); with
+  ``annotators=N`` it is instead the choices of N simulated annotators drawn from
+  that policy (``n`` = N), seeded by ``(seed, cf_id)`` so it too is the same in any
+  chunking, and the corpus shows Track 1's annotator noise.
 * ``attribution`` records for steps (not the last) whose outcome brought the agent
   closer to its goal by exactly one cause: its own move with no drift (``self``) or
   the drift while its action did nothing (``wait`` or a blocked move;
@@ -279,7 +282,18 @@ def _session_record(pp: PairPlan, run: _Run) -> dict[str, Any]:
 _NO_FLAGS = (False, False)
 
 
-def _counterfactual_records(plan: CorpusPlan, pp: PairPlan, run: _Run, partner: _Run | None) -> list[dict[str, Any]]:
+def _phi(exact: dict[str, float], seed: int, cf_id: str, annotators: int | None) -> dict[str, Any]:
+    """Φ(r'): the exact policy, or the share of ``annotators`` simulated annotators choosing each action."""
+    if annotators is None:
+        return {"type": "distribution", "probs": exact, "n": None}
+    actions = [a for a, p in exact.items() if p > 0]
+    votes = random.Random(f"{seed}:phi:{cf_id}").choices(actions, weights=[exact[a] for a in actions], k=annotators)
+    probs = {a: votes.count(a) / annotators for a in actions if a in votes}
+    return {"type": "distribution", "probs": probs, "n": annotators}
+
+
+def _counterfactual_records(plan: CorpusPlan, pp: PairPlan, run: _Run, partner: _Run | None,
+                            annotators: int | None = None) -> list[dict[str, Any]]:
     rng = run.rng
     subject = pp.subject
     rev_rate = subject.population.revision_rate
@@ -310,10 +324,11 @@ def _counterfactual_records(plan: CorpusPlan, pp: PairPlan, run: _Run, partner: 
     for t, _, origin, r_prime, paired, (adv, ood) in cfs:
         k = k + 1 if t == last_t else 0
         last_t = t
+        cf_id = f"{run.sid}.t{t}.cf{k}"
         out.append({
             "kind": "counterfactual",
             "schema_version": SCHEMA_VERSION,
-            "cf_id": f"{run.sid}.t{t}.cf{k}",
+            "cf_id": cf_id,
             "session_id": run.sid,
             "t": t,
             "r_prime": r_prime,
@@ -325,11 +340,7 @@ def _counterfactual_records(plan: CorpusPlan, pp: PairPlan, run: _Run, partner: 
                  "generator": {"name": GENERATOR_NAME, "version": GENERATOR_VERSION, "seed": plan.seed}}
                 if origin == "synthetic" else {"person_id": subject.subject_id, "generator": None}
             ),
-            "phi": {
-                "type": "distribution",
-                "probs": subject.action_distribution(run.traces[t].state, r_prime),
-                "n": None,
-            },
+            "phi": _phi(subject.action_distribution(run.traces[t].state, r_prime), plan.seed, cf_id, annotators),
         })
     return out
 
@@ -362,8 +373,13 @@ def _attribution_records(run: _Run) -> list[dict[str, Any]]:
     return out
 
 
-def simulate(n_sessions: int, seed: int, *, start: int = 0, stop: int | None = None) -> Iterator[dict[str, Any]]:
+def simulate(n_sessions: int, seed: int, *, start: int = 0, stop: int | None = None,
+             annotators: int | None = None) -> Iterator[dict[str, Any]]:
     """Yield the schema-v1 records of sessions ``[start, stop)`` of the corpus ``(n_sessions, seed)``.
+
+    ``annotators``: None (the default) gives each counterfactual the exact Φ(r') of the
+    subject's policy; an int N >= 1 gives the empirical Φ of N simulated annotators
+    drawn from it (see the module docstring). Everything else is the same either way.
 
     The ``transfer_context`` records come first when ``start == 0``; then, per
     session, its ``session`` record, its ``counterfactual`` records and its
@@ -371,6 +387,8 @@ def simulate(n_sessions: int, seed: int, *, start: int = 0, stop: int | None = N
     exactly the output of the whole range.
     """
     plan = CorpusPlan(n_sessions, seed)
+    if annotators is not None and (isinstance(annotators, bool) or not isinstance(annotators, int) or annotators < 1):
+        raise ValueError(f"annotators must be None or a positive int, got {annotators!r}")
     stop = n_sessions if stop is None else stop
     if not 0 <= start <= stop <= n_sessions:
         raise ValueError(f"need 0 <= start <= stop <= n_sessions, got start={start}, stop={stop}")
@@ -385,5 +403,5 @@ def simulate(n_sessions: int, seed: int, *, start: int = 0, stop: int | None = N
                 continue
             run = runs[i]
             yield _session_record(pp, run)
-            yield from _counterfactual_records(plan, pp, run, runs.get(i ^ 1))
+            yield from _counterfactual_records(plan, pp, run, runs.get(i ^ 1), annotators)
             yield from _attribution_records(run)

@@ -32,7 +32,8 @@ def session(session_id: str = "s1", n_steps: int = 3, *, subject: str = "subj-1"
 
 
 def counterfactual(cf_id: str = "s1.t0.cf0", session_id: str = "s1", t: int = 0, *, origin: str = "same_session_revision",
-                   probs: dict | None = None) -> dict:
+                   probs: dict | None = None, n: int | None = 8) -> dict:
+    """A counterfactual with a distribution Φ from ``n`` annotators (8: above a release's default minimum of 5)."""
     rec = {
         "kind": "counterfactual",
         "cf_id": cf_id,
@@ -41,7 +42,7 @@ def counterfactual(cf_id: str = "s1.t0.cf0", session_id: str = "s1", t: int = 0,
         "r_prime": {"goal": "C3", "planned_next": "up"},
         "origin": origin,
         "author": {"person_id": "ann-1"},
-        "phi": {"type": "distribution", "probs": probs or {"up": 0.75, "right": 0.25}, "n": 4},
+        "phi": {"type": "distribution", "probs": probs or {"up": 0.75, "right": 0.25}, "n": n},
     }
     if origin == "synthetic":
         rec["author"] = {"generator": {"name": "slot-perturb", "version": "1", "seed": 7}}

@@ -145,7 +145,8 @@ def test_push_annotate_pull_agree_adjudicate_release(ls_server, tokens, admin, c
 
     # The completeness gate sees the adjudicated labels: A4 was adjudicated "unsure", so it has no label
     with pytest.raises(ReleaseRefused) as refused:
-        cut_release(corpus, "0.1.0", kind="smoke", out=tmp_path / "r0", progress=False, split_fractions=EVAL_ONLY)
+        cut_release(corpus, "0.1.0", kind="smoke", out=tmp_path / "r0", progress=False, split_fractions=EVAL_ONLY,
+                    min_annotators=3)
     [gate] = refused.value.failed
     assert gate.name == "completeness" and "A4" in gate.detail
     # a reviewer decides A4 (and A3, off the queue); the release then passes with adjudicated labels and Φ
@@ -154,7 +155,9 @@ def test_push_annotate_pull_agree_adjudicate_release(ls_server, tokens, admin, c
                                                                                        "label": "self"})
                              for t in ("A3", "A4")])
     assert review_queue(corpus) == []
-    r = cut_release(corpus, "0.1.0", kind="smoke", out=tmp_path / "r1", progress=False, split_fractions=EVAL_ONLY)
+    # Φ of s2.t0.rev comes from the three annotators of this test: deliberately below the default minimum of 5
+    r = cut_release(corpus, "0.1.0", kind="smoke", out=tmp_path / "r1", progress=False, split_fractions=EVAL_ONLY,
+                    min_annotators=3)
     assert r.manifest["label_source"] == "adjudicated"
     import pyarrow.parquet as pq
 

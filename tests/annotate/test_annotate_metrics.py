@@ -9,6 +9,7 @@ from annotate.agreement import agreement, bootstrap_alpha, cohen_kappa, krippend
 from annotate.pull import annotator_id, parse_result
 from annotate.tasks import cf_key, render_tasks
 from corpus import Corpus, ingest, init_corpus
+from corpus.errors import ReleaseRefused
 from corpus.labels import add_annotations, make_annotation, review_queue
 from factories import attribution, counterfactual, session, write_jsonl
 from schemas.errors import ExitCode
@@ -158,18 +159,25 @@ def test_release_takes_phi_from_annotators_for_a_counterfactual_without_one(labe
                                _ann("s1.t1.syn", "a3", "wait", "counterfactual")])
     assert phi_from_annotations(labelled) == {
         "s1.t1.syn": {"type": "distribution", "probs": {"up": 2 / 3, "wait": 1 / 3}, "n": 3}}
-    r = cut_release(labelled, "0.2.0", kind="smoke", out=tmp_path / "r1", progress=False, split_fractions=eval_only)
+    # three annotators, deliberately few: below the default minimum of 5, so this release states 3
+    with pytest.raises(ReleaseRefused) as refused:
+        cut_release(labelled, "0.2.0", kind="smoke", out=tmp_path / "r1", progress=False, split_fractions=eval_only)
+    assert [g.name for g in refused.value.failed] == ["min_annotators"] and "s1.t1.syn (n=3)" in \
+        refused.value.failed[0].detail and not (tmp_path / "r1").exists()
+    r = cut_release(labelled, "0.2.0", kind="smoke", out=tmp_path / "r1", progress=False, split_fractions=eval_only,
+                    min_annotators=3)
+    assert r.manifest["phi_annotators"]["min_annotators"] == 3
     import pyarrow.parquet as pq
 
     rows = {row["cf_id"]: row for row in pq.read_table(
         next((tmp_path / "r1" / "data" / "counterfactuals").glob("eval-*.parquet"))).to_pylist()}
     assert rows["s1.t1.syn"]["phi_type"] == "distribution" and rows["s1.t1.syn"]["phi_n"] == 3
     assert {p["action"]: p["p"] for p in rows["s1.t1.syn"]["phi_probs"]} == pytest.approx({"up": 2 / 3, "wait": 1 / 3})
-    assert rows["s1.t0.cf0"]["phi_n"] == 4  # a record's own Φ is kept
+    assert rows["s1.t0.cf0"]["phi_n"] == 8  # a record's own Φ is kept
     assert r.manifest["excluded"]["counterfactuals_lacking_phi_kept_out_of_eval"] == 0
     assert "annotators' action choices" in (tmp_path / "r1" / "README.md").read_text()
     again = cut_release(labelled, "0.3.0", kind="smoke", out=tmp_path / "r2", progress=False,
-                        split_fractions=eval_only)
+                        split_fractions=eval_only, min_annotators=3)
     assert again.manifest["release_sha"] == r.manifest["release_sha"]
 
 

@@ -203,6 +203,24 @@ def test_card_body(smoke):
     assert 'load_dataset("path/to/releases/0.3.1", name="counterfactuals")' in body
 
 
+def test_card_states_the_annotator_minimum_and_the_ceiling_only_when_the_manifest_has_them(smoke):
+    _, manifest = smoke
+    assert "Track 1 ceiling" not in _card(manifest)  # a release cut before phi_annotators was recorded
+    split = dict(items=4, unstated=0, phi_n={"5": 3, "9": 1}, phi_n_min=5, phi_n_median=5.0, phi_n_max=9,
+                 oracle_g=0.8123456, text_items=1)
+    exact = dict(items=3, unstated=3, phi_n={}, phi_n_min=None, phi_n_median=None, phi_n_max=None, oracle_g=None,
+                 text_items=0)
+    pa_ = {"min_annotators": 5, "gated_splits": ["eval", "transfer"], "splits": {"eval": split, "train": exact}}
+    body = _card({**manifest, "phi_annotators": pa_}).split("\n---\n", 1)[1]
+    assert "comes from at least **5** annotator(s) (`trb-corpus release --min-annotators 5`);" in body
+    assert "below the toolkit's default" not in body
+    assert body.index("| train | 3 | — | 3 | — | 0 |") < body.index("| eval | 4 | 5 / 5 / 9 | 0 | 0.8123 | 1 |")
+    assert "G above this is not better than the truth; G is to be read against it, not against 1." in body
+    assert "only the simulated world's Φ may lack one" in body
+    low = _card({**manifest, "phi_annotators": {**pa_, "min_annotators": 2}})
+    assert "**below the toolkit's default of 5**" in low
+
+
 def test_smoke_banner_iff_smoke_test(tmp_path):
     smoke_manifest = make_release(tmp_path / "a", smoke=True)
     trb_manifest = make_release(tmp_path / "b", smoke=False)

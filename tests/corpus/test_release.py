@@ -16,6 +16,7 @@ from corpus.release import TEMPLATE, cut_release, list_releases
 from corpus.store import Corpus, init_corpus
 from corpus.verify import verify_release
 from factories import annotation, counterfactual, mutated, session, small_corpus, transfer_context, write_jsonl
+from schemas.ceiling import oracle_g
 from tests_paths import EXAMPLE_7F3A
 
 
@@ -54,7 +55,8 @@ def test_smoke_release_of_a_small_corpus_writes_the_hf_layout(tmp_path):
     m = r.manifest
     assert m["smoke_test"] is True and m["kind"] == "smoke" and len(m["release_sha"]) == 64
     assert {g["name"] for g in m["gates"]} == {"release_kind", "synthetic_cap", "transfer_provenance",
-                                               "split_discipline", "completeness", "pii_scan", "immutability"}
+                                               "split_discipline", "completeness", "min_annotators", "pii_scan",
+                                               "immutability"}
     assert all(g["passed"] for g in m["gates"])
     # s2 is in the declared transfer context ctx-t: its rows are in the transfer split
     assert m["counts"]["sessions"].get("transfer") == 1 and m["counts"]["transfer"] == {"transfer": 1}
@@ -131,6 +133,67 @@ def test_gate_completeness_keeps_phi_less_counterfactuals_out_of_eval(tmp_path):
     rows = pq.read_table(c.dir / "releases" / "0.1.0" / "data" / "counterfactuals").to_pylist()
     assert not [r for r in rows if r["split"] == "eval" and r["phi_type"] is None]
     assert [r for r in rows if r["split"] == "train" and r["phi_type"] is None]
+
+
+def _few_annotators() -> list:
+    """30 single-session subjects, each with a human Φ from 3 annotators and a synthetic one from 12."""
+    recs = []
+    for i in range(30):
+        sid = f"s{i:03d}"
+        recs.append(session(sid, subject=f"subj-{i:03d}"))
+        recs.append(counterfactual(f"{sid}.cf0", sid, 0, n=3))
+        recs.append(counterfactual(f"{sid}.cf1", sid, 1, origin="synthetic", probs={"down": 1.0}, n=12))
+    return recs
+
+
+def test_gate_min_annotators_refuses_few_annotators_in_eval_only_and_names_the_option(tmp_path):
+    c = _corpus(tmp_path, _few_annotators())
+    err = _refused(c, "0.1.0", kind="smoke")
+    [g] = err.failed
+    assert g.name == "min_annotators" and "--min-annotators" in g.detail and "--min-annotators 5" in g.bar
+    # only eval (and transfer) counterfactuals are gated: train and dev ones from 3 annotators are not named
+    r = cut_release(c, "0.1.0", kind="smoke", progress=False, min_annotators=3)
+    m = r.manifest
+    eval_ids = {x["cf_id"] for x in pq.read_table(r.directory / "data" / "counterfactuals").to_pylist()
+                if x["split"] == "eval" and x["cf_id"].endswith(".cf0")}
+    assert eval_ids and g.figure.startswith(f"{len(eval_ids)} of {2 * len(eval_ids)} eval/transfer distribution")
+    named = [part.split(" ")[0] for part in g.detail.splitlines()[0].split(": ", 1)[1].split(", ")]
+    assert set(named) <= eval_ids and all(f"{cf} (n=3)" in g.detail for cf in named[:3])
+    assert [x for x in m["gates"] if x["name"] == "min_annotators"][0]["passed"]
+    pa = m["phi_annotators"]
+    assert pa["min_annotators"] == 3 and pa["gated_splits"] == ["eval", "transfer"]
+    ev = pa["splits"]["eval"]
+    k = len(eval_ids)
+    assert (ev["items"], ev["unstated"], ev["phi_n"], ev["text_items"]) == (2 * k, 0, {"3": k, "12": k}, 0)
+    assert (ev["phi_n_min"], ev["phi_n_median"], ev["phi_n_max"]) == (3, 7.5, 12)
+    assert ev["oracle_g"] == pytest.approx((oracle_g({"up": 0.75, "right": 0.25}, 3) + 1.0) / 2, abs=1e-6)
+    assert pa["splits"]["train"]["phi_n"]["3"] > 0
+    card = (r.directory / "README.md").read_text()
+    assert "## Annotators behind Φ(r') and the Track 1 ceiling" in card and "--min-annotators 3" in card
+    assert "below the toolkit's default of 5" in card and "G above this is not better than the truth" in card
+    assert f"| eval | {2 * k} | 3 / 7.5 / 12 | 0 | {ev['oracle_g']:.4f} | 0 |" in card
+    assert "--min-annotators 3" in (r.directory / "DATASHEET.md").read_text()  # the gate table
+    assert "annotator-noise ceiling" in json.loads((r.directory / "croissant.json").read_text())["rai:dataLimitations"]
+    assert verify_release(r.directory)["phi_annotators"] == pa
+
+
+def test_gate_min_annotators_refuses_a_phi_that_states_no_annotators_unless_simulated(tmp_path):
+    recs = _many_sessions(30)
+    recs += [mutated(counterfactual(f"s{i:03d}.nocount", f"s{i:03d}", 2), "phi/n", None) for i in range(30)]
+    err = _refused(_corpus(tmp_path, recs), "0.1.0", kind="smoke")
+    [g] = err.failed
+    assert g.name == "min_annotators" and "stating no annotator count" in g.figure and ".nocount (n=none)" in g.detail
+    sim = [mutated(r, "source/kind", "simulated") if r["kind"] == "session" else r for r in recs]
+    m = cut_release(_corpus(tmp_path, sim, "sim"), "0.1.0", kind="smoke", progress=False).manifest
+    ev = m["phi_annotators"]["splits"]["eval"]
+    assert ev["unstated"] == ev["items"] // 3 > 0 and ev["phi_n"] == {"8": 2 * ev["unstated"]}
+
+
+def test_min_annotators_must_be_a_positive_int(tmp_path):
+    c = _corpus(tmp_path, small_corpus())
+    for bad in (0, -2, 2.5, True):
+        with pytest.raises(UsageError):
+            cut_release(c, "0.1.0", kind="smoke", progress=False, min_annotators=bad)
 
 
 def test_gate_completeness_trb_needs_a_curated_datasheet_and_eval_labels(tmp_path):
@@ -263,6 +326,9 @@ def test_smoke_releases_of_7f3a_and_a_simulated_corpus_load_with_datasets(tmp_pa
         ds = datasets.load_dataset(str(r.directory), name="counterfactuals", cache_dir=str(tmp_path / "hf" / name))
         row = next(x for s in ds for x in ds[s] if x["phi_type"] == "distribution")
         assert abs(sum(p["p"] for p in row["phi_probs"]) - 1) < 1e-9
+        if name == "sim":  # the simulated world's Φ is exact: no annotator count, passes the minimum
+            assert all(v["unstated"] == v["items"] and v["oracle_g"] is None
+                       for v in r.manifest["phi_annotators"]["splits"].values())
 
 
 def test_releases_lists_every_release(tmp_path, cli):
@@ -287,6 +353,25 @@ def test_release_cli_prints_the_sha_last_and_refusals_exit_6(tmp_path, cli):
                          "--trainer-org", "Partner Lab B")
     assert code == ExitCode.GATE_FAILED and out == "" and "gate transfer_provenance: FAILED" in err
     assert cli("release", "--corpus", c.dir, "--version", "1.0", "--kind", "smoke")[0] == ExitCode.USAGE
+    assert cli("release", "--corpus", c.dir, "--version", "0.2.0", "--kind", "smoke", "--min-annotators", "0"
+               )[0] == ExitCode.USAGE
+
+
+def test_release_cli_min_annotators_on_a_simulated_corpus_with_three_annotators(tmp_path, cli):
+    assert cli("simulate", "--sessions", "40", "--seed", "3", "--annotators", "3", "-o", tmp_path / "sim.jsonl",
+               "-q")[0] == 0
+    c = Corpus(init_corpus(tmp_path / "c"))
+    ingest(c, [tmp_path / "sim.jsonl"], progress=False)
+    code, out, err = cli("release", "--corpus", c.dir, "--version", "0.1.0", "--kind", "smoke", "-q")
+    assert code == ExitCode.GATE_FAILED and out == "" and "gate min_annotators: FAILED" in err
+    assert "--min-annotators N" in err and "(n=3)" in err and "nothing was written" in err
+    assert not (c.dir / "releases" / "0.1.0").exists()
+    code, out, err = cli("release", "--corpus", c.dir, "--version", "0.1.0", "--kind", "smoke", "-q",
+                         "--min-annotators", "3")
+    assert code == 0, err
+    m = json.loads((c.dir / "releases/0.1.0/manifest.json").read_text())
+    assert m["phi_annotators"]["min_annotators"] == 3
+    assert all(v["phi_n"] == {"3": v["items"]} and v["unstated"] == 0 for v in m["phi_annotators"]["splits"].values())
 
 
 def test_bad_version_is_a_usage_error(tmp_path):
@@ -303,6 +388,11 @@ def test_split_fractions_put_a_tiny_smoke_corpus_in_eval(tmp_path, cli):
     m = json.loads((c.dir / "releases/0.1.0/manifest.json").read_text())
     assert m["split_fractions"] == {"train": 0.0, "dev": 0.0, "eval": 1.0}
     assert set(m["counts"]["counterfactuals"]) == {"eval"} and m["counts"]["sessions"] == {"eval": 2}
+    # 7f3a's distributions come from 8 (made-up) annotators: the default minimum of 5 holds; its two text
+    # continuations (one writer each) are not subject to it
+    ev = m["phi_annotators"]["splits"]["eval"]
+    assert m["phi_annotators"]["min_annotators"] == 5 and (ev["items"], ev["phi_n"], ev["text_items"]) == (
+        8, {"8": 8}, 2) and 0.5 < ev["oracle_g"] < 0.95
     for bad in ("eval=0.5", "test=1", "eval=x"):
         code, _, err = cli("release", "--corpus", c.dir, "--version", "0.2.0", "--kind", "smoke", "--split-fractions", bad)
         assert code == ExitCode.USAGE and "--split-fractions" in err

@@ -192,6 +192,32 @@ def test_phi_is_the_subjects_policy_exactly(corpus, sessions):
         assert all(math.isclose(probs[a], expected[a], abs_tol=1e-12) for a in ACTIONS), cf["cf_id"]
 
 
+def test_phi_from_simulated_annotators_is_their_vote_share_and_changes_nothing_else(corpus):
+    voted = list(simulate(N, SEED, annotators=3))
+    _validate(voted)
+    exact = {r["cf_id"]: r for r in corpus if r["kind"] == "counterfactual"}
+    cfs = [r for r in voted if r["kind"] == "counterfactual"]
+    assert [r["cf_id"] for r in cfs] == list(exact)
+    assert _dump(r for r in voted if r["kind"] != "counterfactual") == _dump(r for r in corpus
+                                                                             if r["kind"] != "counterfactual")
+    shares = Counter()
+    for cf in cfs:
+        assert cf["phi"]["n"] == 3 and {k: v for k, v in cf.items() if k != "phi"} == {
+            k: v for k, v in exact[cf["cf_id"]].items() if k != "phi"}
+        probs = cf["phi"]["probs"]
+        assert all(round(p * 3) in (1, 2, 3) and math.isclose(p * 3, round(p * 3)) for p in probs.values())
+        assert math.isclose(math.fsum(probs.values()), 1.0) and set(probs) <= {
+            a for a, p in exact[cf["cf_id"]]["phi"]["probs"].items() if p > 0}
+        shares[len(probs)] += 1
+    assert shares[2] and shares[3]  # the votes do split, and the majority is not always unanimous
+    # the same votes in any chunking
+    assert _dump(simulate(N, SEED, start=5, stop=9, annotators=3)) == _dump(
+        r for r in voted if r.get("session_id") in {f"sim-{SEED}-{i:07d}" for i in range(5, 9)})
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError):
+            list(simulate(3, 1, annotators=bad))
+
+
 def test_recorded_actions_follow_the_recorded_r(sessions):
     """Statistically: actions are drawn from the policy with the recorded r_t."""
     plan = CorpusPlan(N, SEED)
