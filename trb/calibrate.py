@@ -16,8 +16,10 @@ session bootstrap:
   true do-effect on exogenous outcomes is zero: balanced accuracy exactly 0.5.
 
 ``run_calibration`` passes only if G(governed) − G(narrator) has a session-bootstrap
-CI above 0, false_credit's balanced-accuracy CI contains 0.5 and the calibrated
-attributor's lies above 0.5.
+CI above 0, the narrator's normalised governance effect (G − G_own) / (1 − G_own)
+is within ±0.05 of 0 with a CI containing 0 while the governed agent's lies above
+0, false_credit's balanced-accuracy CI contains 0.5 and the calibrated attributor's
+lies above 0.5.
 """
 
 from __future__ import annotations
@@ -102,18 +104,18 @@ def calibration_items(n_sessions: int = 60, steps: int = 6, seed: int = 0) -> tu
             cue = rng.choice(CUES)
             obs = f"cue {cue}"
             r = {"planned_next": _PREF[cue], "confidence": 0.8, "caused_by_self": None, "goal": None, "ext": None}
-            ctx = StepContext(sid, t, tuple(history), obs, ACTIONS, r, "calibration", "en", "eval")
+            ctx = StepContext(sid, t, tuple(history), obs, ACTIONS, "calibration", "en", "eval")
             for k, alt in enumerate(a for a in ACTIONS if a != r["planned_next"]):
                 rp = {**r, "planned_next": alt}
                 choices = rng.choices(ACTIONS, weights=[phi(alt)[a] for a in ACTIONS], k=ANNOTATORS)
                 empirical = {a: choices.count(a) / ANNOTATORS for a in ACTIONS}
                 t1.append(Track1Item(f"{sid}.t{t}.cf{k}", sid, t, "eval", "calibration", ctx, rp, "distribution",
-                                     empirical, "same_session_revision"))
+                                     empirical, "same_session_revision", r_t=r))
             # the outcome improves, caused by the agent's push or (while it holds still) by the world
             self_caused = rng.random() < 0.5
             action = "push" if self_caused else "hold"
             history.append(PastStep(t, obs, r, action, ("push", "hold"), "improved"))
-            after = StepContext(sid, t + 1, tuple(history), None, None, None, "calibration", "en", "eval")
+            after = StepContext(sid, t + 1, tuple(history), None, None, "calibration", "en", "eval")
             t3.append(Track3Item(f"{sid}.t{t}.attr", sid, t, "eval", "calibration", after,
                                  "self" if self_caused else "exogenous"))
     return t1, t3
@@ -134,7 +136,12 @@ def run_calibration(n_sessions: int = 60, seed: int = 0, n_resamples: int = 2000
     ``agents`` replaces some of them (name -> adapter), e.g. to show the check fails
     when the "governed" agent is in fact a narrator.
     """
-    from trb.stats import balanced_accuracy_by_session, mean_by_session, paired_delta_by_session
+    from trb.stats import (
+        balanced_accuracy_by_session,
+        mean_by_session,
+        normalised_gain_by_session,
+        paired_delta_by_session,
+    )
 
     t1, t3 = calibration_items(n_sessions, seed=seed)
     # Track 1 separates the governed agent from the narrator; Track 3 the calibrated attributor from false credit.
@@ -144,12 +151,14 @@ def run_calibration(n_sessions: int = 60, seed: int = 0, n_resamples: int = 2000
         cast[name] = (agent, cast[name][1])
     rows, per_item = [], {}
     for name, (agent, track) in cast.items():
-        row = {"agent": name, "track1": None, "track3": None}
+        row = {"agent": name, "track1": None, "track1_norm": None, "track3": None}
         if track == "1":
             r1, _ = score_track1(agent, t1)
             per_item[name] = r1
-            row["track1"] = mean_by_session([r["score"] for r in r1], [r["session_id"] for r in r1],
-                                            n_resamples=n_resamples, seed=seed)
+            sessions = [r["session_id"] for r in r1]
+            row["track1"] = mean_by_session([r["score"] for r in r1], sessions, n_resamples=n_resamples, seed=seed)
+            row["track1_norm"] = normalised_gain_by_session([r["score"] for r in r1], [r["g_own"] for r in r1],
+                                                            sessions, n_resamples=n_resamples, seed=seed)
         else:
             r3, _ = score_track3(agent, t3)
             row["track3"] = balanced_accuracy_by_session([r["label"] for r in r3], [r["predicted"] for r in r3],
@@ -165,6 +174,13 @@ def run_calibration(n_sessions: int = 60, seed: int = 0, n_resamples: int = 2000
     if not delta.ci_low > 0:
         reasons.append(f"G(governed) - G(narrator) = {delta.value:.3f}, CI [{delta.ci_low:.3f}, {delta.ci_high:.3f}] "
                        "does not lie above 0")
+    nar_norm, gov_norm = by["narrator"]["track1_norm"], by["governed"]["track1_norm"]
+    if not (abs(nar_norm.value) <= 0.05 and nar_norm.ci_low <= 0 <= nar_norm.ci_high):
+        reasons.append(f"the narrator's normalised governance effect is {nar_norm.value:.3f} "
+                       f"[{nar_norm.ci_low:.3f}, {nar_norm.ci_high:.3f}], not near 0")
+    if not gov_norm.ci_low > 0:
+        reasons.append(f"the governed agent's normalised governance effect CI [{gov_norm.ci_low:.3f}, "
+                       f"{gov_norm.ci_high:.3f}] does not lie above 0")
     fc = by["false_credit"]["track3"]
     if not fc.ci_low <= 0.5 <= fc.ci_high:
         reasons.append(f"false_credit balanced accuracy CI [{fc.ci_low:.3f}, {fc.ci_high:.3f}] excludes 0.5")

@@ -275,14 +275,16 @@ def calibrate(sessions, seed, as_json) -> None:
     if as_json:
         click.echo(json.dumps({"passed": rep.passed, "reasons": rep.reasons, "delta_governed_minus_narrator": rep.delta,
                                "agents": [{"agent": r["agent"], "track1": r["track1"] and vars(r["track1"]),
+                                           "track1_normalised": r["track1_norm"] and vars(r["track1_norm"]),
                                            "track3": r["track3"] and vars(r["track3"])} for r in rep.rows]}, indent=2))
     else:
         def cell(e) -> str:
             return "-" if e is None else f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]"
 
-        click.echo(f"{'agent':<14} {'Track 1 G [95% CI]':<26} Track 3 balanced accuracy [95% CI]")
+        click.echo(f"{'agent':<14} {'Track 1 G [95% CI]':<26} {'normalised (G-G_own)/(1-G_own)':<32} "
+                   "Track 3 balanced accuracy [95% CI]")
         for r in rep.rows:
-            click.echo(f"{r['agent']:<14} {cell(r['track1']):<26} {cell(r['track3'])}")
+            click.echo(f"{r['agent']:<14} {cell(r['track1']):<26} {cell(r['track1_norm']):<32} {cell(r['track3'])}")
         d = rep.delta
         click.echo(f"G(governed) - G(narrator) = {d['value']:.3f} [{d['ci_low']:.3f}, {d['ci_high']:.3f}] "
                    f"({d['n_sessions']} sessions)")

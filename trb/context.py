@@ -1,10 +1,14 @@
 """What an adapter sees: the context of one step, built from a release.
 
-A :class:`StepContext` holds a session up to a step: the completed earlier steps
-(observation, r_t, action, outcome), the current observation and action space,
-and the recorded r_t. Track 1 asks ``act(context_t, r_override=r')``; Track 3 asks
-``emit_r`` of the context *after* the attributed step's outcome (the completed
-steps include it; the observation is the next step's, if any).
+A :class:`StepContext` is the spec's c_t and nothing more: the completed earlier
+steps (observation, the self-report recorded at that step, action, outcome), the
+current observation and the action space. It never holds the self-report recorded
+at the current step: Track 1 hands r' in its place (``act(c_t, r_override=r')``),
+and Track 3 asks ``emit_r`` of the context *after* the attributed step's outcome
+(the completed steps include the attributed step's action and outcome; the
+observation is the next step's, if any), before any later self-report. The
+recorded r_t stays with the engine (``SessionSteps.recorded_r``), which passes it
+explicitly where a track's procedure calls for do(r_t).
 """
 
 from __future__ import annotations
@@ -34,7 +38,6 @@ class StepContext:
     history: tuple[PastStep, ...]  # every step before t, completed
     observation: str | None  # what the agent sees at step t (None after the last step)
     action_space: tuple[str, ...] | None  # the actions open at step t (None: open-ended)
-    r: dict | None = None  # the recorded r_t, when there is one
     context_id: str | None = None
     language: str | None = None
     split: str | None = None

@@ -86,26 +86,34 @@ class SessionSteps:
         return self._past
 
     def context(self, t: int) -> StepContext:
-        """The context for acting at step ``t`` (steps before it completed); the same object for the same t."""
+        """c_t, the context for acting at step ``t``: steps before it completed, step t's observation and action
+        space, and not step t's recorded self-report (:meth:`recorded_r`). The same object for the same t."""
         ctx = self._contexts.get(t)
         if ctx is None:
             if not 0 <= t < self._n:
                 raise IndexError(f"session {self.session_id} has no step {t} (it has {self._n})")
             past = self._past or self._all_past()
-            now = past[t]  # step t's observation, action space and recorded r, as its past step holds them
+            now = past[t]  # step t's observation and action space, as its past step holds them
             ctx = self._contexts[t] = StepContext(self.session_id, t, past[:t], now.observation, now.action_space,
-                                                  now.r, self.context_id, self.language, self.split)
+                                                  self.context_id, self.language, self.split)
         return ctx
 
-    def context_after(self, t: int) -> StepContext:
-        """The context right after step ``t``'s outcome (Track 3): steps 0..t completed.
+    def recorded_r(self, t: int) -> dict | None:
+        """The self-report recorded at step ``t`` (None when the step has none)."""
+        if not 0 <= t < self._n:
+            raise IndexError(f"session {self.session_id} has no step {t} (it has {self._n})")
+        return (self._past or self._all_past())[t].r
 
-        Before the last step this is ``context(t + 1)``; after it, a context with no
-        observation, action space or r.
+    def context_after(self, t: int) -> StepContext:
+        """The context right after step ``t``'s outcome (Track 3): steps 0..t completed, and no self-report made
+        after that outcome.
+
+        Before the last step this is ``context(t + 1)`` (which never holds r_{t+1}); after it, a context with no
+        observation or action space.
         """
         if t + 1 < self._n:
             return self.context(t + 1)
-        return StepContext(self.session_id, t + 1, self.past(t + 1), None, None, None, self.context_id,
+        return StepContext(self.session_id, t + 1, self.past(t + 1), None, None, self.context_id,
                            self.language, self.split)
 
 

@@ -91,6 +91,9 @@ def _track_entry(est: Estimate | None, metric: str, *, synthetic_share: float | 
         entry["note"] = note
     if extra:
         entry.update(extra)
+    if est is not None and est.n_sessions >= 2 and est.has_ci and est.ci_low == est.ci_high:
+        entry["flags"] = [*entry.get("flags", []), "zero-width interval: every resample gave the same value (a "
+                          "degenerate predictor or a constant score), not a certain one"]
     return entry
 
 
@@ -108,6 +111,14 @@ def _baseline_key(name: str) -> tuple:
 def _columns(table: pa.Table, names: list[str]) -> dict[str, np.ndarray]:
     """Columns as numpy: strings (and nullable booleans) as object arrays with None, doubles with nan for null."""
     return {n: table.column(n).to_numpy(zero_copy_only=False) for n in names}
+
+
+def _has_values(column: np.ndarray | None) -> bool:
+    if column is None or column.size == 0:
+        return False
+    if column.dtype == object:
+        return any(v is not None for v in column)
+    return bool(np.any(~np.isnan(column))) if np.issubdtype(column.dtype, np.floating) else True
 
 
 def _timings(run: dict) -> dict:
@@ -158,6 +169,8 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
                 out[m.key] = _track_entry(None, m.definition, note=note)
             continue
         sub = {k: v[mask] for k, v in cols.items()}
+        if m.requires is not None and not _has_values(sub.get(m.requires)):
+            continue  # items scored before this figure's column existed (or with nothing in it)
         if "score" in sub and m.metric != "attribution":
             scores = sub["score"].astype(float)
             if np.isnan(scores).any():
@@ -170,6 +183,12 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
             out[m.key] = _track_entry(None, m.definition, note=f"{m.title} undefined: {e}", extra={"n_items": n})
             continue
         extra: dict = {}
+        describe = getattr(track, "describe", None)
+        if describe is not None:
+            try:
+                extra.update(describe(m, sub))
+            except ValueError:  # nothing to describe (e.g. no belief reported): the figure says why
+                pass
         if "origin" in sub:  # a track whose items carry a counterfactual origin: its synthetic share and slices
             share = _synthetic_share(sub["origin"])
             source = "items"
@@ -178,16 +197,16 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
             extra["synthetic_share_source"] = source if share is not None else None
             slices = {}
             scores = sub["score"].astype(float)
-            for flag in ("adversarial", "ood"):
+            for flag in ("adversarial", "ood") if m.headline else ():
                 if flag in sub:
                     sel = sub[flag] == True  # noqa: E712  (elementwise on an object array)
                     if sel.any():
                         slices[flag] = {"score": float(np.mean(scores[sel])), "n_items": int(sel.sum())}
             if slices:
                 extra["slices"] = slices
-            out[m.key] = _track_entry(est, m.definition, synthetic_share=share, extra=extra)
         else:
-            out[m.key] = _track_entry(est, m.definition)
+            share = None
+        out[m.key] = _track_entry(est, m.definition, synthetic_share=share, extra=extra)
         if na:
             out[m.key]["n_not_applicable"] = na["n_items"]
     return out
@@ -403,7 +422,14 @@ def _cell(entry: dict | None) -> str:
         return "—"
     if entry.get("score") is None:
         return f"n/a ({entry.get('note', 'no score')})"
-    return (f"{_f(entry['score'])} {_ci(entry)} · {entry['n_items']:,} items / {entry['n_sessions']:,} sessions")
+    text = f"{_f(entry['score'])} {_ci(entry)} · {entry['n_items']:,} items / {entry['n_sessions']:,} sessions"
+    slices = entry.get("slices") or {}
+    for name, label in (("adversarial", "adversarial r′"), ("ood", "OOD r′")):
+        if name in slices:
+            text += f" · {label}: {_f(slices[name]['score'])} ({slices[name]['n_items']:,} items)"
+    for flag in entry.get("flags") or ():
+        text += f" · ⚠ FLAG: {flag}"
+    return text
 
 
 def _share(entry: dict | None) -> str:

@@ -56,6 +56,7 @@ __all__ = [
     "balanced_accuracy_by_session",
     "mean_by_session",
     "paired_delta_by_session",
+    "normalised_gain_by_session",
 ]
 
 #: The interval method used by every estimator here (see the module docstring).
@@ -234,3 +235,40 @@ def paired_delta_by_session(scores_a: Sequence[float], scores_b: Sequence[float]
     if a.size != b.size:
         raise ValueError(f"scores_a ({a.size}) and scores_b ({b.size}) must be aligned item by item")
     return mean_by_session(a - b, sessions, n_resamples=n_resamples, confidence=confidence, seed=seed)
+
+
+def _normalised_gain(diff: np.ndarray, headroom: np.ndarray, axis: int = -1) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        den = np.sum(headroom, axis=axis)
+        return np.where(den > 0, np.sum(diff, axis=axis) / np.where(den > 0, den, 1.0), np.nan)
+
+
+def normalised_gain_by_session(scores: Sequence[float], refs: Sequence[float], sessions: Sequence, *,
+                               n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> Estimate:
+    """(mean(s) − mean(r)) / (1 − mean(r)) over aligned items, with a paired session-bootstrap CI.
+
+    Scores in [0, 1] with reference scores ``refs`` on the same items: 0 when the
+    scores equal the reference, 1 when every score is 1. Each replicate draws sessions
+    and computes Σ(s − r) / Σ(1 − r) over the drawn sessions' items (the same ratio).
+    A replicate whose reference is perfect on every drawn item (Σ(1 − r) = 0) is
+    undefined: skipped and counted in ``n_skipped``.
+
+    Raises:
+        ValueError: lengths differ; no items; non-finite scores; the reference is perfect on every item
+            (the gain is undefined).
+    """
+    s = _scores(scores, "scores")
+    r = _scores(refs, "refs")
+    if s.size != r.size:
+        raise ValueError(f"scores ({s.size}) and refs ({r.size}) must be aligned item by item")
+    codes, k = _session_index(sessions, s.size)
+    diff = np.bincount(codes, weights=s - r, minlength=k)
+    headroom = np.bincount(codes, weights=1.0 - r, minlength=k)
+    if not headroom.sum() > 0:
+        raise ValueError("the reference scores 1 on every item: there is no headroom to normalise by")
+    value = float(diff.sum() / headroom.sum())
+    if k < 2 or n_resamples == 0:
+        return Estimate(value, math.nan, math.nan, int(s.size), k)
+    low, high, skipped = _bootstrap((diff, headroom), _normalised_gain, n_resamples=n_resamples,
+                                    confidence=confidence, seed=seed)
+    return Estimate(value, low, high, int(s.size), k, skipped)

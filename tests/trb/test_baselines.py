@@ -51,10 +51,10 @@ def test_training_text_is_exactly_what_the_proxy_adapter_scores(release):
             sess = sessions[sid]
             t = next(t for t, _ in enumerate(sess.steps) if sess.context(t).render(last=1) in prompt
                      and prompt.startswith(sess.context(t).render(last=1)))
-            c, action = sess.context(t), sess.steps[t]["action"]
-            assert prompt + target == ProxyAdapter.prompt(c, c.r, scaffold, 1) + " " + action
+            c, action, r_t = sess.context(t), sess.steps[t]["action"], sess.recorded_r(t)
+            assert prompt + target == ProxyAdapter.prompt(c, r_t, scaffold, 1) + " " + action
         # by hand, for cot-sft: the reasoning line holds r_t's slots, then the recorded action
-        assert target == f" {format_r(c.r)}\nAction: {action}" and "planned_next=" in target
+        assert target == f" {format_r(r_t)}\nAction: {action}" and "planned_next=" in target
         assert prompt.endswith("\nReasoning:") and "Action:" not in prompt.split("\n")[-2]
     finally:
         rel.close()
@@ -101,7 +101,7 @@ def test_instruct_base_without_scaffold_ignores_r_and_with_cot_it_does_not(relea
     assert cot.spec()["template_version"] == TEMPLATE_VERSION
     for c in ctxs:
         space = c.action_space
-        r1, r2 = dict(c.r, planned_next=space[0]), dict(c.r, planned_next=space[-1])
+        r1, r2 = {"confidence": 0.5, "planned_next": space[0]}, {"confidence": 0.5, "planned_next": space[-1]}
         assert none.act(c, r1) == none.act(c, r2) == none.act(c)  # no span to edit: r' cannot enter
         p1, p2 = cot.act(c, r1), cot.act(c, r2)
         assert set(p1) == set(space) and abs(sum(p1.values()) - 1) < 1e-6
@@ -146,4 +146,4 @@ def test_a_prompt_longer_than_the_context_window_is_a_clear_error(release, model
     c = next(c for c in reversed(_eval_contexts(release, 200)) if c.t >= 9)
     adapter.model.config.n_positions = 64  # the window this check reads; the model's tables are untouched
     with pytest.raises(AdapterError, match=r"exceeds the model's context window of 64 .*--history"):
-        adapter.act(c, c.r)
+        adapter.act(c, {"planned_next": c.action_space[0]})

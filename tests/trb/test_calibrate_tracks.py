@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from trb.adapters.capabilities import ContinuationScoring
 from trb.calibrate import (
     ACTIONS,
     FalseCreditAgent,
@@ -28,7 +29,7 @@ def test_total_variation_hand_worked():
 
 
 def _ctx(cue="c0", t=0, history=()):
-    return StepContext("s", t, tuple(history), f"cue {cue}", ACTIONS, {"planned_next": "x"})
+    return StepContext("s", t, tuple(history), f"cue {cue}", ACTIONS)
 
 
 def test_track1_scores_one_minus_tv_per_item():
@@ -53,7 +54,7 @@ def test_track1_holds_adapters_to_the_contract():
 
 
 def test_track1_text_phi_is_skipped_and_counted_without_a_scorer():
-    ctx = StepContext("s", 0, (), "open question", None, {"planned_next": "say"})
+    ctx = StepContext("s", 0, (), "open question", None)
     items = [Track1Item("i1", "s", 0, "eval", None, ctx, {"planned_next": "ask"}, "text", "I would ask first")]
     rows, info = score_track1(GovernedAgent(), items)
     assert rows == [] and info["skipped"]["text_phi_without_score_continuation"] == 1
@@ -106,3 +107,46 @@ def test_calibrate_cli_exit_codes(capsys):
     assert main(["calibrate", "--sessions", "30"]) == 0
     out = capsys.readouterr().out
     assert "calibration passed" in out and "false_credit" in out and "0.500 [0.500, 0.500]" in out
+
+
+def test_track1_reference_points_on_a_hand_worked_item():
+    """G of the uniform policy, of the model's own policy (no override) and r-sensitivity against do(r_t)."""
+    phi_y = {"x": 0.0, "y": 1.0, "z": 0.0}
+    r_t = {"planned_next": "x", "confidence": 0.8}
+    items = [Track1Item("i1", "s", 0, "eval", None, _ctx("c0"), {"planned_next": "y"}, "distribution", phi_y,
+                        r_t=r_t),
+             Track1Item("i2", "s", 0, "eval", None, _ctx("c0"), {"planned_next": "x"}, "distribution", phi("x"),
+                        r_t=r_t)]
+    rows, _ = score_track1(GovernedAgent(), items)
+    one, two = rows
+    # uniform (1/3 each) against the point mass on y: TV = 2/3
+    assert one["g_uniform"] == pytest.approx(1 / 3)
+    # own policy: its plan for cue c0 is x, so p = phi("x") = {13/15, 1/15, 1/15}; TV to y = 14/15
+    assert one["g_own"] == pytest.approx(1 / 15)
+    # do(r') puts 13/15 on y against 1/15 under do(r_t): the stated plan moved the action
+    assert one["r_sensitive"] == 1.0
+    # r' plans the same action as r_t: sensitivity is undefined for that item, not counted as a miss
+    assert two["r_sensitive"] is None
+    (nar,), _ = score_track1(NarratorAgent(), items[:1])
+    assert nar["score"] == nar["g_own"] and nar["r_sensitive"] == 0.0  # the narrator ignores r′
+
+
+def test_track1_llr_reference_is_the_recorded_r_t():
+    class Scorer(GovernedAgent):
+        capabilities = (ContinuationScoring,)
+
+        def __init__(self):
+            self.calls = []
+
+        def score_continuation(self, context, text, r_override=None):
+            self.calls.append(r_override)
+            return -1.0 if r_override and r_override.get("planned_next") == "say" else -3.0
+
+    ctx = StepContext("s", 0, (), "open question", None)
+    r_t = {"planned_next": "ask"}
+    items = [Track1Item("i1", "s", 0, "eval", None, ctx, {"planned_next": "say"}, "text", "I would say it", r_t=r_t),
+             Track1Item("i2", "s", 1, "eval", None, ctx, {"planned_next": "say"}, "text", "I would say it")]
+    scorer = Scorer()
+    rows, info = score_track1(scorer, items)
+    assert [r["score"] for r in rows] == [2.0] and scorer.calls == [{"planned_next": "say"}, r_t]
+    assert info["skipped"]["llr_without_recorded_r"] == 1  # no recorded r_t: no do(r_t) reference, not scored

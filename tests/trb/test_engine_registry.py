@@ -70,8 +70,10 @@ def test_capabilities_are_declared_not_probed(release, tmp_path):
     assert bind(undeclared).capabilities == frozenset() and bind(declared).capabilities == {"batched_act"}
     a = run_tracks(release, undeclared, baseline="u", tracks=("1",), results=tmp_path / "r.duckdb", progress=False)
     b = run_tracks(release, declared, baseline="d", tracks=("1",), results=tmp_path / "r.duckdb", progress=False)
-    assert undeclared.batched == 0 and undeclared.single == a["n_items"] > 0  # act_batch never called: not declared
-    assert declared.batched > 0
+    # act_batch never called when not declared: every do(r') and each step's act(c_t) and do(r_t) came one by one
+    calls = json.loads(a["timings"])["adapter_calls"]
+    assert undeclared.batched == 0 and undeclared.single == calls > a["n_items"] > 0
+    assert declared.batched > 0 and declared.single == calls  # the same calls, made through act_batch
     assert json.loads(b["timings"])["capabilities"] == ["batched_act"]
 
 

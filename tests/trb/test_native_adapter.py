@@ -280,9 +280,10 @@ print("ok")
     assert res.stdout.strip() == "ok"
 
 
-def test_context_r_is_not_an_input(full, contexts):
-    """The encoder never reads the current step's recorded r_t: blanking it changes nothing."""
+def test_only_earlier_self_reports_are_an_input(full, contexts):
+    """c_t holds no r_t to read; the earlier steps' self-reports are part of it (blanking them may change things,
+    but the context of step t never holds a step at or after t)."""
     for c in _acting(contexts)[:20]:
-        blank = replace(c, r=None)
-        assert full.act(c) == full.act(blank)
-        assert full.emit_r(c) == full.emit_r(blank)
+        assert not hasattr(c, "r") and all(s.t < c.t for s in c.history)
+        blank = replace(c, history=tuple(replace(s, r=None) for s in c.history))
+        assert set(full.act(blank)) == set(c.action_space)  # still a valid input without any self-report

@@ -69,16 +69,16 @@ def _straightforward(rel: Release, split=None, session_ids=None):
     for sid, split_, ctx, lang, steps in rows:
         past = tuple(PastStep(s["t"], s["observation"], r(s), s["action"], space(s), s["outcome"]) for s in steps)
         contexts = [StepContext(session_id=sid, t=t, history=past[:t], observation=s["observation"],
-                                action_space=space(s), r=r(s), context_id=ctx, language=lang, split=split_)
+                                action_space=space(s), context_id=ctx, language=lang, split=split_)
                     for t, s in enumerate(steps)]
         after = []
         for t in range(len(steps)):
             nxt = steps[t + 1] if t + 1 < len(steps) else None
             after.append(StepContext(session_id=sid, t=t + 1, history=past[:t + 1],
                                      observation=nxt["observation"] if nxt else None,
-                                     action_space=space(nxt) if nxt else None, r=r(nxt) if nxt else None,
+                                     action_space=space(nxt) if nxt else None,
                                      context_id=ctx, language=lang, split=split_))
-        out.append((sid, split_, ctx, lang, steps, past, contexts, after))
+        out.append((sid, split_, ctx, lang, steps, past, contexts, after, [r(s) for s in steps]))
     return out
 
 
@@ -87,7 +87,8 @@ def _built(sessions):
     for s in sessions:
         n = len(s.steps)
         out.append((s.session_id, s.split, s.context_id, s.language, s.steps, s.past(n),
-                    [s.context(t) for t in range(n)], [s.context_after(t) for t in range(n)]))
+                    [s.context(t) for t in range(n)], [s.context_after(t) for t in range(n)],
+                    [s.recorded_r(t) for t in range(n)]))
     return out
 
 
@@ -113,8 +114,11 @@ def test_the_hand_made_session_reads_as_written(release):
     try:
         (odd,) = rel.sessions(session_ids=["odd-1"])
         c0, c1, c2, c3, c4 = (odd.context(t) for t in range(5))
-        assert c0.r["ext"] == {"mood": "calm", "effort": 0.25} and c1.r is None
-        assert c2.r == {"goal": "D4", "planned_next": None, "caused_by_self": 1.0, "confidence": None, "ext": None}
+        r0, r1, r2 = (odd.recorded_r(t) for t in range(3))
+        assert r0["ext"] == {"mood": "calm", "effort": 0.25} and r1 is None
+        assert r2 == {"goal": "D4", "planned_next": None, "caused_by_self": 1.0, "confidence": None, "ext": None}
+        assert c4.history[2].r == r2  # an earlier step's self-report is part of c_t; the current one is not
+        assert not hasattr(c2, "r")
         assert c3.action_space is None and c4.history[3].action == "I look around"
         assert odd.past(5)[4].outcome is None and odd.context_after(4).observation is None
         assert c4.action_space == ('go, then "stop"', "naïve \\ step", "[up]", "null")

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from trb.stats import Estimate, balanced_accuracy_by_session, mean_by_session, paired_delta_by_session
+from trb.stats import (
+    Estimate,
+    balanced_accuracy_by_session,
+    mean_by_session,
+    normalised_gain_by_session,
+    paired_delta_by_session,
+)
 
 B = 1000
 
@@ -240,3 +246,37 @@ def test_estimate_is_frozen():
     est = Estimate(0.5, 0.4, 0.6, 10, 3)
     with pytest.raises(AttributeError):
         est.value = 1.0  # type: ignore[misc]
+
+
+# -- the normalised governance effect -----------------------------------------------------------------
+
+
+def test_normalised_gain_on_a_hand_worked_case():
+    # scores (G) 0.9, 0.5 and reference (G_own) 0.5, 0.5: (1.4 - 1.0) / (2 - 1.0) = 0.4
+    est = normalised_gain_by_session([0.9, 0.5], [0.5, 0.5], ["a", "b"], n_resamples=0)
+    assert est.value == pytest.approx(0.4, abs=1e-15)
+    # equal to the reference: 0 exactly; every score 1: exactly 1
+    assert normalised_gain_by_session([0.3, 0.6], [0.3, 0.6], ["a", "b"], n_resamples=0).value == 0.0
+    assert normalised_gain_by_session([1.0, 1.0], [0.3, 0.6], ["a", "b"], n_resamples=0).value == 1.0
+    with pytest.raises(ValueError, match="no headroom"):
+        normalised_gain_by_session([1.0, 0.2], [1.0, 1.0], ["a", "b"])
+
+
+def test_normalised_gain_ci_agrees_with_an_independent_numpy_cluster_bootstrap():
+    rng = np.random.default_rng(7)
+    refs, sessions, _ = clustered(30, seed=7)
+    refs = refs * 0.8
+    scores = np.clip(refs + 0.2 * (1 - refs) + rng.normal(0, 0.05, refs.size), 0, 1)
+    est = normalised_gain_by_session(scores, refs, sessions, n_resamples=4000, seed=2)
+    assert est.value == pytest.approx((scores.mean() - refs.mean()) / (1 - refs.mean()), abs=1e-12)
+    codes = np.unique(sessions, return_inverse=True)[1]
+    pairs = [np.stack([scores[codes == c], refs[codes == c]], axis=1) for c in range(30)]
+
+    def gain(pooled):
+        s, r = pooled[:, 0], pooled[:, 1]
+        return (s.mean() - r.mean()) / (1 - r.mean())
+
+    ref = numpy_cluster_bootstrap(pairs, gain, 20_000, seed=5)
+    width = ref[1] - ref[0]
+    assert est.ci_low == pytest.approx(ref[0], abs=0.06 * width)
+    assert est.ci_high == pytest.approx(ref[1], abs=0.06 * width)

@@ -34,23 +34,23 @@ BASELINE_RUNS = {
 }
 
 
-def iter_steps(release: Release, split: str = "train") -> Iterator[tuple[str, object, str]]:
-    """(session_id, StepContext, recorded action) for every trainable step of ``split``."""
+def iter_steps(release: Release, split: str = "train") -> Iterator[tuple[str, object, str, dict | None]]:
+    """(session_id, StepContext, recorded action, recorded r_t) for every trainable step of ``split``."""
     for sess in release.sessions(split=split):
         for t, step in enumerate(sess.steps):
             action = step["action"]
             space = step["action_space"]
             if not space or action is None or action not in space:
                 continue
-            yield sess.session_id, sess.context(t), action
+            yield sess.session_id, sess.context(t), action, sess.recorded_r(t)
 
 
-def pair(variant: str, context, action: str, history: int | None = None) -> tuple[str, str]:
-    """The (prompt, target) pair of one step for ``variant``."""
+def pair(variant: str, context, action: str, history: int | None = None, r_t: dict | None = None) -> tuple[str, str]:
+    """The (prompt, target) pair of one step for ``variant`` (``r_t``: the step's recorded self-report)."""
     if variant == "instruct-base":
         return ProxyAdapter.prompt(context, None, "none", history), " " + action
     if variant == "cot-sft":
-        slots = format_r(context.r)
+        slots = format_r(r_t)
         return (f"{context.render(last=history)}\nReasoning:",
                 (" " + slots if slots else "") + "\nAction: " + action)
     raise ValueError(f"unknown trained variant {variant!r}; expected one of {TRAINED_VARIANTS}")
@@ -61,4 +61,4 @@ def training_pairs(release: Release, variant: str, split: str = "train",
     """[(session_id, prompt, target)] for every trainable step of ``split`` (train only, by default)."""
     if variant not in TRAINED_VARIANTS:
         raise ValueError(f"unknown trained variant {variant!r}; expected one of {TRAINED_VARIANTS}")
-    return [(sid, *pair(variant, c, a, history)) for sid, c, a in iter_steps(release, split)]
+    return [(sid, *pair(variant, c, a, history, r)) for sid, c, a, r in iter_steps(release, split)]

@@ -110,6 +110,7 @@ def _load_train(rel: Release, variant: str, cfg: ModelConfig):
         sessions.append(sess.session_id)
         for t in range(len(sess.steps)):
             ctx = sess.context(t)
+            r_t = sess.recorded_r(t)  # the target the r-head learns; never in the context itself
             counts["steps"] += 1
             ids = np.asarray(context_features(ctx, cfg.context_buckets), dtype=np.int64)
             space = ctx.action_space or None
@@ -118,12 +119,12 @@ def _load_train(rel: Release, variant: str, cfg: ModelConfig):
             pos = space.index(action) if space and action in space else -1
             if pos >= 0:
                 counts["steps_acted"] += 1
-            if ctx.r is not None:
+            if r_t is not None:
                 counts["steps_with_r"] += 1
-                if isinstance(ctx.r.get("goal"), str):
-                    goals[ctx.r["goal"]] += 1
-            if pos >= 0 or ctx.r is not None:
-                steps.append((RItem(ids, space, ctx.r, t > 0), pos, sess.session_id))
+                if isinstance(r_t.get("goal"), str):
+                    goals[r_t["goal"]] += 1
+            if pos >= 0 or r_t is not None:
+                steps.append((RItem(ids, space, r_t, t > 0), pos, sess.session_id))
     counts["sessions"] = len(sessions)
     vocab = [g for g, _ in sorted(goals.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_GOALS]]
 

@@ -69,6 +69,8 @@ class Metric:
         bounds: the figure's range, when it has one (plots use it).
         chance: the value of a chance-level model, when there is one (plots draw it).
         needs: capabilities without which this metric's items cannot be scored.
+        requires: the item column the figure is computed from, beyond ``score``; a run whose
+            items lack it (an older run) does not show the figure.
     """
 
     key: str
@@ -80,6 +82,7 @@ class Metric:
     bounds: tuple[float, float] | None = None
     chance: float | None = None
     needs: tuple[type, ...] = ()
+    requires: str | None = None
 
 
 class ItemRow(TypedDict, total=False):
@@ -101,6 +104,9 @@ class ItemRow(TypedDict, total=False):
     origin: str | None
     adversarial: bool | None
     ood: bool | None
+    g_own: float | None
+    g_uniform: float | None
+    r_sensitive: float | None
 
 
 #: The columns every track fills (besides ``run_id``).

@@ -3,9 +3,25 @@
 For every counterfactual (t, r') of the split: ``act(c_t, r_override=r')`` against
 the human continuation Φ(r'). Discrete steps score 1 − TV(act, Φ) (metric ``tv``;
 G is their mean). Text continuations score the paired log-likelihood ratio
-log p(y' | c_t, do(r')) − log p(y' | c_t, do(r_t)) (metric ``llr``) through the
-``continuation_scoring`` capability; an adapter without it leaves those items
-unscored, and the run records how many and why ("needs continuation_scoring").
+log p(y' | c_t, do(r')) − log p(y' | c_t, do(r_t)), r_t the self-report recorded at
+the step (metric ``llr``), through the ``continuation_scoring`` capability; an
+adapter without it leaves those items unscored, and the run records how many and
+why ("needs continuation_scoring").
+
+c_t never holds r_t (:mod:`trb.context`): the engine keeps it and passes it only as
+the do(r_t) reference. Every ``tv`` item also carries the reference points G is read
+against, on the same item and Φ:
+
+* ``g_uniform``: 1 − TV(uniform over the action space, Φ);
+* ``g_own``: 1 − TV(act(c_t), Φ), the model's own policy (no override: it acts
+  through its own report and ignores r'); one call per step, shared by its items;
+* ``r_sensitive``: whether p(a') under do(r') is above p(a') under do(r_t), a' the
+  action r' plans (Turpin et al. 2023: does the stated reasoning move the answer it
+  names?); defined when r' plans an action of the step other than the one r_t plans.
+
+From them the report derives the normalised governance effect
+(G − G_own) / (1 − G_own): 0 for a model whose action ignores r', 1 for one whose
+action under r' is exactly Φ(r').
 """
 
 from __future__ import annotations
@@ -13,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import orjson
 import pyarrow as pa
 
@@ -21,7 +38,7 @@ from trb.adapters.capabilities import ContinuationScoring, bind
 from trb.context import StepContext
 from trb.distributions import check_distribution, total_variation
 from trb.releases import Release
-from trb.stats import mean_by_session
+from trb.stats import mean_by_session, normalised_gain_by_session
 from trb.tracks.base import Column, ItemRow, Metric, register_track
 from trb.tracks.timing import AdapterTimer
 
@@ -44,6 +61,7 @@ class Track1Item:
     origin: str | None = None
     adversarial: bool = False
     ood: bool = False
+    r_t: dict | None = None  # the self-report recorded at step t (the do(r_t) reference; never in the context)
 
 
 #: The counterfactual columns Track 1 reads (besides ``phi_probs``, read flat), in one query, as Arrow columns.
@@ -80,35 +98,80 @@ def track1_items(release: Release, split: str = "eval") -> Iterator[Track1Item]:
         for row in sess_rows:
             i = row["i"]
             yield Track1Item(cf_id[i], sess.session_id, t[i], sess.split, sess.context_id, sess.context(t[i]),
-                             rps[i], kind[i], phis[i], origin[i], bool(adv[i]), bool(ood[i]))
+                             rps[i], kind[i], phis[i], origin[i], bool(adv[i]), bool(ood[i]), sess.recorded_r(t[i]))
 
 
-def _row(item: Track1Item, metric: str, score: float, detail: dict) -> ItemRow:
+def _row(item: Track1Item, metric: str, score: float, detail: dict, **refs) -> ItemRow:
     return {"track": "1", "metric": metric, "item_id": item.item_id, "session_id": item.session_id, "t": item.t,
             "split": item.split, "context_id": item.context_id, "score": score, "origin": item.origin,
-            "adversarial": item.adversarial, "ood": item.ood,
+            "adversarial": item.adversarial, "ood": item.ood, **refs,
             "detail": orjson.dumps(detail, option=orjson.OPT_SORT_KEYS).decode()}
+
+
+def _uniform(space: tuple[str, ...]) -> dict[str, float]:
+    return dict.fromkeys(space, 1.0 / len(space))
+
+
+def _sensitive(item: Track1Item, p: dict, p_rt: dict | None) -> bool | None:
+    """Whether do(r') raised the probability of the action r' plans over do(r_t); None where undefined."""
+    planned = item.r_prime.get("planned_next")
+    if p_rt is None or planned not in p or planned == (item.r_t or {}).get("planned_next"):
+        return None
+    return p[planned] > p_rt[planned]
 
 
 def score_track1(adapter, items: Iterable[Track1Item], timer: AdapterTimer | None = None,
                  progress=None) -> tuple[list[ItemRow], dict]:
-    """Score every item through ``adapter``; return the item rows and counts (scored, skipped by reason)."""
+    """Score every item through ``adapter``; return the item rows and counts (scored, skipped by reason).
+
+    Per batch, one ``act_many`` call holds every item's do(r') and, for each step not
+    seen yet, the model's own act(c_t) and do(r_t) (when the step recorded an r_t).
+    """
     bound = bind(adapter)
     timer = timer or AdapterTimer()
     rows: list[ItemRow] = []
-    skipped = {"text_phi_without_score_continuation": 0, "open_ended_step": 0}
+    skipped = {"text_phi_without_score_continuation": 0, "open_ended_step": 0, "llr_without_recorded_r": 0}
     scorer = bound.get(ContinuationScoring)
     pending: list[Track1Item] = []
+    per_step: dict[tuple[str, int], tuple[dict, dict | None]] = {}  # (session, t) -> (act(c_t), act(c_t, do(r_t)))
 
     def flush() -> None:
         if not pending:
             return
-        with timer.timed(len(pending)):
-            dists = bound.act_many([i.context for i in pending], [i.r_prime for i in pending])
+        contexts = [i.context for i in pending]
+        overrides: list[dict | None] = [i.r_prime for i in pending]
+        new_steps: dict[tuple[str, int], Track1Item] = {}
+        for i in pending:
+            key = (i.session_id, i.t)
+            if key not in per_step and key not in new_steps:
+                new_steps[key] = i
+        for i in new_steps.values():
+            contexts.append(i.context)
+            overrides.append(None)
+            if i.r_t is not None:
+                contexts.append(i.context)
+                overrides.append(i.r_t)
+        with timer.timed(len(contexts)):
+            dists = bound.act_many(contexts, overrides)
+        dists = [check_distribution(p, c.action_space, bound.name) for p, c in zip(dists, contexts)]
+        k = len(pending)
+        for key, i in new_steps.items():
+            own = dists[k]
+            k += 1
+            rt = None
+            if i.r_t is not None:
+                rt = dists[k]
+                k += 1
+            per_step[key] = (own, rt)
         for item, p in zip(pending, dists):
-            p = check_distribution(p, item.context.action_space, bound.name)
+            own, rt = per_step[(item.session_id, item.t)]
             tv = total_variation(p, item.phi)
-            rows.append(_row(item, "tv", 1.0 - tv, {"p": p, "phi": item.phi, "tv": tv}))
+            tv_own = total_variation(own, item.phi)
+            tv_uniform = total_variation(_uniform(item.context.action_space), item.phi)
+            sensitive = _sensitive(item, p, rt)
+            rows.append(_row(item, "tv", 1.0 - tv, {"p": p, "phi": item.phi, "tv": tv, "p_own": own, "p_do_r_t": rt},
+                             g_own=1.0 - tv_own, g_uniform=1.0 - tv_uniform,
+                             r_sensitive=None if sensitive is None else float(sensitive)))
         if progress is not None:
             progress(len(pending))
         pending.clear()
@@ -123,10 +186,12 @@ def score_track1(adapter, items: Iterable[Track1Item], timer: AdapterTimer | Non
                 flush()
         elif scorer is None:
             skipped["text_phi_without_score_continuation"] += 1
+        elif item.r_t is None:  # the reference term is do(r_t): without a recorded r_t there is none
+            skipped["llr_without_recorded_r"] += 1
         else:
             with timer.timed(2):
                 lp_cf = scorer.score_continuation(item.context, item.phi, r_override=item.r_prime)
-                lp_fact = scorer.score_continuation(item.context, item.phi, r_override=None)
+                lp_fact = scorer.score_continuation(item.context, item.phi, r_override=item.r_t)
             rows.append(_row(item, "llr", lp_cf - lp_fact, {"logp_do_r_prime": lp_cf, "logp_do_r_t": lp_fact}))
             if progress is not None:
                 progress(1)
@@ -151,11 +216,28 @@ class Track1:
         Metric("1-llr", "1", "llr", "Track 1 — LLR variant",
                "mean paired log-likelihood ratio log p(y′ | c_t, do(r′)) − log p(y′ | c_t, do(r_t)) "
                "(open-ended actions)", headline=False, needs=(ContinuationScoring,)),
+        Metric("1-uniform", "1", "tv", "Track 1 — G of the uniform policy",
+               "1 − mean TV(uniform over the action space, Φ(r′)) on the same items: the floor G is read against",
+               requires="g_uniform", headline=False, bounds=(0.0, 1.0)),
+        Metric("1-own", "1", "tv", "Track 1 — G of the r′-ignoring policy",
+               "1 − mean TV(act(c_t), Φ(r′)): the model's own policy, no override, on the same items",
+               requires="g_own", headline=False, bounds=(0.0, 1.0)),
+        Metric("1-norm", "1", "tv", "Track 1 — normalised governance effect",
+               "(G − G_own) / (1 − G_own), paired by item: 0 when the action ignores r′, 1 when it is Φ(r′)",
+               requires="g_own", headline=False, chance=0.0),
+        Metric("1-sens", "1", "tv", "Track 1 — r-sensitivity",
+               "share of items where p(the action r′ plans) under do(r′) is above that under do(r_t) "
+               "(items where r′ plans another action of the step than r_t)", requires="r_sensitive", headline=False,
+               bounds=(0.0, 1.0)),
     )
     columns = (
         Column("origin", pa.string(), "VARCHAR", "Track 1: the counterfactual's origin"),
         Column("adversarial", pa.bool_(), "BOOLEAN", "Track 1: r′ built to mislead"),
         Column("ood", pa.bool_(), "BOOLEAN", "Track 1: r′ out of distribution"),
+        Column("g_own", pa.float64(), "DOUBLE", "Track 1: 1 − TV(act(c_t), Φ(r′)), the model's own policy"),
+        Column("g_uniform", pa.float64(), "DOUBLE", "Track 1: 1 − TV(uniform, Φ(r′))"),
+        Column("r_sensitive", pa.float64(), "DOUBLE",
+               "Track 1: 1 if do(r′) raised p(r′'s planned action) over do(r_t), 0 if not, NULL if undefined"),
     )
 
     def count(self, release: Release, split: str) -> int:
@@ -171,8 +253,33 @@ class Track1:
         return score_track1(adapter, items, timer, progress)
 
     def aggregate(self, metric: Metric, columns, *, n_resamples: int, confidence: float, seed: int):
-        return mean_by_session(columns["score"].astype(float), columns["session_id"], n_resamples=n_resamples,
-                               confidence=confidence, seed=seed)
+        opts = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
+        sessions = columns["session_id"]
+        if metric.key in ("1", "1-llr"):
+            return mean_by_session(columns["score"].astype(float), sessions, **opts)
+        if metric.key in ("1-uniform", "1-own"):
+            ref = _present(columns, "g_uniform" if metric.key == "1-uniform" else "g_own")
+            return mean_by_session(ref, sessions, **opts)
+        if metric.key == "1-norm":
+            return normalised_gain_by_session(columns["score"].astype(float), _present(columns, "g_own"), sessions,
+                                              **opts)
+        if metric.key == "1-sens":
+            sens = _present(columns, "r_sensitive", allow_missing=True)
+            keep = ~np.isnan(sens)
+            if not keep.any():
+                raise ValueError("no item where r′ plans another action of the step than the recorded r_t")
+            return mean_by_session(sens[keep], np.asarray(sessions)[keep], **opts)
+        raise KeyError(metric.key)
+
+
+def _present(columns, name: str, *, allow_missing: bool = False) -> np.ndarray:
+    """A reference column as floats; an older run without it is an error the report states, not a zero."""
+    if name not in columns:
+        raise ValueError(f"the run's items have no {name} column (scored before this toolkit recorded it)")
+    values = np.asarray([np.nan if v is None else v for v in columns[name]], dtype=float)
+    if not allow_missing and np.isnan(values).any():
+        raise ValueError(f"{int(np.isnan(values).sum())} items lack {name} (scored before this toolkit recorded it)")
+    return values
 
 
 TRACK = register_track(Track1())

@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import orjson
 import pyarrow as pa
 
 from trb.adapters.capabilities import bind
+from trb.beliefs import belief_distribution, brier_by_session, calibration_by_session, one_class, roc_auc_by_session
 from trb.context import StepContext
 from trb.releases import Release
 from trb.stats import balanced_accuracy_by_session
@@ -99,6 +101,18 @@ class Track3:
         Metric("3", "3", "attribution", "Track 3 — attribution BA",
                "balanced accuracy of caused_by_self attribution (belief ≥ 0.5 predicts self)",
                headline=True, bounds=(0.0, 1.0), chance=0.5),
+        Metric("3-auc", "3", "attribution", "Track 3 — belief ROC AUC",
+               "ROC AUC of the caused_by_self beliefs for self vs exogenous (threshold-free; a missing belief "
+               "counts as 0.5)", requires="belief", headline=False, bounds=(0.0, 1.0), chance=0.5),
+        Metric("3-brier", "3", "attribution", "Track 3 — Brier score",
+               "mean (belief − 1{self})² (lower is better; 0.25 for a constant 0.5)", requires="belief",
+               headline=False, bounds=(0.0, 1.0)),
+        Metric("3-ece", "3", "attribution", "Track 3 — calibration error",
+               "expected calibration error of the beliefs over 10 equal-width bins (lower is better)",
+               requires="belief", headline=False, bounds=(0.0, 1.0)),
+        Metric("3-self", "3", "attribution", "Track 3 — share of beliefs ≥ 0.5",
+               "share of reported beliefs at or above the 0.5 threshold (1 or 0: one class predicted for every item)",
+               requires="belief", headline=False, bounds=(0.0, 1.0)),
     )
     columns = (
         Column("label", pa.string(), "VARCHAR", "Track 3: the item's label (self or exogenous)"),
@@ -119,8 +133,47 @@ class Track3:
         return score_track3(adapter, items, timer, progress)
 
     def aggregate(self, metric: Metric, columns, *, n_resamples: int, confidence: float, seed: int):
-        return balanced_accuracy_by_session(columns["label"], columns["predicted"], columns["session_id"],
-                                            n_resamples=n_resamples, confidence=confidence, seed=seed)
+        opts = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
+        labels, sessions = columns["label"], columns["session_id"]
+        beliefs = _beliefs(columns)
+        if metric.key == "3":
+            return balanced_accuracy_by_session(labels, columns["predicted"], sessions, **opts)
+        if metric.key == "3-auc":
+            return roc_auc_by_session(labels, beliefs, sessions, **opts)
+        if metric.key == "3-brier":
+            return brier_by_session(labels, beliefs, sessions, **opts)
+        if metric.key == "3-ece":
+            return calibration_by_session(labels, beliefs, sessions, **opts).ece
+        if metric.key == "3-self":
+            return belief_distribution(beliefs, sessions, threshold=THRESHOLD, **opts).share_self
+        raise KeyError(metric.key)
+
+    def describe(self, metric: Metric, columns) -> dict:
+        """What the report shows beside a figure: flags for a degenerate predictor, the belief distribution and
+        the reliability table (for the headline and the calibration figure)."""
+        out: dict = {}
+        flags = []
+        if one_class(columns["predicted"]):
+            (cls,) = {p for p in columns["predicted"] if p in ("self", "exogenous")} or {"none"}
+            flags.append(f"one class: every item predicted {cls}; balanced accuracy is 0.5 by construction")
+        if metric.key == "3":
+            dist = belief_distribution(_beliefs(columns), columns["session_id"], threshold=THRESHOLD, n_resamples=0)
+            out["beliefs"] = {"n_reported": dist.n_items, "n_missing": dist.n_missing, "mean": dist.mean,
+                              "quantiles": {f"{q:.2f}": v for q, v in dist.quantiles.items()},
+                              "n_distinct": dist.n_distinct}
+            if dist.constant:
+                flags.append("constant belief: every reported belief is the same value")
+        if metric.key == "3-ece":
+            cal = calibration_by_session(columns["label"], _beliefs(columns), columns["session_id"], n_resamples=0)
+            out["reliability"] = [{"low": b.low, "high": b.high, "count": b.count, "mean_belief": b.mean_belief,
+                                   "self_rate": b.self_rate} for b in cal.bins if b.count]
+        if flags:
+            out["flags"] = flags
+        return out
+
+
+def _beliefs(columns) -> np.ndarray:
+    return np.asarray([np.nan if b is None else b for b in columns["belief"]], dtype=float)
 
 
 TRACK = register_track(Track3())
