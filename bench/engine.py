@@ -1,9 +1,9 @@
 """Eval engine cost: `python bench/engine.py [--sessions 2000,10000] [--repeats 3]`.
 
 1. Engine overhead: `run_tracks` on a smoke release of each size, with each native
-   reference model, against its named peer, the bare adapter calls it makes (the
-   same batched `act_batch` / `emit_r_batch` calls on the same prebuilt contexts,
-   timed alone). Each repeat times one run and then its peer, side by side in this
+   reference model, against its named peer, the bare adapter calls it makes (every
+   batched `act_batch` / `emit_r_batch` call of one recorded run, replayed on the
+   same contexts and overrides, timed alone). Each repeat times one run and then its peer, side by side in this
    process, after a full garbage collection; the table gives the medians of the
    times and of the per-repeat ratios, in wall time and in this process's CPU time
    (on a shared machine the CPU ratio is the steadier figure). Goal: ≤ 1.5×.
@@ -53,24 +53,55 @@ def _release(work: Path, sessions: int, seed: int) -> Path:
     return cut_release(c, "0.1.0", kind="smoke", progress=False).directory
 
 
-def _bare(adapter, release_dir: Path) -> tuple[float, float, int]:
-    """The adapter calls a run makes, on prebuilt items, timed alone: (wall s, CPU s, items)."""
-    from trb.releases import Release
-    from trb.tracks.track1 import BATCH, track1_items
-    from trb.tracks.track3 import track3_items
+class _Recorder:
+    """Wraps an adapter and records every batched call a run makes to it (and answers through it)."""
 
-    rel = Release(release_dir)
-    t1 = [i for i in track1_items(rel, "eval") if i.phi_type == "distribution" and i.context.action_space]
-    t3 = list(track3_items(rel, "eval"))
-    rel.close()
+    def __init__(self, adapter):
+        from trb.adapters.capabilities import BatchedAct, BatchedEmit
+
+        self.adapter = adapter
+        self.tier = adapter.tier
+        self.capabilities = (BatchedAct, BatchedEmit)
+        self.calls: list[tuple[str, list, list | None]] = []
+
+    def spec(self) -> dict:
+        return self.adapter.spec()
+
+    def act(self, context, r_override=None):
+        return self.act_batch([context], [r_override])[0]
+
+    def emit_r(self, context):
+        return self.emit_r_batch([context])[0]
+
+    def act_batch(self, contexts, r_overrides=None):
+        self.calls.append(("act", list(contexts), list(r_overrides or [None] * len(contexts))))
+        return self.adapter.act_batch(contexts, r_overrides)
+
+    def emit_r_batch(self, contexts):
+        self.calls.append(("emit", list(contexts), None))
+        return self.adapter.emit_r_batch(contexts)
+
+
+def _recorded_calls(adapter, release_dir: Path, work: Path) -> list:
+    """The batched adapter calls `trb run` makes on this release, in order (recorded from one real run)."""
+    from trb.run import run_tracks
+
+    rec = _Recorder(adapter)
+    run_tracks(release_dir, rec, baseline="recording", results=work / f"recording-{uuid.uuid4().hex}.duckdb",
+               progress=False)
+    return rec.calls
+
+
+def _bare(adapter, calls: list) -> tuple[float, float]:
+    """The adapter calls a run makes, replayed alone on the same contexts: (wall s, CPU s)."""
     gc.collect()
     c0, t0 = time.process_time(), time.perf_counter()
-    for k in range(0, len(t1), BATCH):
-        chunk = t1[k:k + BATCH]
-        adapter.act_batch([i.context for i in chunk], [i.r_prime for i in chunk])
-    for k in range(0, len(t3), BATCH):
-        adapter.emit_r_batch([i.context for i in t3[k:k + BATCH]])
-    return time.perf_counter() - t0, time.process_time() - c0, len(t1) + len(t3)
+    for kind, contexts, overrides in calls:
+        if kind == "act":
+            adapter.act_batch(contexts, overrides)
+        else:
+            adapter.emit_r_batch(contexts)
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def _run(adapter, release_dir: Path, results: Path, baseline: str) -> tuple[float, float, dict]:
@@ -124,12 +155,13 @@ def _overhead(args, work: Path) -> None:
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         for variant, adapter in adapters.items():
-            _bare(adapter, releases[n])  # warm: imports, caches, the model's first calls
+            calls = _recorded_calls(adapter, releases[n], work)  # also warms imports, caches, the model
+            _bare(adapter, calls)
             runs, bares, ratios, cpu_ratios = [], [], [], []
             for i in range(args.repeats):
                 wall, cpu, run = _run(adapter, releases[n], work / f"results-{n}-{variant}-{i}.duckdb",
                                       f"trace-{variant}")
-                bare_wall, bare_cpu, items = _bare(adapter, releases[n])
+                bare_wall, bare_cpu = _bare(adapter, calls)
                 runs.append(wall)
                 bares.append(bare_wall)
                 ratios.append(wall / bare_wall)

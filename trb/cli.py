@@ -111,10 +111,13 @@ def _adapter_help() -> str:
                                                 "trace-ablation, trace-full (or your own).")
 @click.option("--tracks", default=None, help="Comma-separated track ids (default: every registered track).")
 @click.option("--split", default="eval", show_default=True, help="A split of the release (eval, or transfer).")
+@click.option("--allow-train-split", is_flag=True,
+              help="Allow --split train (scores there measure fit, not generalisation; the report banners them).")
 @click.option("--results", default="results.duckdb", show_default=True, help=_RESULTS_HELP)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def run(release_dir, adapter_name, model, baseline, tracks, split, results, seed, quiet, **adapter_options) -> None:
+def run(release_dir, adapter_name, model, baseline, tracks, split, allow_train_split, results, seed, quiet,
+        **adapter_options) -> None:
     """Run tracks on a release through an adapter; write one run row and every item score; print the run id.
 
     Adapter options (below the common ones) belong to the adapter kind named in brackets;
@@ -131,7 +134,7 @@ def run(release_dir, adapter_name, model, baseline, tracks, split, results, seed
         raise
     wanted = None if tracks is None else tuple(t.strip() for t in tracks.split(",") if t.strip())
     r = run_tracks(release, a, baseline=baseline, tracks=wanted, split=split, results=results, seed=seed,
-                   progress=not quiet)
+                   progress=not quiet, allow_train_split=allow_train_split)
     smoke = " SMOKE TEST (not a TRB score)" if r["smoke_test"] else ""
     na = [f"track {t} not applicable (needs {', '.join(s['needs'])})" for t, s in r["summary"].items()
           if s.get("status") == "not_applicable"]

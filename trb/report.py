@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from trb.results import ResultsError, ResultsStore
-from trb.stats import CI_METHOD, Estimate, paired_delta_by_session
+from trb.stats import CI_METHOD, Estimate, paired_balanced_accuracy_delta_by_session, paired_delta_by_session
 from trb.tracks.base import Metric, all_metrics, registered_tracks
 
 __all__ = [
@@ -239,20 +239,35 @@ def _missing_text(emit: dict | None) -> str:
     return f"{', '.join(parts) if parts else 'none'} / {emit['calls']:,} emit_r"
 
 
+def _paired_items(store: ResultsStore, a: dict, b: dict, track: str, metric: str, columns: list[str]) -> pa.Table:
+    """Items of ``metric`` both runs scored, joined on item_id (``a``'s columns, then ``b``'s suffixed ``_b``)."""
+    ta = store.items(a["run_id"], track=track)
+    tb = store.items(b["run_id"], track=track)
+    ta = ta.filter(pc.equal(ta.column("metric"), metric)).select(["item_id", "session_id", "split", *columns])
+    tb = tb.filter(pc.equal(tb.column("metric"), metric)).select(["item_id", *columns])
+    tb = tb.rename_columns(["item_id", *(f"{c}_b" for c in columns)])
+    return ta.join(tb, "item_id", join_type="inner").sort_by("item_id")
+
+
+def _ci_reading(est: Estimate) -> str | None:
+    if not est.has_ci:
+        return None
+    if est.ci_low > 0:
+        return "the CI lies above 0"
+    if est.ci_high < 0:
+        return "the CI lies below 0"
+    return "the CI includes 0"
+
+
 def _delta_gov(store: ResultsStore, full: dict, ablation: dict, *, n_resamples: int, seed: int) -> tuple[dict | None, str | None]:
-    track, metric = "1", next(m.metric for m in _metrics() if m.key == "1")
-    f = store.items(full["run_id"], track=track)
-    a = store.items(ablation["run_id"], track=track)
-    f = f.filter(pc.equal(f.column("metric"), metric)).select(["item_id", "session_id", "score", "split"])
-    a = a.filter(pc.equal(a.column("metric"), metric)).select(["item_id", "score"])
-    a = a.rename_columns(["item_id", "score_ablation"])
-    joined = f.join(a, "item_id", join_type="inner").sort_by("item_id")
+    metric = next(m.metric for m in _metrics() if m.key == "1")
+    joined = _paired_items(store, full, ablation, "1", metric, ["score"])
     n_pairs = joined.num_rows
     if n_pairs == 0:
         return None, (f"runs {full['run_id']} ({FULL}) and {ablation['run_id']} ({ABLATION}) share no Track 1 "
-                      f"(tv) item: {f.num_rows} and {a.num_rows} items, none in common")
+                      f"(tv) item: {full.get('n_items')} and {ablation.get('n_items')} items, none in common")
     sf = joined.column("score").to_numpy(zero_copy_only=False).astype(float)
-    sa = joined.column("score_ablation").to_numpy(zero_copy_only=False).astype(float)
+    sa = joined.column("score_b").to_numpy(zero_copy_only=False).astype(float)
     if np.isnan(sf).any() or np.isnan(sa).any():
         return None, "some paired Track 1 items lack a score"
     sessions = np.asarray(joined.column("session_id").to_pylist(), dtype=object)
@@ -261,16 +276,96 @@ def _delta_gov(store: ResultsStore, full: dict, ablation: dict, *, n_resamples: 
     if est.has_ci:
         excludes_zero = bool(est.ci_low > 0 or est.ci_high < 0)
     splits = sorted({s for s in joined.column("split").to_pylist() if s is not None})
+    n_full = int(pc.sum(pc.equal(store.items(full["run_id"], track="1").column("metric"), metric)).as_py() or 0)
+    n_abl = int(pc.sum(pc.equal(store.items(ablation["run_id"], track="1").column("metric"), metric)).as_py() or 0)
     return {
         "value": _num(est.value), "ci_low": _num(est.ci_low), "ci_high": _num(est.ci_high),
         "n_sessions": est.n_sessions, "n_items": est.n_items,
         "definition": f"G({FULL}) − G({ABLATION}), paired by item_id",
         "ci_excludes_zero": excludes_zero,
         "full_run_id": full["run_id"], "ablation_run_id": ablation["run_id"],
-        "n_unpaired_full": f.num_rows - n_pairs, "n_unpaired_ablation": a.num_rows - n_pairs,
+        "n_unpaired_full": n_full - n_pairs, "n_unpaired_ablation": n_abl - n_pairs,
         "splits": splits,
         **({"note": "one session: no between-session interval can be estimated"} if est.n_sessions < 2 else {}),
     }, None
+
+
+#: Δgov's falsifier band (spec §5: "a near-zero gap falsifies it"): a CI inside ±this is "near zero".
+FALSIFIER_DELTA = 0.02
+#: The CoT-supervised finetune: the baseline to beat on Track 1 (spec §3, §4).
+COT_SFT = "cot-sft"
+
+
+def _comparison(name: str, direction: str, est: Estimate | None, note: str | None = None, **more) -> dict:
+    out = {"comparison": name, "direction": direction, "value": None, "ci_low": None, "ci_high": None,
+           "n_items": 0, "n_sessions": 0, "reading": None, **more}
+    if est is not None:
+        out.update(value=_num(est.value), ci_low=_num(est.ci_low), ci_high=_num(est.ci_high), n_items=est.n_items,
+                   n_sessions=est.n_sessions, reading=_ci_reading(est))
+    if note:
+        out["note"] = note
+    return out
+
+
+def _pass_bars(store: ResultsStore, latest: dict, split: str, rows: list[dict], delta: dict | None, *,
+               n_resamples: int, seed: int) -> list[dict]:
+    """The spec's pass bars for one held-out split, each a paired difference with its CI: directions, not verdicts."""
+    opts = {"n_resamples": n_resamples, "confidence": CONFIDENCE, "seed": seed}
+    out = []
+    name = f"G({FULL}) − G({COT_SFT})"
+    direction = "spec §3 Track 1: G materially above the CoT-supervised finetune (higher is better)"
+    if (FULL, split) in latest and (COT_SFT, split) in latest:
+        j = _paired_items(store, latest[(FULL, split)], latest[(COT_SFT, split)], "1", "tv", ["score"])
+        if j.num_rows:
+            a = j.column("score").to_numpy(zero_copy_only=False).astype(float)
+            b = j.column("score_b").to_numpy(zero_copy_only=False).astype(float)
+            out.append(_comparison(name, direction, paired_delta_by_session(
+                a, b, j.column("session_id").to_pylist(), **opts)))
+        else:
+            out.append(_comparison(name, direction, None, "the two runs share no Track 1 item"))
+    else:
+        out.append(_comparison(name, direction, None, f"needs both {FULL} and {COT_SFT} runs on {split}"))
+
+    name = "Track 3 BA(best native) − BA(best proxy)"
+    direction = "spec §3 Track 3: balanced accuracy above the proxy baseline (higher is better)"
+    best = {}
+    for tier in ("native", "proxy"):
+        scored = [r for r in rows if r["adapter_tier"] == tier and (r["tracks"].get("3") or {}).get("score") is not None]
+        if scored:
+            best[tier] = max(scored, key=lambda r: (r["tracks"]["3"]["score"], r["name"]))
+    if len(best) == 2:
+        j = _paired_items(store, latest[(best["native"]["name"], split)], latest[(best["proxy"]["name"], split)], "3",
+                          "attribution", ["label", "predicted"])
+        try:
+            est = paired_balanced_accuracy_delta_by_session(
+                j.column("label").to_pylist(), j.column("predicted").to_pylist(),
+                j.column("predicted_b").to_pylist(), j.column("session_id").to_pylist(), **opts)
+            out.append(_comparison(f"Track 3 BA({best['native']['name']}) − BA({best['proxy']['name']})", direction,
+                                   est, native=best["native"]["name"], proxy=best["proxy"]["name"]))
+        except ValueError as e:
+            out.append(_comparison(name, direction, None, f"undefined: {e}"))
+    else:
+        out.append(_comparison(name, direction, None, "needs a Track 3 score from a native and from a proxy baseline"))
+
+    name = f"Δgov falsifier: is G({FULL}) − G({ABLATION}) near zero (±{FALSIFIER_DELTA})?"
+    direction = ("spec §5: a large positive gap is the central claim; a near-zero gap falsifies it. Near zero: "
+                 f"the CI lies within ±{FALSIFIER_DELTA}")
+    if delta is None or delta.get("ci_low") is None:
+        out.append(_comparison(name, direction, None, "no Δgov with an interval on this split"))
+    else:
+        lo, hi = delta["ci_low"], delta["ci_high"]
+        if -FALSIFIER_DELTA <= lo and hi <= FALSIFIER_DELTA:
+            reading = f"the CI lies within ±{FALSIFIER_DELTA}: a near-zero gap, which falsifies the central claim"
+        elif lo > FALSIFIER_DELTA:
+            reading = f"the CI lies above +{FALSIFIER_DELTA}: not near zero; the central claim survives this test"
+        elif lo > 0:
+            reading = f"the CI lies above 0 but reaches into ±{FALSIFIER_DELTA}: positive, possibly near zero"
+        else:
+            reading = f"the CI includes 0 and reaches beyond ±{FALSIFIER_DELTA}: inconclusive at this size"
+        out.append({"comparison": name, "direction": direction, "value": delta["value"], "ci_low": lo, "ci_high": hi,
+                    "n_items": delta["n_items"], "n_sessions": delta["n_sessions"], "reading": reading,
+                    "delta": FALSIFIER_DELTA})
+    return out
 
 
 def _split_key(split) -> tuple:
@@ -334,14 +429,21 @@ def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resam
         rows = []
         for name in names:
             r = latest[(name, split)]
+            spec = r.get("adapter_spec") if isinstance(r.get("adapter_spec"), dict) else {}
             rows.append({
                 "name": name, "split": split, "adapter_tier": r["adapter_tier"], "run_id": r["run_id"],
+                "n_parameters": spec.get("n_parameters"),
+                "split_check": _timings(r).get("split_check"),
                 "created_at": r["created_at"], "trb_version": r["trb_version"], "seed": r["seed"],
                 "tracks": run_profile(store, r, n_resamples=n_resamples, seed=seed),
                 "emit_r": _emit_r(r),
             })
         held_out = split in HELD_OUT_SPLITS
-        table = {"split": split, "held_out": held_out, "baselines": rows, "delta_gov": None, "delta_gov_note": None}
+        table = {"split": split, "held_out": held_out, "baselines": rows, "delta_gov": None, "delta_gov_note": None,
+                 "pass_bars": None}
+        if split == "train":
+            table["banner"] = ("TRAIN SPLIT — the split the models were fitted on: these rows measure fit, not "
+                               "generalisation, and are never compared with held-out rows")
         if not held_out:
             table["delta_gov_note"] = (f"Δgov is computed on held-out splits only ({', '.join(HELD_OUT_SPLITS)}); "
                                        f"{split} is not one")
@@ -351,6 +453,9 @@ def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resam
         else:
             missing = " and ".join(b for b in (FULL, ABLATION) if (b, split) not in latest)
             table["delta_gov_note"] = f"no {missing} run on split {split}: Δgov needs both {FULL} and {ABLATION}"
+        if held_out:
+            table["pass_bars"] = _pass_bars(store, latest, split, rows, table["delta_gov"], n_resamples=n_resamples,
+                                            seed=seed)
         tables.append(table)
         baselines += rows
 
@@ -470,6 +575,20 @@ def _delta_line(d: dict | None, note: str | None, confidence: float, split: str 
             f"{d['n_sessions']:,} sessions); {verdict}")
 
 
+def _pass_bar_lines(table: dict) -> list[str]:
+    """Each pass-bar comparison as one line: the comparison, its number and CI, what the CI says, the direction."""
+    out = []
+    for c in table.get("pass_bars") or ():
+        if c["value"] is None:
+            out.append(f"{c['comparison']}: not available — {c.get('note', '')}. Direction: {c['direction']}.")
+            continue
+        ci = _ci(c, True)
+        reading = f"; {c['reading']}" if c.get("reading") else ""
+        out.append(f"{c['comparison']} = {_f(c['value'], True)} {ci} ({c['n_items']:,} paired items, "
+                   f"{c['n_sessions']:,} sessions){reading}. Direction: {c['direction']}.")
+    return out
+
+
 def _delta_text(report: dict) -> str:
     d = report["delta_gov"]
     split = None
@@ -480,7 +599,7 @@ def _delta_text(report: dict) -> str:
 
 def _table_head(report: dict, keys: list[str]) -> tuple[list[str], bool]:
     """The profile table's column titles, and whether it has the missing-slots column."""
-    head = ["baseline", "split", "adapter tier"]
+    head = ["baseline", "split", "adapter tier", "parameters"]
     for k in keys:
         head.append(_title(k) + " [95% CI]")
         if _has_share(k):
@@ -495,7 +614,9 @@ def _table_head(report: dict, keys: list[str]) -> tuple[list[str], bool]:
 def _table_rows(report: dict, table: dict, keys: list[str], slots: bool) -> list[list[str]]:
     out = []
     for base in table["baselines"]:
-        row = [base["name"], base["split"], str(base["adapter_tier"])]
+        n_params = base.get("n_parameters")
+        row = [base["name"], base["split"], str(base["adapter_tier"]),
+               "n/a" if n_params is None else f"{n_params / 1e6:.2f}M"]
         for k in keys:
             e = base["tracks"].get(k)
             row.append(_cell(e))
@@ -540,11 +661,17 @@ def render_markdown(report: dict, plot_path: Path | None = None) -> str:
     head, slots = _table_head(report, keys)
     for table in report["tables"]:
         lines += [f"## {_split_title(table)}", ""]
+        if table.get("banner"):
+            lines += [f"> **{table['banner']}.**", ""]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for row in _table_rows(report, table, keys, slots):
             row[-1] = f"`{row[-1]}`"
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
         lines += ["", _delta_line(table["delta_gov"], table["delta_gov_note"], b["confidence"], table["split"]), ""]
+        if table.get("pass_bars"):
+            lines += [f"Pass-bar comparisons on {table['split']} (directions with their numbers, not verdicts; "
+                      "spec §3: pass bars are provisional):", ""]
+            lines += [f"- {line}" for line in _pass_bar_lines(table)] + [""]
     lines += [f"**{_delta_text(report)}**", ""]
     for note in report.get("notes") or []:
         lines.append(f"- Note: {note}")
@@ -583,11 +710,17 @@ def render_html(report: dict) -> str:
     head, slots = _table_head(report, keys)
     for table in report["tables"]:
         parts.append(f"<h2>{e(_split_title(table))}</h2>")
+        if table.get("banner"):
+            parts.append(f'<div class="banner" role="alert">{e(table["banner"])}</div>')
         parts.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>")
         for row in _table_rows(report, table, keys, slots):
             parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>")
         parts.append("</tbody></table>")
         parts.append(f"<p>{e(_delta_line(table['delta_gov'], table['delta_gov_note'], b['confidence'], table['split']))}</p>")
+        if table.get("pass_bars"):
+            parts.append(f"<p>Pass-bar comparisons on {e(table['split'])} (directions with their numbers, not "
+                         "verdicts; spec §3: pass bars are provisional):</p><ul>"
+                         + "".join(f"<li>{e(line)}</li>" for line in _pass_bar_lines(table)) + "</ul>")
     parts.append(f'<p class="delta">{e(_delta_text(report))}</p>')
     if report.get("notes"):
         parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in report["notes"]) + "</ul>")

@@ -25,6 +25,7 @@ from schemas.versions import TOOLKIT_VERSION
 from trb.adapters.capabilities import bind
 from trb.errors import CheckFailed, UsageError
 from trb.releases import Release
+from trb.subjects import check_disjoint
 from trb.tracks.base import get_track, registered_tracks
 from trb.tracks.timing import AdapterTimer
 
@@ -67,7 +68,7 @@ def _diff_emit(after: dict | None, before: dict | None) -> dict | None:
 
 def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks: tuple[str, ...] | None = None,
                split: str = "eval", results: str | os.PathLike = "results.duckdb", seed: int = 0,
-               progress: bool = True) -> dict:
+               progress: bool = True, allow_train_split: bool = False) -> dict:
     """Run ``tracks`` (default: every registered track) of ``release_dir`` through ``adapter``; record the run.
 
     ``release_dir`` is a release directory or an open :class:`~trb.releases.Release` (whose
@@ -78,8 +79,11 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
 
     Raises:
         ReleaseError: the release is missing, tampered with or incomplete.
-        UsageError: an unknown track; a split the release does not have; no item of the
-            requested tracks in the split; no requested track the adapter can run.
+        UsageError: an unknown track; a split the release does not have; the train split without
+            ``allow_train_split``; no item of the requested tracks in the split; no requested
+            track the adapter can run.
+        SplitOverlap: the adapter declares training subjects (spec ``trained_on``) that the
+            evaluated split shares (:mod:`trb.subjects`).
         AdapterError: the adapter breaks its contract.
     """
     from trb.results import ResultsStore
@@ -96,6 +100,14 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
         if split not in release.splits:
             raise UsageError(f"release {release.version} ({release.sha[:12]}) has no split {split!r}; "
                              f"its splits: {', '.join(release.splits) or 'none'}")
+        if split == "train" and not allow_train_split:
+            raise UsageError("the train split is what models are fitted on: scores there measure fit, not "
+                             "generalisation, and never enter Δgov; pass --allow-train-split (allow_train_split=True) "
+                             "to run it anyway (its report is bannered)")
+        if split == "train":
+            split_check = {"checked": False, "reason": "a train-split run (allowed explicitly): fit, not generalisation"}
+        else:
+            split_check = check_disjoint(bound.spec().get("trained_on"), release, split, bound.name)
         summary: dict[str, dict] = {}
         counts: dict[str, int] = {}
         for track in chosen:
@@ -144,7 +156,7 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
             "tracks": list(wanted), "split": split, "synthetic_share": release.synthetic_share,
             "timings": json.dumps({"wall_s": wall, "adapter_s": timer.seconds, "adapter_calls": timer.calls,
                                    "per_track_s": per_track_s, "summary": summary,
-                                   "capabilities": sorted(bound.capabilities),
+                                   "capabilities": sorted(bound.capabilities), "split_check": split_check,
                                    **({"emit_r": emit} if emit is not None else {})}, sort_keys=True),
             "toolkit_version": TOOLKIT_VERSION, "n_items": len(rows),
             "release_dir": str(Path(release_dir).resolve()),
@@ -201,7 +213,8 @@ def rerun(run_id: str, *, results: str | os.PathLike = "results.duckdb", release
     with tempfile.TemporaryDirectory(prefix="trb-rerun-") as tmp:
         target = Path(results) if record else Path(tmp) / "rerun.duckdb"
         new = run_tracks(where, adapter, baseline=old["baseline"], tracks=tuple(old["tracks"] or ()),
-                         split=old["split"], results=target, seed=int(old["seed"] or 0), progress=progress)
+                         split=old["split"], results=target, seed=int(old["seed"] or 0), progress=progress,
+                         allow_train_split=old["split"] == "train")
         fresh = ResultsStore(target).items(new["run_id"]).to_pylist()
     before = {(r["track"], r["metric"], r["item_id"]): r["score"] for r in store.items(old["run_id"]).to_pylist()}
     after = {(r["track"], r["metric"], r["item_id"]): r["score"] for r in fresh}

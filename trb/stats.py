@@ -57,6 +57,7 @@ __all__ = [
     "mean_by_session",
     "paired_delta_by_session",
     "normalised_gain_by_session",
+    "paired_balanced_accuracy_delta_by_session",
 ]
 
 #: The interval method used by every estimator here (see the module docstring).
@@ -272,3 +273,43 @@ def normalised_gain_by_session(scores: Sequence[float], refs: Sequence[float], s
     low, high, skipped = _bootstrap((diff, headroom), _normalised_gain, n_resamples=n_resamples,
                                     confidence=confidence, seed=seed)
     return Estimate(value, low, high, int(s.size), k, skipped)
+
+
+def _ba_delta(tp_a, tp_b, p, tn_a, tn_b, n, axis: int = -1) -> np.ndarray:
+    return _balanced_accuracy(tp_a, p, tn_a, n, axis=axis) - _balanced_accuracy(tp_b, p, tn_b, n, axis=axis)
+
+
+def paired_balanced_accuracy_delta_by_session(labels: Sequence, predicted_a: Sequence, predicted_b: Sequence,
+                                              sessions: Sequence, *, positive: str = "self",
+                                              negative: str = "exogenous", n_resamples: int = 2000,
+                                              confidence: float = 0.95, seed: int = 0) -> Estimate:
+    """BA(a) − BA(b) on the same items (aligned: item i of ``predicted_a`` is item i of ``predicted_b``), with a
+    paired session-bootstrap CI: each replicate draws sessions and recomputes both balanced accuracies from the
+    drawn sessions' counts. A replicate without a positive or a negative item is skipped and counted.
+
+    Raises:
+        ValueError: inputs not aligned; no labelled item; only one class present.
+    """
+    lab = np.asarray(labels, dtype=object).reshape(-1)
+    pa_ = np.asarray(predicted_a, dtype=object).reshape(-1)
+    pb_ = np.asarray(predicted_b, dtype=object).reshape(-1)
+    sess = np.asarray(sessions, dtype=object).reshape(-1)
+    if not (lab.size == pa_.size == pb_.size == sess.size):
+        raise ValueError("labels, predicted_a, predicted_b and sessions must align")
+    is_pos, is_neg = lab == positive, lab == negative
+    keep = is_pos | is_neg
+    if not is_pos.any() or not is_neg.any():
+        raise ValueError(f"balanced accuracy needs both {positive!r} and {negative!r} items")
+    is_pos, is_neg, pa_, pb_, sess = is_pos[keep], is_neg[keep], pa_[keep], pb_[keep], sess[keep]
+    codes, k = _session_index(sess, sess.size)
+
+    def count(mask):
+        return np.bincount(codes, weights=mask.astype(float), minlength=k)
+
+    data = (count(is_pos & (pa_ == positive)), count(is_pos & (pb_ == positive)), count(is_pos),
+            count(is_neg & (pa_ == negative)), count(is_neg & (pb_ == negative)), count(is_neg))
+    value = float(_ba_delta(*data))
+    if k < 2 or n_resamples == 0:
+        return Estimate(value, math.nan, math.nan, int(sess.size), k)
+    low, high, skipped = _bootstrap(data, _ba_delta, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return Estimate(value, low, high, int(sess.size), k, skipped)

@@ -378,3 +378,76 @@ def test_the_conformance_suite_fails_an_adapter_that_breaks_the_contract(release
 
     assert "act_distribution" in {c.name for c in check_adapter(WrongSpace(), release, max_items=4).failed}
     assert check_adapter(Follower(), release, max_items=8).passed
+
+
+# -- split discipline -----------------------------------------------------------------------------------
+
+
+def test_the_train_split_needs_the_flag_and_is_bannered(release, tmp_path):
+    from trb.errors import UsageError
+    from trb.report import build_report, render_markdown
+    from trb.results import ResultsStore
+    from trb.run import run_tracks
+
+    store = tmp_path / "r.duckdb"
+    with pytest.raises(UsageError, match="--allow-train-split"):
+        run_tracks(release, Follower(), baseline="f", tracks=("1",), split="train", results=store, progress=False)
+    assert not store.exists()  # refused before anything was scored or written
+    r = run_tracks(release, Follower(), baseline="f", tracks=("1",), split="train", results=store, progress=False,
+                   allow_train_split=True)
+    assert json.loads(r["timings"])["split_check"]["checked"] is False
+    rep = build_report(ResultsStore(store), n_resamples=0)
+    (table,) = rep["tables"]
+    assert table["split"] == "train" and "TRAIN SPLIT" in table["banner"] and table["delta_gov"] is None
+    assert "> **TRAIN SPLIT" in render_markdown(rep, None)
+
+
+class Trained(Follower):
+    def __init__(self, trained_on):
+        super().__init__()
+        self.trained_on = trained_on
+
+    def spec(self):
+        return {"kind": "trained-follower", "trained_on": self.trained_on}
+
+
+def test_a_model_trained_on_the_evaluated_subjects_is_refused(release, tmp_path):
+    from trb.releases import Release
+    from trb.run import run_tracks
+    from trb.subjects import SplitOverlap, subject_hash, trained_on
+
+    rel = Release(release)
+    try:
+        on_train, on_eval = trained_on(rel, "train"), trained_on(rel, "eval")
+        eval_ids = [r["subject_id"] for r in rel.rows("SELECT DISTINCT subject_id FROM sessions WHERE split = 'eval'")]
+    finally:
+        rel.close()
+    assert on_eval["subject_hashes"] == sorted(subject_hash(s) for s in eval_ids) and on_eval["n_subjects"] > 0
+    assert not set(on_train["subject_hashes"]) & set(on_eval["subject_hashes"])  # the release's split is by subject
+    store = tmp_path / "r.duckdb"
+    leaky = dict(on_train, subject_hashes=sorted(on_train["subject_hashes"] + on_eval["subject_hashes"][:1]))
+    leaky.pop("subjects_digest")
+    with pytest.raises(SplitOverlap, match=r"trained on 1 of the \d+ subjects of split 'eval'"):
+        run_tracks(release, Trained(leaky), baseline="t", tracks=("1",), results=store, progress=False)
+    with pytest.raises(SplitOverlap, match="no subject_hashes"):
+        run_tracks(release, Trained({"release_sha": "x"}), baseline="t", tracks=("1",), results=store, progress=False)
+    assert not store.exists()
+    ok = run_tracks(release, Trained(on_train), baseline="t", tracks=("1",), results=store, progress=False)
+    check = json.loads(ok["timings"])["split_check"]
+    assert check["checked"] is True and check["n_training_subjects"] == on_train["n_subjects"]
+    plain = run_tracks(release, Follower(), baseline="f", tracks=("1",), results=store, progress=False)
+    assert json.loads(plain["timings"])["split_check"]["checked"] is False  # declared nothing: said so, not passed
+
+
+def test_checkpoints_the_toolkit_trains_declare_their_training_subjects(release, native_dir):
+    from trb.adapters.native import NativeAdapter
+    from trb.releases import Release
+    from trb.subjects import trained_on
+
+    spec = NativeAdapter.load(native_dir).spec()
+    rel = Release(release)
+    try:
+        assert spec["trained_on"] == trained_on(rel, "train")
+    finally:
+        rel.close()
+    assert spec["n_parameters"] == sum(p.numel() for p in NativeAdapter.load(native_dir).model.parameters())

@@ -330,3 +330,75 @@ def test_report_modules_load_no_forbidden_packages():
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == ""  # matplotlib too: it loads only when a plot is drawn
+
+
+# -- pass bars, flags, sizes ---------------------------------------------------------------------------
+
+
+def test_pass_bars_are_paired_differences_matching_hand_computations(report):
+    (table,) = [t for t in report["tables"] if t["split"] == "eval"]
+    g, t3, falsifier = table["pass_bars"]
+    full = np.array([x for _, _, x in FULL_T1])
+    assert g["comparison"] == "G(trace-full) − G(cot-sft)"
+    assert g["value"] == pytest.approx(np.mean(full - 0.25), abs=1e-12) and g["n_items"] == 5 and g["n_sessions"] == 3
+    assert g["ci_low"] <= g["value"] <= g["ci_high"] and "higher is better" in g["direction"]
+    # Track 3: the best native (trace-full: the only one with Track 3) against the best proxy (cot-sft)
+    assert t3["native"] == "trace-full" and t3["proxy"] == "cot-sft"
+    assert t3["value"] == pytest.approx(hand_ba(FULL_T3) - hand_ba(COT_T3), abs=1e-12)
+    assert falsifier["delta"] == 0.02 and falsifier["value"] == report["delta_gov"]["value"]
+    md, page = render_markdown(report, None), render_html(report)
+    for text in (md, page):
+        assert "Pass-bar comparisons on eval" in text and "not verdicts" in text
+        assert f"{g['value']:+.3f}" in text and "Δgov falsifier" in text
+    assert not re.search(r"\b(PASS|FAIL)(ED)?\b", md)  # directions with numbers, never a verdict word
+
+
+def test_a_near_zero_gap_is_read_as_falsifying(tmp_path):
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.3, 0.7, 400)
+    spec_abl = [(f"cf{i}", f"s{i // 4}", float(x)) for i, x in enumerate(base)]
+    spec_full = [(i, s, x + 0.001) for i, s, x in spec_abl]
+    store = ResultsStore(tmp_path / "r.duckdb")
+    store.record_run(run("trace-full", "native", run_id="f", tracks=("1",)), t1_rows(spec_full))
+    store.record_run(run("trace-ablation", "native", run_id="a", tracks=("1",)), t1_rows(spec_abl))
+    rep = build_report(store, n_resamples=B)
+    falsifier = rep["tables"][0]["pass_bars"][2]
+    assert -0.02 <= falsifier["ci_low"] and falsifier["ci_high"] <= 0.02
+    assert "falsifies the central claim" in falsifier["reading"]
+    assert "falsifies the central claim" in render_markdown(rep, None)
+
+
+def test_a_one_class_attribution_is_flagged_in_every_format(tmp_path):
+    spec = [(f"a{i}", f"s{i % 5}", "self" if i % 2 else "exogenous", "self") for i in range(20)]
+    store = ResultsStore(tmp_path / "r.duckdb")
+    store.record_run(run("cot-sft", "proxy", run_id="c", tracks=("3",)),
+                     [dict(r, belief=0.7 + (i % 3) / 10) for i, r in enumerate(t3_rows(spec))])
+    rep = build_report(store, n_resamples=B)
+    entry = rep["baselines"][0]["tracks"]["3"]
+    assert entry["score"] == 0.5 and entry["ci_low"] == entry["ci_high"] == 0.5
+    assert any("one class: every item predicted self" in f for f in entry["flags"])
+    assert any("zero-width interval" in f for f in entry["flags"])
+    assert "one class" in json.loads(render_json(rep))["baselines"][0]["tracks"]["3"]["flags"][0]
+    for text in (render_markdown(rep, None), render_html(rep)):
+        assert "⚠ FLAG: one class: every item predicted self" in text
+    # the threshold-free figure is shown beside it: beliefs that do not separate the classes give AUC near 0.5
+    assert rep["baselines"][0]["tracks"]["3-auc"]["score"] is not None
+
+
+def test_rows_carry_their_parameter_count(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    store.record_run(run("trace-full", "native", run_id="f", tracks=("1",),
+                         adapter_spec={"kind": "native", "n_parameters": 866_147}), t1_rows(FULL_T1))
+    store.record_run(run("cot-sft", "proxy", run_id="c", tracks=("1",), adapter_spec={"kind": "proxy"}),
+                     t1_rows(FULL_T1))
+    rep = build_report(store, n_resamples=0)
+    assert {b["name"]: b["n_parameters"] for b in rep["baselines"]} == {"cot-sft": None, "trace-full": 866_147}
+    md = render_markdown(rep, None)
+    assert "| parameters |" in md and "| 0.87M |" in md and "| n/a |" in md
+
+
+def test_track1_slices_appear_in_markdown_and_html(report):
+    entry = next(b for b in report["baselines"] if b["name"] == "trace-full")["tracks"]["1"]
+    assert entry["slices"]["adversarial"] == {"score": 1.0, "n_items": 1}
+    for text in (render_markdown(report, None), render_html(report)):
+        assert "adversarial r′: 1.000 (1 items)" in text

@@ -116,6 +116,12 @@ def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
     for path in ("models/instruct-base/trb-baseline.json", "models/cot-sft/model.safetensors"):
         assert (work / path).exists(), path
     assert rep["delta_gov"]["ci_low"] > 0
+    # spec §4: the five baselines at the same model size (within ±15% of each other), each row saying its size
+    sizes = [b["n_parameters"] for b in rep["baselines"]]
+    assert all(sizes) and max(sizes) <= 1.15 * min(sizes), sizes
+    assert all(b["split_check"]["checked"] for b in rep["baselines"])  # each model's training subjects checked
+    (table,) = rep["tables"]
+    assert [c["comparison"].split(" ")[0] for c in table["pass_bars"]] == ["G(trace-full)", "Track", "Δgov"]
     assert demo_main(["--workdir", str(work)]) == ExitCode.USAGE  # never overwrites
 
 

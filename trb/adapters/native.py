@@ -86,6 +86,8 @@ class NativeAdapter:
             "release_sha": release.get("sha"),
             "release_version": release.get("version"),
             "trb_version": self.config.get("trb_version"),
+            "n_parameters": int(sum(p.numel() for p in self._model.parameters())),
+            "trained_on": self.config.get("trained_on"),
         }
 
     # -- the contract ----------------------------------------------------------------

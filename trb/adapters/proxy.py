@@ -34,7 +34,10 @@ History window (``history=N``)
 ``{context.render()}`` above shows every earlier step; with ``history=N`` only the last N
 (``StepContext.render(last=N)``), in every prompt the adapter writes. A model trained on
 windowed prompts (the LM baselines record theirs in ``trb-baseline.json``, which
-:meth:`ProxyAdapter.load` reads) is evaluated with the same window.
+:meth:`ProxyAdapter.load` reads) is evaluated with the same window. emit_r's prompts
+show at least the last completed step (``max(N, 1)``): caused_by_self is a belief about
+that step's outcome, and Track 3 attributes it, so its action and outcome are what the
+item needs.
 
 No reasoning scaffold (``scaffold="none"``, ``DIRECT_TEMPLATE_VERSION = "trb-proxy-direct-1"``)
 ----------------------------------------------------------------------------------------
@@ -109,6 +112,14 @@ _PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([^;\n]*)")
 _NUMBER = re.compile(r"^(?:\d+(?:\.\d*)?|\.\d+)$")
 # A goal or action value: non-empty, no '=' (a glued-on next pair), no control characters.
 _TOKEN_VALUE = re.compile(r"^[^=\x00-\x1f]+$")
+
+
+def n_parameters(model) -> int | None:
+    """The number of parameters of a torch module (None for a model that is not one)."""
+    params = getattr(model, "parameters", None)
+    if params is None:
+        return None
+    return int(sum(p.numel() for p in params()))
 
 
 def _fmt_value(slot: str, v) -> str:
@@ -230,6 +241,10 @@ class ProxyAdapter:
         if history is not None and history < 0:
             raise AdapterError(f"history must be a number of steps >= 0, got {history}")
         self.history = history
+        #: emit_r's window: at least the last completed step, whose outcome caused_by_self is about.
+        self.emit_history = None if history is None else max(history, 1)
+        #: What the weights were trained on (``trb.subjects.trained_on``), when the model directory says.
+        self.trained_on: dict | None = None
         self.missing_counts: Counter = Counter({s: 0 for s in R_SLOTS})
         self.emit_count = 0
         self.last_cot: str | None = None
@@ -273,9 +288,13 @@ class ProxyAdapter:
         except ImportError as e:
             raise AdapterError(f"the proxy adapter needs torch and transformers ({e})") from e
         sha, hashed = _weights_digest(p, gguf_file)
-        if history is None and (p / "trb-baseline.json").is_file():
+        trained_on = None
+        if (p / "trb-baseline.json").is_file():
             try:
-                history = json.loads((p / "trb-baseline.json").read_text(encoding="utf-8"))["prompt"]["history"]
+                record = json.loads((p / "trb-baseline.json").read_text(encoding="utf-8"))
+                if history is None:
+                    history = record["prompt"]["history"]
+                trained_on = record.get("trained_on")
             except (OSError, ValueError, KeyError, TypeError) as e:
                 raise AdapterError(f"{p / 'trb-baseline.json'}: unreadable ({type(e).__name__}: {e})") from e
         if device is None:
@@ -289,8 +308,10 @@ class ProxyAdapter:
         except Exception as e:  # transformers raises many kinds (OSError, ValueError, ...)
             raise AdapterError(f"{p}: could not load the model/tokenizer offline: {type(e).__name__}: {e}") from e
         model.eval()
-        return cls(model, tok, path=p, sha256=sha, hashed=hashed, gguf_file=gguf_file, dtype=dtype, mode=mode,
-                   scaffold=scaffold, history=history)
+        adapter = cls(model, tok, path=p, sha256=sha, hashed=hashed, gguf_file=gguf_file, dtype=dtype, mode=mode,
+                      scaffold=scaffold, history=history)
+        adapter.trained_on = trained_on
+        return adapter
 
     def spec(self) -> dict:
         return {
@@ -305,6 +326,8 @@ class ProxyAdapter:
             "history": self.history,
             "template_version": TEMPLATE_VERSION if self.scaffold == "cot" else DIRECT_TEMPLATE_VERSION,
             "model_class": type(self.model).__name__,
+            "n_parameters": n_parameters(self.model),
+            "trained_on": self.trained_on,
         }
 
     def emit_stats(self) -> dict:
@@ -378,7 +401,7 @@ class ProxyAdapter:
         return r
 
     def _emit_free(self, context: StepContext) -> dict:
-        text = self._greedy(f"{context.render(last=self.history)}\nReasoning:", FREE_COT_MAX_TOKENS)
+        text = self._greedy(f"{context.render(last=self.emit_history)}\nReasoning:", FREE_COT_MAX_TOKENS)
         stripped = text.lstrip()
         cut = stripped.find("\n")
         cot = stripped if cut < 0 else stripped[:cut]
@@ -387,7 +410,7 @@ class ProxyAdapter:
         return r
 
     def _emit_fill(self, context: StepContext) -> dict:
-        base = f"{context.render(last=self.history)}\nReasoning: "
+        base = f"{context.render(last=self.emit_history)}\nReasoning: "
         r: dict = {}
 
         def prefix(slot: str) -> str:

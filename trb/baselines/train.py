@@ -24,6 +24,7 @@ from pathlib import Path
 from trb.baselines.examples import BASELINE_RUNS, TRAINED_VARIANTS, training_pairs
 from trb.errors import UsageError
 from trb.releases import Release
+from trb.subjects import trained_on
 
 __all__ = ["BaselineSettings", "train_baseline", "BASELINE_FILE"]
 
@@ -37,10 +38,12 @@ class BaselineSettings:
     """Tokenizer, architecture and optimisation settings (the same for both variants)."""
 
     #: Earlier steps shown in each prompt (the proxy adapter's ``history``; None: all).
-    #: 0: the current step only. Short prompts buy optimizer steps: at 8 epochs over 1,000
-    #: simulated sessions (about 2,700 steps) cot-sft learns to act on its Reasoning line
-    #: (planned_next became the argmax in every case checked); at 2 epochs it had not.
-    history: int | None = 0
+    #: 1: the previous step (its observation, self-report, action and outcome) and the current
+    #: one: the outcome a caused_by_self belief is about is in the prompt, in training as at
+    #: Track 3 (with 0 the model never saw what it attributes, and its Track 3 was chance by
+    #: construction). Short prompts buy optimizer steps: at 8 epochs over 1,000 simulated
+    #: sessions cot-sft learns to act on its Reasoning line; at 2 epochs it had not.
+    history: int | None = 1
     vocab_size: int = 2048
     n_embd: int = 128
     n_layer: int = 2
@@ -169,6 +172,7 @@ def train_baseline(release_dir: str | os.PathLike, variant: str, out_dir: str | 
     try:
         pairs = training_pairs(rel, variant, history=s.history)
         release = {"sha": rel.sha, "version": rel.version, "kind": rel.kind, "smoke_test": rel.smoke_test}
+        subjects = trained_on(rel, "train")
     finally:
         rel.close()
     if not pairs:
@@ -244,6 +248,7 @@ def train_baseline(release_dir: str | os.PathLike, variant: str, out_dir: str | 
         "prompt": {"history": s.history, "template": "trb.adapters.proxy.ProxyAdapter.prompt"},
         "seed": seed,
         "release": release,
+        "trained_on": subjects,
         "training": {
             "split": "train",
             "objective": "next-token cross-entropy on the target tokens only (action tokens weighted "

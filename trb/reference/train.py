@@ -49,6 +49,7 @@ from trb.errors import ReleaseError, UsageError
 from trb.reference.features import HISTORY, SHORT, context_features, stable_hash
 from trb.reference.model import FORMAT, FORMAT_VERSION, ModelConfig, ReferenceModel, RItem, collate, save_checkpoint
 from trb.releases import Release
+from trb.subjects import trained_on
 
 __all__ = ["VARIANTS", "TRB_VERSION", "FORMAT", "FORMAT_VERSION", "TrainSettings", "train_reference", "load_config"]
 
@@ -278,6 +279,7 @@ def train_reference(release_dir: str | os.PathLike, variant: str, out_dir: str |
         cfg = ModelConfig()
         steps, cfs, vocab, counts, sessions = _load_train(rel, variant, cfg)
         release = {"sha": rel.sha, "version": rel.version, "kind": rel.kind, "smoke_test": rel.smoke_test}
+        subjects = trained_on(rel, _SPLIT)
     finally:
         rel.close()
     if not any(pos >= 0 for _, pos, _ in steps):
@@ -365,6 +367,7 @@ def train_reference(release_dir: str | os.PathLike, variant: str, out_dir: str |
         "features": {"module": "trb.reference.features", "hash": "blake2b-64", "short_token": SHORT,
                      "history": HISTORY},
         "release": release,
+        "trained_on": subjects,
         "training": {
             "split": _SPLIT,
             "objective": "L_trace + L_selfrep" + (" + L_gov" if variant == "full" else ""),

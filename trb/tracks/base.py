@@ -17,7 +17,13 @@ A track declares:
 * ``count(release, split)`` and ``items(release, split)``: its work list;
 * ``score(adapter, items, timer, progress)``: item rows (:class:`ItemRow`) and a summary;
 * ``aggregate(metric, columns, ...)``: an :class:`~trb.stats.Estimate` for one metric
-  from that metric's item columns (session bootstrap).
+  from that metric's item columns (session bootstrap);
+* optionally ``describe(metric, columns)``: what the report shows beside a figure (e.g.
+  ``flags`` for a degenerate predictor, a belief distribution, a reliability table).
+
+Several metrics may read the same items (``Metric.metric``): Track 1's G, its reference
+points and its ceiling are all figures of the ``tv`` items, each from its own column
+(``Metric.requires``).
 """
 
 from __future__ import annotations
@@ -107,6 +113,8 @@ class ItemRow(TypedDict, total=False):
     g_own: float | None
     g_uniform: float | None
     r_sensitive: float | None
+    phi_n: int | None
+    g_ceiling: float | None
 
 
 #: The columns every track fills (besides ``run_id``).

@@ -33,6 +33,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from schemas.ceiling import oracle_g
 from schemas.release_format import R_PREFIX, R_SLOTS, decode_r
 from trb.adapters.capabilities import ContinuationScoring, bind
 from trb.context import StepContext
@@ -62,11 +63,13 @@ class Track1Item:
     adversarial: bool = False
     ood: bool = False
     r_t: dict | None = None  # the self-report recorded at step t (the do(r_t) reference; never in the context)
+    phi_n: int | None = None  # annotators behind Φ (None: not stated, e.g. a simulated subject's exact policy)
 
 
 #: The counterfactual columns Track 1 reads (besides ``phi_probs``, read flat), in one query, as Arrow columns.
 _RP_KEYS = tuple(R_PREFIX["counterfactuals"] + k for k in (*R_SLOTS, "ext"))
-_CF_COLUMNS = ("cf_id", "session_id", "t", *_RP_KEYS, "origin", "adversarial", "ood", "phi_type", "phi_text")
+_CF_COLUMNS = ("cf_id", "session_id", "t", *_RP_KEYS, "origin", "adversarial", "ood", "phi_type", "phi_text",
+               "phi_n")
 
 
 def _phis(probs: pa.ChunkedArray, kinds: list[str], texts: list) -> list:
@@ -92,13 +95,15 @@ def track1_items(release: Release, split: str = "eval") -> Iterator[Track1Item]:
     phis = _phis(table.column("phi_probs"), cols["phi_type"], cols["phi_text"])
     rp = R_PREFIX["counterfactuals"]
     rps = [decode_r(dict(zip(_RP_KEYS, values)), rp) for values in zip(*(cols[k] for k in _RP_KEYS))]
-    cf_id, t, origin, adv, ood, kind = (cols[c] for c in ("cf_id", "t", "origin", "adversarial", "ood", "phi_type"))
+    cf_id, t, origin, adv, ood, kind, phi_n = (cols[c] for c in ("cf_id", "t", "origin", "adversarial", "ood",
+                                                                 "phi_type", "phi_n"))
     rows = [{"session_id": sid, "i": i} for i, sid in enumerate(cols["session_id"])]
     for sess, sess_rows in release.with_sessions(rows):
         for row in sess_rows:
             i = row["i"]
             yield Track1Item(cf_id[i], sess.session_id, t[i], sess.split, sess.context_id, sess.context(t[i]),
-                             rps[i], kind[i], phis[i], origin[i], bool(adv[i]), bool(ood[i]), sess.recorded_r(t[i]))
+                             rps[i], kind[i], phis[i], origin[i], bool(adv[i]), bool(ood[i]), sess.recorded_r(t[i]),
+                             phi_n[i])
 
 
 def _row(item: Track1Item, metric: str, score: float, detail: dict, **refs) -> ItemRow:
@@ -171,7 +176,8 @@ def score_track1(adapter, items: Iterable[Track1Item], timer: AdapterTimer | Non
             sensitive = _sensitive(item, p, rt)
             rows.append(_row(item, "tv", 1.0 - tv, {"p": p, "phi": item.phi, "tv": tv, "p_own": own, "p_do_r_t": rt},
                              g_own=1.0 - tv_own, g_uniform=1.0 - tv_uniform,
-                             r_sensitive=None if sensitive is None else float(sensitive)))
+                             r_sensitive=None if sensitive is None else float(sensitive), phi_n=item.phi_n,
+                             g_ceiling=None if not item.phi_n else oracle_g(item.phi, item.phi_n)))
         if progress is not None:
             progress(len(pending))
         pending.clear()
@@ -219,6 +225,10 @@ class Track1:
         Metric("1-uniform", "1", "tv", "Track 1 — G of the uniform policy",
                "1 − mean TV(uniform over the action space, Φ(r′)) on the same items: the floor G is read against",
                requires="g_uniform", headline=False, bounds=(0.0, 1.0)),
+        Metric("1-ceiling", "1", "tv", "Track 1 — annotator-noise ceiling",
+               "expected G of an oracle that outputs the true distribution when Φ(r′) comes from each item's n "
+               "annotators (Φ as the truth: an optimistic ceiling); G is read against it, not against 1",
+               requires="g_ceiling", headline=False, bounds=(0.0, 1.0)),
         Metric("1-own", "1", "tv", "Track 1 — G of the r′-ignoring policy",
                "1 − mean TV(act(c_t), Φ(r′)): the model's own policy, no override, on the same items",
                requires="g_own", headline=False, bounds=(0.0, 1.0)),
@@ -236,6 +246,9 @@ class Track1:
         Column("ood", pa.bool_(), "BOOLEAN", "Track 1: r′ out of distribution"),
         Column("g_own", pa.float64(), "DOUBLE", "Track 1: 1 − TV(act(c_t), Φ(r′)), the model's own policy"),
         Column("g_uniform", pa.float64(), "DOUBLE", "Track 1: 1 − TV(uniform, Φ(r′))"),
+        Column("phi_n", pa.int32(), "INTEGER", "Track 1: annotators behind Φ(r′) (NULL: not stated)"),
+        Column("g_ceiling", pa.float64(), "DOUBLE",
+               "Track 1: the expected G of the true-distribution oracle given phi_n (schemas.ceiling.oracle_g)"),
         Column("r_sensitive", pa.float64(), "DOUBLE",
                "Track 1: 1 if do(r′) raised p(r′'s planned action) over do(r_t), 0 if not, NULL if undefined"),
     )
@@ -260,6 +273,12 @@ class Track1:
         if metric.key in ("1-uniform", "1-own"):
             ref = _present(columns, "g_uniform" if metric.key == "1-uniform" else "g_own")
             return mean_by_session(ref, sessions, **opts)
+        if metric.key == "1-ceiling":
+            ceiling = _present(columns, "g_ceiling", allow_missing=True)
+            keep = ~np.isnan(ceiling)
+            if not keep.any():
+                raise ValueError("no item states how many annotators its Φ came from")
+            return mean_by_session(ceiling[keep], np.asarray(sessions)[keep], **opts)
         if metric.key == "1-norm":
             return normalised_gain_by_session(columns["score"].astype(float), _present(columns, "g_own"), sessions,
                                               **opts)
