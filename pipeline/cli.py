@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from pipeline.demo import DEMO_SESSIONS
+
 __all__ = ["cli", "main"]
 
 
@@ -13,7 +15,7 @@ __all__ = ["cli", "main"]
 @click.option("--workdir", type=click.Path(file_okay=False), default="demo-work", show_default=True,
               help="An empty or new directory; the corpus, release, checkpoints and results stay there.")
 @click.option("--seed", type=int, default=1, show_default=True)
-@click.option("--sessions", type=click.IntRange(50, 100_000), default=1000, show_default=True,
+@click.option("--sessions", type=click.IntRange(50, 100_000), default=DEMO_SESSIONS, show_default=True,
               help="Simulated sessions.")
 @click.option("--baseline-pairs", type=click.IntRange(10, None), default=None,
               help="Train each LM baseline on at most this many train steps (a seeded subset; default: all).")

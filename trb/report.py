@@ -551,9 +551,30 @@ def _track_keys(report: dict, baselines: list[dict] | None = None) -> list[str]:
 
 
 def _has_share(key: str) -> bool:
-    """Whether a metric's column is followed by the synthetic share (metrics over counterfactuals)."""
-    track = registered_tracks().get(_metric(key).track)
-    return track is not None and any(c.name == "origin" for c in track.columns)
+    """Whether a metric's column is followed by the synthetic share: metrics over counterfactuals that are not
+    figures of the same items as the track's headline (whose share is already shown)."""
+    m = _metric(key)
+    track = registered_tracks().get(m.track)
+    if track is None or not any(c.name == "origin" for c in track.columns):
+        return False
+    headline = next((h for h in track.metrics if h.headline), None)
+    return m.headline or headline is None or m.metric != headline.metric
+
+
+def _is_main(key: str) -> bool:
+    """A metric of the main table and the plot: a headline, or a figure of other items than its track's headline
+    (Track 1's LLR variant). Reference points and threshold-free figures of the headline's items go to the
+    second table."""
+    m = _metric(key)
+    if m.headline:
+        return True
+    headline = next((h for h in registered_tracks()[m.track].metrics if h.headline), None)
+    return headline is None or m.metric != headline.metric
+
+
+def _more_lines(table: dict, keys: list[str]) -> list[list[str]]:
+    return [[base["name"], base["split"], *(_cell(base["tracks"].get(k)) for k in keys)] for base in table["baselines"]
+            if any(k in base["tracks"] for k in keys)]
 
 
 def _metric(key: str) -> Metric:
@@ -657,7 +678,9 @@ def render_markdown(report: dict, plot_path: Path | None = None) -> str:
     lines += [f"{report['profile_note']} Intervals: {int(100 * b['confidence'])}% {b['method']} bootstrap over "
               f"sessions ({b['n_resamples']:,} resamples, seed {b['seed']}). Each split is its own table; "
               "rows of two splits are never compared.", ""]
-    keys = _track_keys(report)
+    all_keys = _track_keys(report)
+    keys = [k for k in all_keys if _is_main(k)]
+    more = [k for k in all_keys if not _is_main(k)]
     head, slots = _table_head(report, keys)
     for table in report["tables"]:
         lines += [f"## {_split_title(table)}", ""]
@@ -667,6 +690,12 @@ def render_markdown(report: dict, plot_path: Path | None = None) -> str:
         for row in _table_rows(report, table, keys, slots):
             row[-1] = f"`{row[-1]}`"
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+        more_rows = _more_lines(table, more)
+        if more_rows:
+            more_head = ["baseline", "split", *(_title(k) + " [95% CI]" for k in more)]
+            lines += ["", "Reference points and threshold-free figures (the same items as the headline figures):", "",
+                      "| " + " | ".join(more_head) + " |", "|" + "---|" * len(more_head)]
+            lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in more_rows]
         lines += ["", _delta_line(table["delta_gov"], table["delta_gov_note"], b["confidence"], table["split"]), ""]
         if table.get("pass_bars"):
             lines += [f"Pass-bar comparisons on {table['split']} (directions with their numbers, not verdicts; "
@@ -677,7 +706,7 @@ def render_markdown(report: dict, plot_path: Path | None = None) -> str:
         lines.append(f"- Note: {note}")
     if report.get("notes"):
         lines.append("")
-    lines += [_definitions(keys), ""]
+    lines += [_definitions(all_keys), ""]
     if plot_path is not None:
         lines += [f"![TRB per-track profile with 95% CIs]({Path(plot_path).as_posix()})", ""]
     return "\n".join(lines)
@@ -686,7 +715,9 @@ def render_markdown(report: dict, plot_path: Path | None = None) -> str:
 def render_html(report: dict) -> str:
     """The report as one self-contained HTML page (one table per split; the plot embedded as a base64 PNG)."""
     e = html.escape
-    keys = _track_keys(report)
+    all_keys = _track_keys(report)
+    keys = [k for k in all_keys if _is_main(k)]
+    more = [k for k in all_keys if not _is_main(k)]
     png = base64.b64encode(_plot_png(report)).decode("ascii")
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>TRB report — release {e(str(report['release_sha'])[:12])}</title>",
@@ -716,6 +747,15 @@ def render_html(report: dict) -> str:
         for row in _table_rows(report, table, keys, slots):
             parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>")
         parts.append("</tbody></table>")
+        more_rows = _more_lines(table, more)
+        if more_rows:
+            parts.append("<p>Reference points and threshold-free figures (the same items as the headline "
+                         "figures):</p><table><thead><tr>"
+                         + "".join(f"<th>{e(h)}</th>" for h in ["baseline", "split",
+                                                                *(_title(k) + " [95% CI]" for k in more)])
+                         + "</tr></thead><tbody>"
+                         + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in more_rows)
+                         + "</tbody></table>")
         parts.append(f"<p>{e(_delta_line(table['delta_gov'], table['delta_gov_note'], b['confidence'], table['split']))}</p>")
         if table.get("pass_bars"):
             parts.append(f"<p>Pass-bar comparisons on {e(table['split'])} (directions with their numbers, not "
@@ -724,7 +764,7 @@ def render_html(report: dict) -> str:
     parts.append(f'<p class="delta">{e(_delta_text(report))}</p>')
     if report.get("notes"):
         parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in report["notes"]) + "</ul>")
-    parts.append(f"<p>{e(_definitions(keys))}</p>")
+    parts.append(f"<p>{e(_definitions(all_keys))}</p>")
     parts.append(f'<img alt="TRB per-track profile with 95% CIs" src="data:image/png;base64,{png}">')
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
@@ -743,7 +783,7 @@ def _figure(report: dict):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    keys = _track_keys(report)
+    keys = [k for k in _track_keys(report) if _is_main(k)]
     panels = keys + (["delta"] if report["delta_gov"] is not None else [])
     fig = Figure(figsize=(4.2 * len(panels), 4.4), layout="constrained")
     FigureCanvasAgg(fig)

@@ -293,8 +293,10 @@ def test_splits_are_never_mixed_and_delta_gov_is_held_out_only(release, tmp_path
             return {a: 0.5 * v + 0.5 / len(p) for a, v in p.items()}
 
     for split in ("train", "eval"):
-        run_tracks(release, Follower(), baseline="trace-full", split=split, results=results, progress=False)
-        run_tracks(release, Weaker(), baseline="trace-ablation", split=split, results=results, progress=False)
+        run_tracks(release, Follower(), baseline="trace-full", split=split, results=results, progress=False,
+                   allow_train_split=True)
+        run_tracks(release, Weaker(), baseline="trace-ablation", split=split, results=results, progress=False,
+                   allow_train_split=True)
     rep = build_report(ResultsStore(results), n_resamples=50)
     assert rep["splits"] == ["eval", "train"]
     assert [(t["split"], [b["name"] for b in t["baselines"]]) for t in rep["tables"]] == [
@@ -314,8 +316,10 @@ def test_splits_are_never_mixed_and_delta_gov_is_held_out_only(release, tmp_path
 
     # only train runs: no Δgov at all, and the report says why
     only_train = tmp_path / "t.duckdb"
-    run_tracks(release, Follower(), baseline="trace-full", split="train", results=only_train, progress=False)
-    run_tracks(release, Weaker(), baseline="trace-ablation", split="train", results=only_train, progress=False)
+    run_tracks(release, Follower(), baseline="trace-full", split="train", results=only_train, progress=False,
+               allow_train_split=True)
+    run_tracks(release, Weaker(), baseline="trace-ablation", split="train", results=only_train, progress=False,
+               allow_train_split=True)
     rep = build_report(ResultsStore(only_train), n_resamples=20)
     assert rep["delta_gov"] is None and "held-out" in rep["delta_gov_note"]
 

@@ -297,3 +297,22 @@ def test_bfloat16_load(model_dir):
     c = _contexts(1, seed=61)[0]
     p = a.act(c, r_override={"planned_next": c.action_space[0]})
     assert abs(sum(p.values()) - 1) < 1e-9
+
+
+def test_emit_r_shows_the_attributed_step_whatever_the_window(model_dir, monkeypatch):
+    """caused_by_self is about the last completed step's outcome: emit_r's prompts hold that step even at a window
+    of 0, while act keeps the window the model was trained with (Track 3 sees what it attributes)."""
+    a = ProxyAdapter.load(model_dir, device="cpu", history=0)
+    assert a.history == 0 and a.emit_history == 1
+    c = _context(random.Random(3), with_history=True)
+    last = c.history[-1]
+    prompts: list[str] = []
+    score, greedy = a._score, a._greedy
+    monkeypatch.setattr(a, "_score", lambda reqs: (prompts.extend(p for p, _ in reqs), score(reqs))[1])
+    monkeypatch.setattr(a, "_greedy", lambda p, n: (prompts.append(p), greedy(p, n))[1])
+    a.emit_r(c)
+    assert prompts and all(f"Step {last.t}: {last.observation}" in p and f"Action: {last.action}" in p
+                           and f"Outcome: {last.outcome}" in p for p in prompts)
+    prompts.clear()
+    a.act(c, {"planned_next": c.action_space[0]})
+    assert prompts and all(f"Step {last.t}:" not in p for p in prompts)

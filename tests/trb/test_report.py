@@ -381,8 +381,13 @@ def test_a_one_class_attribution_is_flagged_in_every_format(tmp_path):
     assert "one class" in json.loads(render_json(rep))["baselines"][0]["tracks"]["3"]["flags"][0]
     for text in (render_markdown(rep, None), render_html(rep)):
         assert "⚠ FLAG: one class: every item predicted self" in text
-    # the threshold-free figure is shown beside it: beliefs that do not separate the classes give AUC near 0.5
+    # the threshold-free figures are shown beside it, in their own table (the same items as the headline)
     assert rep["baselines"][0]["tracks"]["3-auc"]["score"] is not None
+    md = render_markdown(rep, None)
+    head = next(line for line in md.splitlines() if line.startswith("| baseline | split"))
+    assert "belief ROC AUC" not in head and "Track 3 — attribution BA" in head
+    more = md.split("Reference points and threshold-free figures", 1)[1]
+    assert "Track 3 — belief ROC AUC [95% CI]" in more and "Track 3 — Brier score" in more
 
 
 def test_rows_carry_their_parameter_count(tmp_path):

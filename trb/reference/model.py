@@ -61,10 +61,10 @@ NEG = -1e9
 class ModelConfig:
     """Architecture and feature hashing sizes (saved in config.json; the same for both variants)."""
 
-    #: 8,192 x 64 context features: about 0.87M parameters in all, within 15% of the LM baselines' 0.79M
-    #: (spec §4: every baseline "at the same model size"; 32,768 x 96 gave 3.5M, 4.4x theirs).
-    context_buckets: int = 1 << 13
-    context_dim: int = 64
+    #: 6,144 x 48 context features: 0.63M parameters in all, within 15% of the LM baselines' 0.61-0.63M
+    #: (spec §4: every baseline "at the same model size"; 32,768 x 96 gave 3.5M, 5.7x theirs).
+    context_buckets: int = 6144
+    context_dim: int = 48
     hidden: int = 128
     string_buckets: int = 1 << 12
     string_dim: int = 32

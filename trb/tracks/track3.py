@@ -153,7 +153,7 @@ class Track3:
         the reliability table (for the headline and the calibration figure)."""
         out: dict = {}
         flags = []
-        if one_class(columns["predicted"]):
+        if metric.key in ("3", "3-self") and one_class(columns["predicted"]):
             (cls,) = {p for p in columns["predicted"] if p in ("self", "exogenous")} or {"none"}
             flags.append(f"one class: every item predicted {cls}; balanced accuracy is 0.5 by construction")
         if metric.key == "3":
