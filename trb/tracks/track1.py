@@ -274,21 +274,24 @@ class Track1:
             ref = _present(columns, "g_uniform" if metric.key == "1-uniform" else "g_own")
             return mean_by_session(ref, sessions, **opts)
         if metric.key == "1-ceiling":
-            ceiling = _present(columns, "g_ceiling", allow_missing=True)
-            keep = ~np.isnan(ceiling)
-            if not keep.any():
-                raise ValueError("no item states how many annotators its Φ came from")
-            return mean_by_session(ceiling[keep], np.asarray(sessions)[keep], **opts)
+            return _mean_where_defined(columns, "g_ceiling", "no item states how many annotators its Φ came from",
+                                       opts)
         if metric.key == "1-norm":
             return normalised_gain_by_session(columns["score"].astype(float), _present(columns, "g_own"), sessions,
                                               **opts)
         if metric.key == "1-sens":
-            sens = _present(columns, "r_sensitive", allow_missing=True)
-            keep = ~np.isnan(sens)
-            if not keep.any():
-                raise ValueError("no item where r′ plans another action of the step than the recorded r_t")
-            return mean_by_session(sens[keep], np.asarray(sessions)[keep], **opts)
+            return _mean_where_defined(columns, "r_sensitive",
+                                       "no item where r′ plans another action of the step than the recorded r_t", opts)
         raise KeyError(metric.key)
+
+
+def _mean_where_defined(columns, name: str, undefined: str, opts: dict):
+    """The session-bootstrap mean of column ``name`` over the items where it is defined (ValueError if none)."""
+    values = _present(columns, name, allow_missing=True)
+    keep = ~np.isnan(values)
+    if not keep.any():
+        raise ValueError(undefined)
+    return mean_by_session(values[keep], np.asarray(columns["session_id"])[keep], **opts)
 
 
 def _present(columns, name: str, *, allow_missing: bool = False) -> np.ndarray:
