@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= demo-work
 
-.PHONY: install demo test bench clean install-label-studio
+.PHONY: install demo test bench clean install-label-studio install-browser
 
 install: $(STAMP)
 
@@ -36,7 +36,12 @@ $(LS_STAMP): Makefile
 	$(LS_VENV)/bin/pip install --quiet label-studio==1.23.2
 	touch $(LS_STAMP)
 
-test: install $(LS_STAMP)
+# Debian's Chromium for the browser tests (Playwright drives it; its own browser download is unreachable here).
+install-browser:
+	command -v chromium >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
+		|| (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+
+test: install $(LS_STAMP) install-browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 

@@ -18,8 +18,8 @@ os.environ.setdefault("TRB_LOCK_WAIT", "60")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# The Label Studio server fixture and --skip-label-studio (tests marked label_studio).
-pytest_plugins = ["ls_server"]
+# The Label Studio server fixture and --skip-label-studio (tests marked label_studio); a headless Chromium.
+pytest_plugins = ["ls_server", "browser"]
 
 
 @pytest.fixture
