@@ -19,8 +19,14 @@ action), over the latest revision of each annotator's label on each item:
 - the items on which annotators disagree, with their votes (as cast, whatever the treatment
   of ``unsure``: this is a work list, not a statistic).
 
-Written continuations (open-ended steps) carry no category and are left out. Nothing here
-needs Label Studio: it reads the corpus store only.
+- independence, per annotator: how many of their labels (latest revisions) were given after
+  another annotator's label on the same item already existed (its first revision is older).
+  In Label Studio Community every user can open any task from the Data Manager and see the
+  others' answers; timestamps cannot prove a label was copied, but they bound how many labels
+  could have been, so that a reader can judge independence (:func:`label_independence`).
+
+Written continuations (open-ended steps) carry no category and are left out of α and κ (not
+of independence). Nothing here needs Label Studio: it reads the corpus store only.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from corpus.store import Corpus
 
 __all__ = ["PROJECTS", "LEVELS", "UNSURE_TREATMENTS", "ATTRIBUTION_ORDER", "Project", "PairKappa",
            "ProjectAgreement", "AlphaBootstrap", "agreement", "project_agreement", "latest_labels", "item_sessions",
-           "drop_unsure", "krippendorff_alpha", "bootstrap_alpha", "cohen_kappa"]
+           "drop_unsure", "krippendorff_alpha", "bootstrap_alpha", "cohen_kappa", "Independence", "label_independence"]
 
 LEVELS = ("nominal", "ordinal")
 UNSURE_TREATMENTS = ("category", "missing")
@@ -80,6 +86,13 @@ class AlphaBootstrap:
     alpha: float | None  # α of the full data by the resamples' arithmetic: the package's α, to rounding
 
 
+@dataclass(frozen=True)
+class Independence:
+    annotator: str
+    labels: int  # items this annotator labelled (latest revision each)
+    after_another: int  # of those, labels given after another annotator's label on the item existed
+
+
 @dataclass
 class ProjectAgreement:
     project: str
@@ -98,6 +111,7 @@ class ProjectAgreement:
     undefined_resamples: int  # resamples with α undefined, left out of the CI
     kappa: list[PairKappa] = field(default_factory=list)
     disagreements: list[dict] = field(default_factory=list)  # {target_id, votes: {value: count}}
+    independence: list[Independence] = field(default_factory=list)  # per annotator
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -117,6 +131,29 @@ def latest_labels(con, target_kind: str, value_type: str, column: str) -> dict[s
     for target, who, value in rows:
         out[target][who] = value
     return dict(out)
+
+
+def label_independence(con, target_kind: str) -> list[Independence]:
+    """Per annotator: labels given, and how many after another annotator's label on the same item existed.
+
+    A label's time is its latest revision's ``created_at``; another annotator's label existed from its
+    first revision's. Every value type counts (written continuations too); roles other than
+    ``annotator`` (adjudications, reviews) are not labels here.
+    """
+    rows = con.execute("""
+        WITH labels AS (
+            SELECT target_id, annotator_id, created_at::TIMESTAMPTZ AS ts, revision, annotation_id
+            FROM store.annotations WHERE target_kind = ? AND role = 'annotator'),
+        latest AS (
+            SELECT target_id, annotator_id, ts FROM labels
+            QUALIFY row_number() OVER (PARTITION BY target_id, annotator_id
+                                       ORDER BY revision DESC, ts DESC, annotation_id DESC) = 1),
+        first AS (SELECT target_id, annotator_id, min(ts) AS first_at FROM labels GROUP BY ALL)
+        SELECT l.annotator_id, count(*),
+               count(*) FILTER (WHERE EXISTS (SELECT 1 FROM first f WHERE f.target_id = l.target_id
+                                              AND f.annotator_id <> l.annotator_id AND f.first_at < l.ts))
+        FROM latest l GROUP BY 1 ORDER BY 1""", [target_kind]).fetchall()
+    return [Independence(who, int(n), int(after)) for who, n, after in rows]
 
 
 def item_sessions(con, project: Project) -> dict[str, str]:
@@ -305,9 +342,11 @@ def agreement(corpus: Corpus, *, level: str = "nominal", unsure: str = "category
     with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-annotate agreement") as con:
         data = {name: (latest_labels(con, p.target_kind, p.value_type, p.column), item_sessions(con, p), p)
                 for name, p in PROJECTS.items()}
+        independence = {name: label_independence(con, p.target_kind) for name, p in PROJECTS.items()}
     for name, (units, sessions, p) in data.items():
         if units:
             out[name] = project_agreement(name, units, sessions, level=level if p.order else "nominal",
                                           order=p.order, unsure=unsure if UNSURE in (p.order or ()) else None,
                                           reps=reps, seed=seed)
+            out[name].independence = independence[name]
     return out

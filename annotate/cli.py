@@ -51,15 +51,22 @@ def cli() -> None:
 @click.option("--overlap", type=int, default=3, show_default=True, help="Annotators asked per task (a new project).")
 @click.option("--where", default=None, help="SQL filter on the item table (attribution or counterfactuals).")
 @click.option("--batch-size", type=int, default=500, show_default=True, help="Tasks per import request.")
+@click.option("--update", is_flag=True,
+              help="Bring a project made by another version (or edited by hand) up to date in place first: its "
+                   "labelling config, instructions and settings, and the data of its tasks; logged in "
+                   "<corpus>/.trb-annotate/changes.jsonl.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @_wait_option
-def push(kind, corpus_dir, title, overlap, where, batch_size, quiet, wait_seconds) -> None:
-    """Import the corpus items not yet in the project (each task carries its item id; re-runs add nothing)."""
+def push(kind, corpus_dir, title, overlap, where, batch_size, update, quiet, wait_seconds) -> None:
+    """Import the corpus items not yet in the project (each task carries an opaque item key; re-runs add nothing).
+
+    A new project gets the toolkit's labelling config and instructions (shown when labelling starts), and
+    refuses empty submissions."""
     from annotate.client import connect
     from annotate.push import push as run
 
     report = run(_corpus(corpus_dir), connect(), kind, title=title, overlap=overlap, where=where,
-                 batch_size=batch_size, progress=not quiet, wait_seconds=wait_seconds)
+                 batch_size=batch_size, progress=not quiet, wait_seconds=wait_seconds, update=update)
     click.echo(report.summary(), err=True)
 
 
@@ -69,12 +76,16 @@ def push(kind, corpus_dir, title, overlap, where, batch_size, quiet, wait_second
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @_wait_option
 def pull(corpus_dir, title, quiet, wait_seconds) -> None:
-    """Bring every annotation into the corpus (changed ones as new revisions; re-pulls add nothing)."""
+    """Bring every annotation into the corpus (changed ones as new revisions; re-pulls add nothing).
+
+    Submissions that cannot be labels (empty, a note with no answer, malformed, skipped) are listed by
+    project, task and annotator; notes beside an answer are kept as its rationale."""
     from annotate.client import connect
     from annotate.pull import pull as run
 
     report = run(_corpus(corpus_dir), connect(), title=title, progress=not quiet, wait_seconds=wait_seconds)
-    click.echo(report.summary(), err=True)
+    for line in report.lines():
+        click.echo(line, err=True)
 
 
 @cli.command()
@@ -113,6 +124,9 @@ def agreement(corpus_dir, as_json, level, unsure, reps, seed, wait_seconds) -> N
                    f"{len(a.annotators)} annotator(s), {len(a.disagreements)} disagreement(s)")
         for k in a.kappa:
             click.echo(f"  kappa {k.a} / {k.b}: {f(k.kappa)} over {k.n} item(s)")
+        for i in a.independence:
+            click.echo(f"  independence {i.annotator}: {i.after_another} of {i.labels} label(s) given after "
+                       "another annotator's label on the same item existed")
         for d in a.disagreements:
             votes = ", ".join(f"{v} {n}" for v, n in d["votes"].items())
             click.echo(f"  disagreement {d['target_id']}: {votes}")
@@ -148,7 +162,7 @@ def adjudicate(corpus_dir, rule, margin, min_votes, as_json, wait_seconds) -> No
 @click.option("--project", "title", default=None, help="Project title (default: every project made by push).")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
 def status(title, as_json) -> None:
-    """Per project: tasks, annotations, completion, annotators."""
+    """Per project: tasks, labels, completion, annotators, and every submission that is not a label."""
     from dataclasses import asdict
 
     from annotate.client import connect
@@ -162,9 +176,13 @@ def status(title, as_json) -> None:
         click.echo("no trb-annotate projects on the server (run trb-annotate push)", err=True)
     for r in rows:
         done = "—" if r.completion is None else f"{100 * r.completion:.1f}%"
+        bad = sum(r.not_taken.values())
+        why = f" ({', '.join(f'{n} {k}' for k, n in sorted(r.not_taken.items()))})" if bad else ""
         click.echo(f"{r.title} (id {r.project_id}, {r.kind}, overlap {r.overlap}): {r.tasks} task(s), "
-                   f"{r.annotations} annotation(s), {r.finished_tasks} complete ({done}), "
-                   f"{len(r.annotators)} annotator(s)")
+                   f"{r.annotations} label(s), {r.finished_tasks} complete ({done}), "
+                   f"{len(r.annotators)} annotator(s), {bad} submission(s) that are not labels{why}")
+        for u in r.unusable:
+            click.echo(f"  {u.line()}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from annotate.errors import (
@@ -32,14 +32,18 @@ from annotate.errors import (
     scrub,
 )
 
-__all__ = ["Project", "LabelStudioClient", "connect", "PAGE_SIZE"]
+__all__ = ["Project", "LabelStudioClient", "connect", "PAGE_SIZE", "PROJECT_SETTINGS"]
 
 T = TypeVar("T")
 #: Tasks per page when listing a project.
 PAGE_SIZE = 1000
 _TRANSIENT_STATUS = {429, 500, 502, 503, 504}
-#: The description that marks a project as made by trb-annotate (and says its kind).
+#: The marker of a project made by trb-annotate, followed by its kind: in a comment of the labelling config
+#: (never shown to anyone), or, for projects made before that, at the start of the description.
 MARK = "trb-annotate kind="
+#: The project fields trb-annotate sets, and push compares with what the toolkit would set.
+PROJECT_SETTINGS = ("label_config", "expert_instruction", "show_instruction", "enable_empty_annotation",
+                    "description", "show_skip_button")
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class Project:
     kind: str | None  # attribution | continuation, from the project's description; None if not ours
     overlap: int
     task_number: int
+    settings: dict = field(default_factory=dict, compare=False)  # PROJECT_SETTINGS as the server has them
 
 
 def connect(url: str | None = None, api_key: str | None = None, **kw) -> LabelStudioClient:
@@ -174,15 +179,30 @@ class LabelStudioClient:
         return self._get_json("check the API key", "/api/current-user/whoami")
 
     @staticmethod
-    def _project(p) -> Project:
-        desc = (getattr(p, "description", None) or "")
-        kind = desc[len(MARK):].split()[0] if desc.startswith(MARK) and len(desc) > len(MARK) else None
-        return Project(id=p.id, title=p.title, kind=kind, overlap=p.maximum_annotations or 1,
-                       task_number=p.task_number or 0)
+    def _project(p: dict) -> Project:
+        """A project from its JSON. The kind comes from the labelling config's marker comment (projects made
+        before the config carried it say their kind in the description)."""
+        kind = None
+        config = p.get("label_config") or ""
+        if MARK in config:  # the config's comment: <!-- trb-annotate kind=attribution: ... -->
+            kind = config.split(MARK, 1)[1].split(":")[0].split()[0]
+        desc = p.get("description") or ""
+        if kind is None and desc.startswith(MARK) and len(desc) > len(MARK):
+            kind = desc[len(MARK):].split()[0]
+        settings = {k: p.get(k) for k in PROJECT_SETTINGS}
+        return Project(id=int(p["id"]), title=p["title"], kind=kind, overlap=p.get("maximum_annotations") or 1,
+                       task_number=p.get("task_number") or 0, settings=settings)
 
     def projects(self) -> list[Project]:
         """Every project the key can see."""
-        return self.call("list projects", lambda: [self._project(p) for p in self.sdk.projects.list(page_size=100)])
+        out, page = [], 1
+        while True:
+            j = self._get_json("list projects", "/api/projects", {"page_size": 100, "page": page})
+            results = j["results"] if isinstance(j, dict) else j
+            out += [self._project(p) for p in results]
+            if not isinstance(j, dict) or not j.get("next"):
+                return out
+            page += 1
 
     def find_project(self, title: str) -> Project | None:
         found = [p for p in self.projects() if p.title == title]
@@ -196,24 +216,49 @@ class LabelStudioClient:
         return p
 
     def project_by_id(self, project_id: int) -> Project:
-        return self.call(f"read project {project_id}", lambda: self._project(self.sdk.projects.get(id=project_id)))
+        return self._project(self._get_json(f"read project {project_id}", f"/api/projects/{project_id}"))
 
-    def create_project(self, title: str, kind: str, label_config: str, overlap: int) -> Project:
-        """A new project with ``label_config``, asking ``overlap`` annotators per task.
+    def _send_json(self, what: str, method: str, path: str, body: dict, *, retry: bool = True) -> Any:
+        def go():
+            r = self.http.request(method, path, json=body)
+            r.raise_for_status()
+            return r.json()
 
-        Raises :class:`ConfigRejected` when the server refuses the labeling config.
-        """
+        return self.call(what, go, retry=retry)
+
+    def create_project(self, title: str, kind: str, settings: dict, overlap: int) -> Project:
+        """A new project with ``settings`` (labelling config, instructions, ...), asking ``overlap`` annotators
+        per task. Raises :class:`ConfigRejected` when the server refuses the labelling config."""
         try:
-            p = self.call(f"create project {title!r}", lambda: self.sdk.projects.create(
-                title=title, label_config=label_config, maximum_annotations=overlap,
-                overlap_cohort_percentage=100, description=f"{MARK}{kind} (made by trb-annotate; do not edit)"),
-                retry=False)
+            p = self._send_json(f"create project {title!r}", "POST", "/api/projects",
+                                {"title": title, "maximum_annotations": overlap, "overlap_cohort_percentage": 100,
+                                 **settings}, retry=False)
         except LabelStudioFailed as e:
             if "label_config" in e.message:
                 raise ConfigRejected(f"Label Studio at {self.url} rejected the {kind} labeling config: "
                                      + e.message.split("): ", 1)[-1]) from None
             raise
         return self._project(p)
+
+    def update_project(self, project_id: int, kind: str, settings: dict) -> Project:
+        """Change a project's ``settings`` in place. Raises :class:`ConfigRejected` when the server refuses the
+        labelling config (for one, when annotations already made do not fit it)."""
+        try:
+            p = self._send_json(f"update project {project_id}", "PATCH", f"/api/projects/{project_id}", settings)
+        except LabelStudioFailed as e:
+            if "label_config" in e.message:
+                raise ConfigRejected(f"Label Studio at {self.url} rejected the {kind} labeling config for project "
+                                     f"{project_id}: " + e.message.split("): ", 1)[-1]) from None
+            raise
+        return self._project(p)
+
+    def tasks_data(self, project_id: int) -> Iterator[tuple[int, dict]]:
+        """(task id, task data) for every task of the project."""
+        for task in self._pages(project_id, {"include": "id,data"}, "list tasks"):
+            yield int(task["id"]), task.get("data") or {}
+
+    def update_task_data(self, task_id: int, data: dict) -> None:
+        self._send_json(f"update task {task_id}", "PATCH", f"/api/tasks/{task_id}", {"data": data})
 
     def task_keys(self, project_id: int, key: str) -> dict[str, int]:
         """``data[key]`` -> task id for every task of the project (the first task, if a key repeats)."""

@@ -12,14 +12,23 @@ end up in releases). The annotator id is ``ls-`` followed by the first 12 hex di
 sha256 of the lower-cased e-mail (:func:`annotator_id`): stable across projects, servers and
 re-pulls, and the same person on every server where they use the same e-mail.
 
-What does not fit the labeling config (the server accepts anything) is skipped and counted:
-a missing or unknown caused_by_self choice, an action outside the step's action space with
-no written continuation, a task whose item is not in the corpus, a cancelled (skipped) task.
+Nothing an annotator typed is dropped silently. A note beside a chosen action (or typed into
+the continuation box of a step with an action list) is kept as the label's ``rationale``. What
+cannot be a label (the server accepts anything) is not taken, and every such submission is
+listed by project, task and annotator with the reason (:attr:`PullReport.unusable`): an empty
+submission, a note with no answer, no or an unknown caused_by_self choice, an action outside the
+step's list, text written on a step with an action list but no action chosen, a task whose item
+is not in the corpus, a submission the annotator skipped. ``trb-annotate status`` counts them the
+same way (:func:`classify`).
+
+Every row records where it came from: its Label Studio project, task and annotation ids, and
+as its source the server, the project and the time of the pull (:func:`source_name`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -29,18 +38,38 @@ from tqdm import tqdm
 from annotate.client import LabelStudioClient, Project
 from annotate.tasks import ITEM_KEY, KINDS, item_targets
 from corpus.errors import UsageError
-from corpus.labels import add_annotations, make_annotation
+from corpus.labels import add_annotations, make_annotation, now_iso
 from corpus.store import Corpus
 
-__all__ = ["PullReport", "pull", "annotator_id", "parse_result", "ATTRIBUTION_LABELS"]
+__all__ = ["PullReport", "Unusable", "pull", "annotator_id", "parse_result", "classify", "reason_category", "task_space", "who",
+           "ATTRIBUTION_LABELS",
+           "SKIPPED"]
 
 ATTRIBUTION_LABELS = ("self", "exogenous", "unsure")
+#: Why a submission the annotator skipped (Label Studio's Skip) is not taken.
+SKIPPED = "skipped by the annotator (Skip)"
 _ENDORSED = {"endorsed": True, "not endorsed": False}
 
 
 def annotator_id(email: str) -> str:
     """The corpus annotator id of a Label Studio user: ``ls-`` + sha256(lower-cased e-mail)[:12]."""
     return "ls-" + hashlib.sha256(email.strip().lower().encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Unusable:
+    """A submission pull could not turn into a label: where it is, who made it, and why."""
+
+    project: str  # the project's title
+    project_id: int
+    task_id: int
+    annotation_id: int
+    annotator: str  # the corpus annotator id, or "user <id>" when the user is unknown
+    why: str
+
+    def line(self) -> str:
+        return (f"project {self.project!r} (id {self.project_id}), task {self.task_id}, annotation "
+                f"{self.annotation_id}, annotator {self.annotator}: {self.why}")
 
 
 @dataclass
@@ -50,13 +79,36 @@ class PullReport:
     new: int = 0
     revised: int = 0
     unchanged: int = 0
-    skipped: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)  # why -> how many submissions were not taken
+    unusable: list[Unusable] = field(default_factory=list)  # every one of them, by task and annotator
+    notes_kept: int = 0  # notes typed beside an action or a continuation, kept as the rationale
+    source: dict[int, str] = field(default_factory=dict)  # project id -> the source its rows record
 
     def summary(self) -> str:
         skipped = sum(self.skipped.values())
         why = f" ({', '.join(f'{n} {k}' for k, n in sorted(self.skipped.items()))})" if skipped else ""
+        notes = f", {self.notes_kept} note(s) kept as rationale" if self.notes_kept else ""
         return (f"pulled {', '.join(self.projects) or 'no project'}: {self.seen} annotation(s) seen, {self.new} new, "
-                f"{self.revised} new revision(s), {self.unchanged} unchanged, {skipped} skipped{why}")
+                f"{self.revised} new revision(s), {self.unchanged} unchanged{notes}, {skipped} not taken{why}")
+
+    def lines(self) -> list[str]:
+        """The summary, then one line for every submission not taken (what to fix in Label Studio)."""
+        out = [self.summary()]
+        if self.unusable:
+            out.append("not taken (fix or delete them in Label Studio, then pull again):")
+            out += [f"  {u.line()}" for u in self.unusable]
+        return out
+
+
+def _texts(result: list[dict], name: str) -> list[str]:
+    """Every non-blank text of the TextArea ``name``, stripped."""
+    out = []
+    for r in result or []:
+        if r.get("from_name") == name:
+            for text in (r.get("value") or {}).get("text") or []:
+                if isinstance(text, str) and text.strip():
+                    out.append(text.strip())
+    return out
 
 
 def _first(result: list[dict], name: str, key: str):
@@ -69,26 +121,49 @@ def _first(result: list[dict], name: str, key: str):
 
 
 def parse_result(kind: str, result: list[dict], action_space: list[str] | None) -> tuple[dict | None, str | None]:
-    """(annotation value, None) from a Label Studio result, or (None, why it does not fit the config)."""
+    """(annotation value, None) from a Label Studio result, or (None, why it cannot be a label).
+
+    Nothing typed is dropped: a note (or continuation text) beside a chosen action is kept as the
+    value's ``rationale``; text on a step with an action list and no action chosen is not a label
+    (the annotator answered the wrong question) and is reported, never stored as a continuation.
+    """
+    if not result:
+        return None, "empty submission (nothing answered)"
     if kind == "attribution":
         label = _first(result, "caused_by_self", "choices")
+        if label is None:
+            return None, "no answer to 'who caused this outcome?' (only other fields filled in)"
         if label not in ATTRIBUTION_LABELS:
-            return None, "without a valid caused_by_self choice"
+            return None, f"unknown caused_by_self choice {label!r}"
         value = {"type": "attribution", "label": label}
         endorsed = _first(result, "endorsed", "choices")
         if endorsed in _ENDORSED:
             value["endorsed"] = _ENDORSED[endorsed]
-        rationale = _first(result, "rationale", "text")
-        if isinstance(rationale, str) and rationale.strip():
-            value["rationale"] = rationale.strip()
+        rationale = _texts(result, "rationale")
+        if rationale:
+            value["rationale"] = "\n".join(rationale)
         return value, None
     action = _first(result, "action", "choices")
-    if action is not None and action_space and action in action_space:
-        return {"type": "action", "action": action}, None
-    text = _first(result, "continuation", "text")
-    if isinstance(text, str) and text.strip():
-        return {"type": "continuation", "text": text.strip()}, None
-    return None, "without an action from the step's space or a continuation"
+    texts, notes = _texts(result, "continuation"), _texts(result, "note")
+    if action_space:
+        if action is None:
+            if texts:
+                return None, "text written on a step with an action list, but no action chosen"
+            return None, "a note, but no action chosen" if notes else "empty submission (nothing answered)"
+        if action not in action_space:
+            return None, f"action {action!r} is not in the step's action list"
+        value = {"type": "action", "action": action}
+        if texts or notes:
+            value["rationale"] = "\n".join(texts + notes)
+        return value, None
+    if action is not None:
+        return None, f"action {action!r} chosen on an open-ended step (it has no action list)"
+    if not texts:
+        return None, "a note, but no continuation written" if notes else "empty submission (nothing answered)"
+    value = {"type": "continuation", "text": "\n".join(texts)}
+    if notes:
+        value["rationale"] = "\n".join(notes)
+    return value, None
 
 
 def _key(value: dict) -> tuple:
@@ -116,6 +191,40 @@ def _projects(client: LabelStudioClient, title: str | None) -> list[Project]:
     return [p for p in client.projects() if p.kind in KINDS]
 
 
+def reason_category(why: str) -> str:
+    """A reason without the values it quotes, for counting: "action 'x' is not ..." -> "action … is not ..."."""
+    return re.sub(r"'[^']*'|\"[^\"]*\"", "…", why)
+
+
+def task_space(task: dict) -> list[str] | None:
+    """The action list a task showed (from its data), or None for an open-ended step."""
+    options = (task.get("data") or {}).get("action_options") or []
+    return [o["value"] if isinstance(o, dict) else str(o) for o in options] or None
+
+
+def classify(kind: str, ann: dict, space: list[str] | None) -> tuple[dict | None, str | None]:
+    """What one submission is: (value, None), or (None, why it is not taken). Pull and status share it."""
+    if ann.get("was_cancelled"):
+        return None, SKIPPED
+    return parse_result(kind, ann.get("result") or [], space)
+
+
+def who(ann: dict, users: dict[int, str]) -> tuple[str | None, str]:
+    """(e-mail or None, the annotator as reports show them: the corpus id, or "user <id>" when unknown)."""
+    c = ann.get("completed_by")
+    email = c.get("email") if isinstance(c, dict) else users.get(c)
+    if email:
+        return email, annotator_id(email)
+    return None, f"user {c.get('id') if isinstance(c, dict) else c}"
+
+
+def source_name(client: LabelStudioClient, p: Project, at: str) -> str:
+    """What the rows of one pull from project ``p`` record as their source."""
+    url = client.url.split("://", 1)
+    host = url[-1].split("@")[-1]  # never a user:password from the URL
+    return f"label-studio {url[0] + '://' if len(url) > 1 else ''}{host} project {p.id} {p.title!r}, pull {at}"
+
+
 def pull(
     corpus: Corpus,
     client: LabelStudioClient,
@@ -126,25 +235,30 @@ def pull(
 ) -> PullReport:
     """Pull the annotations of project ``title`` (default: every project made by push) into ``corpus``.
 
-    All or nothing per pull: the records are written in one ingest. Raises the
-    :mod:`annotate.errors` types, ProjectNotFound for an unknown title, and what
+    All or nothing per pull: the records are written in one ingest; each row records its project
+    and this pull as its source. Every submission not taken is listed in ``report.unusable``.
+    Raises the :mod:`annotate.errors` types, ProjectNotFound for an unknown title, and what
     :func:`corpus.labels.add_annotations` raises.
     """
     report = PullReport()
     projects = _projects(client, title)
     users = client.users() if projects else {}
-    records: list[dict] = []
+    at = now_iso()
+    records: dict[str, list[dict]] = {}
     with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-annotate pull") as con:
         targets = {k: item_targets(con, k) for k in {p.kind for p in projects}}
         stored = {p.id: _stored(con, p.id) for p in projects}
     for p in projects:
         report.projects.append(f"{p.title!r} (id {p.id})")
         spec = KINDS[p.kind]
+        name = report.source[p.id] = source_name(client, p, at)
         bar = tqdm(unit="task", desc=f"pull {p.title}", disable=None if progress else True, leave=False)
         try:
             for task in client.annotated_tasks(p.id):
                 bar.update(1)
-                records += _task_records(task, p, spec.target_kind, targets[p.kind], users, stored[p.id], report)
+                recs = list(_task_records(task, p, spec.target_kind, targets[p.kind], users, stored[p.id], report))
+                if recs:
+                    records.setdefault(name, []).extend(recs)
         finally:
             bar.close()
     if records:
@@ -158,22 +272,18 @@ def _task_records(task: dict, p: Project, target_kind: str, targets: dict, users
     key = (task.get("data") or {}).get(ITEM_KEY)
     for ann in anns:
         report.seen += 1
-        if ann.get("was_cancelled"):
-            report.skipped["cancelled"] += 1
-            continue
-        if key not in targets:
-            report.skipped["for items not in the corpus"] += 1
-            continue
-        target_id, space = targets[key]
-        value, why = parse_result(p.kind, ann.get("result") or [], space)
+        email, shown = who(ann, users)
+        target = targets.get(key)
+        value, why = classify(p.kind, ann, target[1] if target else None)
+        if value is not None and target is None:
+            value, why = None, "its item is not in this corpus"
+        if value is not None and not email:
+            value, why = None, "made by a user the server does not list"
         if value is None:
-            report.skipped[why] += 1
+            report.skipped[reason_category(why)] += 1
+            report.unusable.append(Unusable(p.title, p.id, int(task["id"]), int(ann.get("id") or 0), shown, why))
             continue
-        who = ann.get("completed_by")
-        email = who.get("email") if isinstance(who, dict) else users.get(who)
-        if not email:
-            report.skipped["by unknown users"] += 1
-            continue
+        target_id = target[0]
         ls_id = int(ann["id"])
         prev = stored.get(ls_id)
         if prev is None:
@@ -188,6 +298,8 @@ def _task_records(task: dict, p: Project, target_kind: str, targets: dict, users
             report.new += 1
         else:
             report.revised += 1
+        if value["type"] != "attribution" and value.get("rationale"):
+            report.notes_kept += 1
         yield make_annotation(
             target_kind=target_kind, target_id=target_id, annotator_id=annotator_id(email), value=value,
             created_at=created, revision=rev, annotation_id=f"ls-{p.id}-{ls_id}-r{rev}",

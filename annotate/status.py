@@ -1,11 +1,17 @@
-"""``trb-annotate status``: per project, its tasks, annotations, completion and annotators."""
+"""``trb-annotate status``: per project, its tasks, annotations, completion and annotators.
+
+Submissions are counted the way ``pull`` takes them (:func:`annotate.pull.classify`): a label
+is a submission pull would store; every other one (empty, a note with no answer, malformed,
+skipped) is counted apart and listed by task and annotator, so status and pull agree.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 from annotate.client import LabelStudioClient
-from annotate.pull import annotator_id
+from annotate.pull import Unusable, classify, reason_category, task_space, who
 from annotate.tasks import KINDS
 
 __all__ = ["ProjectStatus", "status"]
@@ -18,10 +24,12 @@ class ProjectStatus:
     kind: str
     overlap: int
     tasks: int
-    annotations: int  # submitted, not skipped
-    finished_tasks: int  # tasks with `overlap` annotations
+    annotations: int  # submissions that are labels (what pull stores)
+    finished_tasks: int  # tasks with `overlap` labels
     completion: float | None  # finished_tasks / tasks
     annotators: list[str]  # corpus annotator ids (see annotate.pull.annotator_id)
+    not_taken: dict[str, int] = field(default_factory=dict)  # why -> submissions that are not labels
+    unusable: list[Unusable] = field(default_factory=list)  # each of them, by task and annotator
 
 
 def status(client: LabelStudioClient, *, title: str | None = None) -> list[ProjectStatus]:
@@ -30,17 +38,24 @@ def status(client: LabelStudioClient, *, title: str | None = None) -> list[Proje
     users = client.users() if projects else {}
     out = []
     for p in projects:
-        who = set()
+        annotators = set()
         n = finished = 0
+        bad: list[Unusable] = []
         for task in client.annotated_tasks(p.id):
-            done = [a for a in task.get("annotations") or [] if not a.get("was_cancelled")]
-            n += len(done)
-            finished += len(done) >= p.overlap
-            for ann in done:
-                c = ann.get("completed_by")
-                email = c.get("email") if isinstance(c, dict) else users.get(c)
+            space = task_space(task)
+            labels = 0
+            for ann in task.get("annotations") or []:
+                email, shown = who(ann, users)
+                value, why = classify(p.kind or "attribution", ann, space)
+                if value is None:
+                    bad.append(Unusable(p.title, p.id, int(task["id"]), int(ann.get("id") or 0), shown, why))
+                    continue
+                labels += 1
                 if email:
-                    who.add(annotator_id(email))
+                    annotators.add(shown)
+            n += labels
+            finished += labels >= p.overlap
         out.append(ProjectStatus(p.id, p.title, p.kind or "?", p.overlap, p.task_number, n, finished,
-                                 (finished / p.task_number) if p.task_number else None, sorted(who)))
+                                 (finished / p.task_number) if p.task_number else None, sorted(annotators),
+                                 dict(Counter(reason_category(u.why) for u in bad)), bad))
     return out

@@ -3,16 +3,23 @@
 Two kinds of item, one Label Studio project each:
 
 - ``attribution`` (project ``caused_by_self``): an attribution item; the task shows the
-  session up to and including the outcome at step t, every step with its r_t slots.
+  session up to and including the action at step t, and the outcome of step t beside the
+  question. What came after (the next steps, without the agent's own credit belief) is
+  shown only with the endorsement question, because the evidence for endorsement often
+  lies there.
 - ``continuation`` (Φ(r')): a counterfactual; the task shows the context at step t (the
-  steps before it and what the agent saw at t), the counterfactual self-report r' in its
-  slots, and the step's action space as the choices. Nothing in the task tells where r'
-  came from: the task's item key is an opaque hash of the counterfactual id, not the id
-  (ids often name their origin), and origin, flags and author are left out.
+  steps before it and what the agent saw at t), the counterfactual self-report r' slot by
+  slot, and the step's action space as the choices.
 
-Every task carries ``trb_item_id`` (the attribution item id, or the opaque key of the
-counterfactual), which is how push skips items already in a project and pull finds the
-item an annotation belongs to.
+Nothing in a task hints at the answer: every task's key is an opaque hash of its item id
+(item ids often name their answer, ``…-clock-jump``, or their origin, ``…-syn-t4``); design
+labels, notes, origins, flags and authors are left out. Steps are numbered from 1, as the
+observations of human sessions number them ("step 3 of 11"); r_t slots go one a line under
+readable names; actions show as words, with their id as the hint.
+
+Every task carries ``trb_item_id`` (the opaque key), which is how push skips items already
+in a project and pull finds the item an annotation belongs to. Projects made before keys
+were opaque carry attribution item ids as keys; :func:`item_targets` knows both.
 """
 
 from __future__ import annotations
@@ -26,11 +33,15 @@ import orjson
 
 from corpus.errors import UsageError
 
-__all__ = ["KINDS", "ITEM_KEY", "ProjectKind", "label_config", "cf_key", "render_tasks", "item_targets"]
+__all__ = ["KINDS", "ITEM_KEY", "ProjectKind", "label_config", "instructions", "item_key", "cf_key",
+           "render_tasks", "item_targets", "action_label", "project_settings"]
 
 #: The task data field that holds the item's stable key.
 ITEM_KEY = "trb_item_id"
 _CONFIGS = resources.files("annotate") / "configs"  # package data
+_INSTRUCTIONS = resources.files("annotate") / "instructions"
+#: How many steps after the outcome the endorsement question shows.
+AFTER_STEPS = 2
 
 
 @dataclass(frozen=True)
@@ -40,52 +51,111 @@ class ProjectKind:
     default_title: str
     target_kind: str  # the annotation target kind: attribution | counterfactual
     config_file: str
+    description: str  # shown on the project's card
 
 
 KINDS: dict[str, ProjectKind] = {
-    "attribution": ProjectKind("attribution", "caused_by_self", "TRB caused_by_self", "attribution", "attribution.xml"),
-    "continuation": ProjectKind("continuation", "continuation", "TRB continuation", "counterfactual",
-                                "continuation.xml"),
+    "attribution": ProjectKind("attribution", "caused_by_self", "TRB caused_by_self", "attribution", "attribution",
+                               "Who caused each outcome: the agent, or something outside it? "
+                               "Read the instructions first; work through Label All Tasks."),
+    "continuation": ProjectKind("continuation", "continuation", "TRB continuation", "counterfactual", "continuation",
+                                "What does an agent holding this self-report do next? "
+                                "Read the instructions first; work through Label All Tasks."),
 }
 
 
 def label_config(kind: str) -> str:
-    """The labeling config (XML) of the project for ``kind``."""
-    return (_CONFIGS / KINDS[kind].config_file).read_text(encoding="utf-8")
+    """The labelling config (XML) of the project for ``kind``."""
+    return (_CONFIGS / f"{KINDS[kind].config_file}.xml").read_text(encoding="utf-8")
+
+
+def instructions(kind: str) -> str:
+    """The instructions (HTML) shown when labelling starts in the project for ``kind``."""
+    return (_INSTRUCTIONS / f"{KINDS[kind].config_file}.html").read_text(encoding="utf-8")
+
+
+def project_settings(kind: str) -> dict:
+    """The project fields trb-annotate sets for ``kind`` (see :data:`annotate.client.PROJECT_SETTINGS`)."""
+    return {"label_config": label_config(kind), "expert_instruction": instructions(kind), "show_instruction": True,
+            "enable_empty_annotation": False, "description": KINDS[kind].description, "show_skip_button": True}
+
+
+def _hash(prefix: str, item_id: str) -> str:
+    return prefix + hashlib.sha256(item_id.encode()).hexdigest()[:24]
+
+
+def item_key(kind: str, item_id: str) -> str:
+    """The opaque task key of an item (its id may name its answer or origin; the key does not)."""
+    return _hash("at-" if kind == "attribution" else "cf-", item_id)
 
 
 def cf_key(cf_id: str) -> str:
-    """The opaque task key of a counterfactual (its id may name its origin; the key does not)."""
-    return "cf-" + hashlib.sha256(cf_id.encode()).hexdigest()[:24]
+    """The opaque task key of a counterfactual."""
+    return item_key("continuation", cf_id)
+
+
+_LANGUAGES = {"en": "English", "fr": "French", "de": "German", "es": "Spanish", "it": "Italian", "pt": "Portuguese",
+              "nl": "Dutch", "sv": "Swedish", "da": "Danish", "no": "Norwegian", "fi": "Finnish", "pl": "Polish",
+              "cs": "Czech", "ru": "Russian", "uk": "Ukrainian", "tr": "Turkish", "el": "Greek", "ar": "Arabic",
+              "he": "Hebrew", "hi": "Hindi", "zh": "Chinese", "ja": "Japanese", "ko": "Korean"}
+
+
+def _language(tag: str | None) -> str:
+    if not tag:
+        return "not stated"
+    name = _LANGUAGES.get(tag.split("-")[0].lower())
+    return f"{name} ({tag})" if name else tag
 
 
 def _num(x) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
-def _slots(goal, planned_next, caused_by_self, confidence, ext) -> str:
-    parts = []
+def _pct(x) -> str:
+    return f"{100 * x:.0f}%" if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)
+
+
+def action_label(action: str) -> str:
+    """An action id as words: ``ask_clarification`` -> ``ask clarification``."""
+    return action.replace("_", " ")
+
+
+#: The core r slots under readable names. caused_by_self is the agent's belief about the outcome before
+#: this step: named so that it cannot be mistaken for the question an annotator answers.
+_SLOT_NAMES = {"goal": "Goal", "planned_next": "Plans to do next",
+               "caused_by_self": "Its belief that it caused the previous outcome", "confidence": "Confidence"}
+
+
+def _slot_lines(goal, planned_next, caused_by_self, confidence, ext, *, indent: str = "  ",
+                hide_credit: bool = False) -> list[str]:
+    lines = []
     for name, value in (("goal", goal), ("planned_next", planned_next), ("caused_by_self", caused_by_self),
                         ("confidence", confidence)):
-        if value is not None:
-            parts.append(f"{name}: {_num(value)}")
+        if value is None or (hide_credit and name == "caused_by_self"):
+            continue
+        shown = _pct(value) if name in ("caused_by_self", "confidence") else \
+            (action_label(value) if name == "planned_next" else _num(value))
+        lines.append(f"{indent}{_SLOT_NAMES[name]}: {shown}")
     if ext:
         for name, value in sorted(orjson.loads(ext).items()):
-            parts.append(f"{name}: {str(value).lower() if isinstance(value, bool) else _num(value)}")
-    return "; ".join(parts) if parts else "(no slots reported)"
+            shown = ("yes" if value else "no") if isinstance(value, bool) else _num(value)
+            lines.append(f"{indent}{name.replace('_', ' ').capitalize()}: {shown}")
+    return lines or [f"{indent}(no slots reported)"]
 
 
-def _step_text(s: dict, *, upto_observation: bool = False) -> str:
-    lines = [f"Step {s['t']}", f"  saw: {s['observation']}"]
-    if upto_observation:
+def _step_text(s: dict, n_steps: int, *, upto: str = "outcome", hide_credit: bool = False) -> str:
+    """One step as an annotator reads it. ``upto``: observation | action | outcome."""
+    lines = [f"Step {s['t'] + 1} of {n_steps}", "What the agent saw:", f"  {s['observation']}"]
+    if upto == "observation":
         return "\n".join(lines)
-    r = _slots(s["r_goal"], s["r_planned_next"], s["r_caused_by_self"], s["r_confidence"], s["r_ext"]) \
-        if s["has_r"] else "(not recorded)"
-    lines.append(f"  r_t: {r}")
-    space = f" (of: {', '.join(s['action_space'])})" if s["action_space"] else " (open-ended)"
-    lines.append(f"  action: {s['action']}{space}")
-    if s["outcome"] is not None:
-        lines.append(f"  outcome: {s['outcome']}")
+    lines.append("Its self-report at this step (r_t):")
+    lines += _slot_lines(s["r_goal"], s["r_planned_next"], s["r_caused_by_self"], s["r_confidence"], s["r_ext"],
+                         hide_credit=hide_credit) if s["has_r"] else ["  (not recorded)"]
+    lines.append(f"What it did: {action_label(s['action']) if s['action_space'] else s['action']}")
+    if s["action_space"]:
+        lines.append(f"  (it could choose: {' · '.join(action_label(a) for a in s['action_space'])})")
+    if upto == "outcome" and s["outcome"] is not None:
+        lines.append(f"Outcome: {s['outcome']}")
     return "\n".join(lines)
 
 
@@ -96,6 +166,7 @@ _ITEM_SQL = {
     "continuation": "SELECT cf_id, session_id, t, rp_goal, rp_planned_next, rp_caused_by_self, rp_confidence, rp_ext "
                     "FROM store.counterfactuals{where} ORDER BY cf_id",
 }
+_RULE = "\n\n"
 
 
 def _select_items(con, kind: str, where: str | None) -> list[tuple]:
@@ -119,34 +190,56 @@ def render_tasks(con, kind: str, where: str | None = None) -> list[dict]:
     items = _select_items(con, kind, where)
     sessions = sorted({row[1] for row in items})
     steps: dict[str, list[dict]] = defaultdict(list)
+    language: dict[str, str | None] = {}
     if sessions:
         rows = con.execute(f"SELECT {', '.join(_STEP_COLS)} FROM store.steps "
                            "WHERE session_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY session_id, t",
                            [sessions]).fetchall()
         for row in rows:
             steps[row[0]].append(dict(zip(_STEP_COLS, row)))
+        language = dict(con.execute("SELECT session_id, language FROM store.sessions "
+                                    "WHERE session_id IN (SELECT unnest(?::VARCHAR[]))", [sessions]).fetchall())
     out = []
     for row in items:
         item_id, session_id, t = row[:3]
         ss = steps[session_id]
+        n = len(ss)
+        head = {ITEM_KEY: item_key(kind, item_id), "step": t + 1, "n_steps": n,
+                "step_label": f"{t + 1} of {n}", "language": _language(language.get(session_id))}
         if kind == "attribution":
-            text = "\n\n".join(_step_text(s) for s in ss[: t + 1])
-            out.append({ITEM_KEY: item_id, "t": t, "session_text": text, "outcome": ss[t]["outcome"] or "(none)"})
+            text = _RULE.join([*(_step_text(s, n) for s in ss[:t]), _step_text(ss[t], n, upto="action")])
+            after = [_step_text(s, n, hide_credit=True) for s in ss[t + 1: t + 1 + AFTER_STEPS]]
+            if t + 1 + AFTER_STEPS < n:
+                after.append(f"(… {n - t - 1 - AFTER_STEPS} more step(s) not shown)")
+            out.append({**head, "session_text": text, "outcome": ss[t]["outcome"] or "(none)",
+                        "after_text": _RULE.join(after) if after else "(the session ends with this outcome)"})
         else:
-            before = [_step_text(s) for s in ss[:t]]
-            text = "\n\n".join([*before, _step_text(ss[t], upto_observation=True)])
+            text = _RULE.join([*(_step_text(s, n) for s in ss[:t]), _step_text(ss[t], n, upto="observation")])
             space = ss[t]["action_space"] or []
-            out.append({ITEM_KEY: cf_key(item_id), "t": t, "context_text": text,
-                        "r_prime_text": _slots(*row[3:8]),
-                        "action_options": [{"value": a} for a in space],
-                        "open_ended": not space})
+            prompt = ("Choose the action this agent takes next (one of the list)." if space else
+                      "No list of actions at this step: write what this agent says or does next.")
+            out.append({**head, "context_text": text,
+                        "r_prime_text": "\n".join(_slot_lines(*row[3:8], indent="")),
+                        "action_options": [{"value": a, "html": action_label(a), "hint": f"action id: {a}"}
+                                           for a in space],
+                        "open_ended": not space, "prompt": prompt,
+                        # one text box: a note beside the chosen action, or the continuation itself
+                        "continuation_label": ("Note (optional): why, or what was unclear" if space else
+                                               "Write what the agent says or does next, as the agent would say or "
+                                               "do it (not a description of it)")})
     return out
 
 
 def item_targets(con, kind: str) -> dict[str, tuple[str, list[str] | None]]:
-    """Task key -> (annotation target id, the step's action space or None) for every item of ``kind``."""
+    """Task key -> (annotation target id, the step's action space or None) for every item of ``kind``.
+
+    Attribution items are also found by their plain id (the key of projects pushed before keys were opaque).
+    """
     if kind == "attribution":
-        return {r[0]: (r[0], None) for r in con.execute("SELECT item_id FROM store.attribution").fetchall()}
+        out = {}
+        for (item_id,) in con.execute("SELECT item_id FROM store.attribution").fetchall():
+            out[item_key(kind, item_id)] = out[item_id] = (item_id, None)
+        return out
     rows = con.execute("SELECT c.cf_id, s.action_space FROM store.counterfactuals c "
                        "JOIN store.steps s ON s.session_id = c.session_id AND s.t = c.t").fetchall()
     return {cf_key(cf): (cf, space) for cf, space in rows}

@@ -15,7 +15,7 @@ import multiprocessing
 import os
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -175,7 +175,7 @@ def _start_pool(workers: int):
 
 
 def _stage(con, files: list[Path], report: IngestReport, problems: _Problems, max_line_bytes: int,
-           progress: bool, pool) -> None:
+           progress: bool, pool, names: dict[str, str]) -> None:
     for stmt in ddl("main", keys=False):
         con.execute(stmt)
     con.execute("CREATE TABLE main.raw (kind VARCHAR, id VARCHAR, content_hash VARCHAR, src_file VARCHAR, "
@@ -200,7 +200,7 @@ def _stage(con, files: list[Path], report: IngestReport, problems: _Problems, ma
 
     try:
         for path in files:
-            name = str(path)
+            name = names.get(str(path), str(path))
             if path not in sizes:
                 problems.add(name, None, "", "no such file" if not path.exists() else "not a regular file")
                 continue
@@ -402,8 +402,12 @@ def ingest(
     wait_seconds: float | None = None,
     max_problems: int = MAX_PROBLEMS_SHOWN,
     on_wait: Callable[[LockWait], None] | None = None,
+    names: Mapping[str | os.PathLike, str] | None = None,
 ) -> IngestReport:
     """Validate ``files`` completely, then (unless ``dry_run``) write all their new records, or none.
+
+    ``names`` gives a file the name its records and problems are recorded under (default: its path),
+    for records that come from somewhere else by way of a temporary file (a Label Studio pull).
 
     ``corpus`` may be None only with ``dry_run`` (validation against nothing but the
     files themselves).
@@ -417,13 +421,14 @@ def ingest(
         raise ValueError("ingest needs a corpus")
     started = time.perf_counter()
     paths = [Path(f) for f in files]
-    report = IngestReport(files=[str(p) for p in paths], dry_run=dry_run)
-    order = {str(p): i for i, p in enumerate(paths)}
+    names = {str(k): v for k, v in (names or {}).items()}
+    report = IngestReport(files=[names.get(str(p), str(p)) for p in paths], dry_run=dry_run)
+    order = {names.get(str(p), str(p)): i for i, p in enumerate(paths)}
     problems = _Problems(order, max_problems)
     conflicts = _Problems(order, max_problems)
 
     def run(con) -> None:
-        _stage(con, paths, report, problems, max_line_bytes, progress, pool)
+        _stage(con, paths, report, problems, max_line_bytes, progress, pool, names)
         _check_duplicates(con, problems, order)
         _check_references(con, problems)
         _conflicts(con, conflicts)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -90,27 +90,38 @@ def make_annotation(
 
 def add_annotations(
     corpus: Corpus,
-    records: Iterable[dict],
+    records: Iterable[dict] | Mapping[str, Iterable[dict]],
     *,
+    source: str | None = None,
     wait_seconds: float | None = None,
     on_wait: Callable[[LockWait], None] | None = None,
     progress: bool = False,
 ) -> IngestReport:
-    """Write annotation records into the corpus, all or none (through :func:`corpus.ingest`).
+    """Write annotation records into the corpus, all or none (through :func:`corpus.ingest`, in one ingest).
 
-    Raises what ingest raises: InvalidInput (the records, located as ``<annotations>:N``),
+    The store records where each row came from: ``source`` names the records (default
+    ``<annotations>``); ``records`` may also map such names to their records (a pull from
+    several Label Studio projects). Line numbers count within each source.
+
+    Raises what ingest raises: InvalidInput (the records, located as ``<source>:N``),
     RecordConflict (an id already stored with other content), CorpusBusy.
     Re-adding identical records is a no-op ("unchanged").
     """
     corpus.require()
-    fd, name = tempfile.mkstemp(prefix=".labels-", suffix=".jsonl", dir=corpus.dir)
+    batches = dict(records) if isinstance(records, Mapping) else {source or "<annotations>": records}
+    names: dict[str, str] = {}
     try:
-        with os.fdopen(fd, "wb") as f:
-            for rec in records:
-                f.write(orjson.dumps(rec) + b"\n")
-        return ingest(corpus, [name], progress=progress, wait_seconds=wait_seconds, on_wait=on_wait)
+        for label, recs in batches.items():
+            fd, name = tempfile.mkstemp(prefix=".labels-", suffix=".jsonl", dir=corpus.dir)
+            names[name] = label
+            with os.fdopen(fd, "wb") as f:
+                for rec in recs:
+                    f.write(orjson.dumps(rec) + b"\n")
+        return ingest(corpus, list(names), progress=progress, wait_seconds=wait_seconds, on_wait=on_wait,
+                      names=names)
     finally:
-        Path(name).unlink(missing_ok=True)
+        for name in names:
+            Path(name).unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)

@@ -246,11 +246,13 @@ class AttributionValue(_Strict):
 class ActionValue(_Strict):
     type: Literal["action"]
     action: NonEmpty
+    rationale: str | None = Field(default=None, description="The annotator's note beside the action, if any.")
 
 
 class ContinuationValue(_Strict):
     type: Literal["continuation"]
     text: NonEmpty
+    rationale: str | None = Field(default=None, description="The annotator's note beside the continuation, if any.")
 
 
 class AnnotationTarget(_Strict):

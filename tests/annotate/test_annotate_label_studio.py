@@ -20,7 +20,7 @@ from annotate.errors import (
 from annotate.pull import annotator_id, pull
 from annotate.push import push
 from annotate.status import status
-from annotate.tasks import ITEM_KEY, cf_key
+from annotate.tasks import ITEM_KEY, cf_key, item_key
 from corpus import Corpus, ingest, init_corpus
 from corpus.errors import ReleaseRefused
 from corpus.labels import add_annotations, make_annotation, review_queue
@@ -81,8 +81,9 @@ def test_push_annotate_pull_agree_adjudicate_release(ls_server, tokens, admin, c
     # re-push: nothing twice
     again = push(corpus, admin, "attribution", title="e2e caused_by_self")
     assert (again.created_project, again.already, again.imported) == (False, 4, 0)
-    tasks = admin.task_keys(rep.project.id, ITEM_KEY)
-    assert sorted(tasks) == ["A1", "A2", "A3", "A4"]
+    keys = admin.task_keys(rep.project.id, ITEM_KEY)
+    assert sorted(keys) == sorted(item_key("attribution", i) for i in ("A1", "A2", "A3", "A4"))  # opaque keys
+    tasks = {i: keys[item_key("attribution", i)] for i in ("A1", "A2", "A3", "A4")}
     assert list(admin.task_keys(cont.project.id, ITEM_KEY)) == [cf_key("s2.t0.rev")]
 
     # A1: self x3; A2: exogenous, exogenous, self; A3: a three-way tie; A4: unsure x3
@@ -101,6 +102,7 @@ def test_push_annotate_pull_agree_adjudicate_release(ls_server, tokens, admin, c
 
     st = {s.title: s for s in status(admin) if s.title.startswith("e2e")}
     assert (st["e2e caused_by_self"].tasks, st["e2e caused_by_self"].annotations) == (4, 12)
+    assert st["e2e caused_by_self"].not_taken == {} and st["e2e caused_by_self"].unusable == []
     assert st["e2e caused_by_self"].completion == 1.0
     assert st["e2e caused_by_self"].annotators == sorted(annotator_id(e) for e in EMAILS)
 
@@ -136,6 +138,10 @@ def test_push_annotate_pull_agree_adjudicate_release(ls_server, tokens, admin, c
     assert sorted(d["target_id"] for d in cbs.disagreements) == ["A1", "A2", "A3"]
     assert len(cbs.kappa) == 3 and cbs.alpha_ci is not None
     assert agree["continuation"].disagreements == [{"target_id": "s2.t0.rev", "votes": {"up": 2, "wait": 1}}]
+    # independence from the timestamps: the first annotator labelled every item before the others; the second
+    # and third labelled each after another's label existed (the third's A1 revision too)
+    assert [(i.annotator, i.labels, i.after_another) for i in cbs.independence] == sorted(
+        [(who[0], 4, 0), (who[1], 4, 4), (who[2], 4, 4)])
 
     adj = adjudicate(corpus, margin=1)
     assert {t: d.label for t, d in adj.decisions.items()} == {"A1": "self", "A2": "exogenous", "A3": None,
@@ -186,12 +192,13 @@ def test_an_interrupted_push_completes_on_rerun_without_duplicates(ls_server, ad
     assert (rep.already, rep.imported) == (3, 4)
     assert admin.project_by_id(p.id).task_number == 7
     keys = admin.task_keys(p.id, ITEM_KEY)
-    assert sorted(keys) == sorted(f"s1.t{t}.attr" for t in range(7))
+    every = sorted(item_key("attribution", f"s1.t{t}.attr") for t in range(7))
+    assert sorted(keys) == every
     # push's ledger of what it imported is checked against the server: a task deleted there is pushed again
-    admin.sdk.tasks.delete(id=keys["s1.t4.attr"])
+    admin.sdk.tasks.delete(id=keys[item_key("attribution", "s1.t4.attr")])
     rep = push(c, admin, "attribution", title="interrupted push", batch_size=3)
     assert (rep.already, rep.imported) == (6, 1)
-    assert sorted(admin.task_keys(p.id, ITEM_KEY)) == sorted(f"s1.t{t}.attr" for t in range(7))
+    assert sorted(admin.task_keys(p.id, ITEM_KEY)) == every
     assert push(c, admin, "attribution", title="interrupted push").imported == 0
 
 
@@ -200,7 +207,7 @@ def test_cli_push_status_and_pull(ls_server, corpus, capsys, monkeypatch):
                           "--corpus", corpus.dir, "--project", "cli project", "--overlap", "2", "-q")
     assert code == 0 and "4 imported" in err and out == ""
     code, out, err = _cli(capsys, monkeypatch, ls_server.url, ls_server.token, "status", "--project", "cli project")
-    assert code == 0 and "4 task(s), 0 annotation(s)" in out and "overlap 2" in out
+    assert code == 0 and "4 task(s), 0 label(s)" in out and "overlap 2" in out
     code, out, err = _cli(capsys, monkeypatch, ls_server.url, ls_server.token, "pull", "--corpus", corpus.dir,
                           "--project", "cli project", "-q")
     assert code == 0 and "0 new" in err
@@ -232,7 +239,8 @@ def test_errors_are_one_line_with_an_exit_code_and_never_show_the_key(ls_server,
     assert code == AnnotateExit.PROJECT_NOT_FOUND and "no such project" in err
 
     with pytest.raises(ConfigRejected) as rejected:
-        admin.create_project("bad config", "attribution", "<View><Choices name='x' toName='nowhere'/></View>", 3)
+        admin.create_project("bad config", "attribution",
+                             {"label_config": "<View><Choices name='x' toName='nowhere'/></View>"}, 3)
     assert "labeling config" in rejected.value.message and admin.find_project("bad config") is None
     code, out, err = _cli(capsys, monkeypatch, ls_server.url, ls_server.token, "push", "--kind", "continuation",
                           "--corpus", corpus.dir, "--where", "no_such_column = 1")

@@ -7,7 +7,7 @@ import pytest
 from annotate.adjudicate import ADJUDICATOR, adjudicate, decide_plurality_margin, phi_from_annotations
 from annotate.agreement import agreement, bootstrap_alpha, cohen_kappa, krippendorff_alpha, project_agreement
 from annotate.pull import annotator_id, parse_result
-from annotate.tasks import cf_key, render_tasks
+from annotate.tasks import action_label, cf_key, item_key, item_targets, render_tasks
 from corpus import Corpus, ingest, init_corpus
 from corpus.errors import ReleaseRefused
 from corpus.labels import add_annotations, make_annotation, review_queue
@@ -75,6 +75,16 @@ def test_label_studio_results_map_to_annotation_values_and_bad_ones_are_refused(
     assert parse_result("continuation", [{"from_name": "action", "value": {"choices": ["fly"]}}], ["up"])[0] is None
     assert parse_result("continuation", [{"from_name": "continuation", "value": {"text": ["I look again"]}}], None) == (
         {"type": "continuation", "text": "I look again"}, None)
+    # nothing typed is dropped: a note beside an action is kept as its rationale ...
+    note = {"from_name": "continuation", "value": {"text": [" it was told to go up "]}}
+    assert parse_result("continuation", [{"from_name": "action", "value": {"choices": ["up"]}}, note], ["up"]) == (
+        {"type": "action", "action": "up", "rationale": "it was told to go up"}, None)
+    # ... and text without an action on a step with a list is not a continuation: it is reported
+    value, why = parse_result("continuation", [note], ["up", "down"])
+    assert value is None and why == "text written on a step with an action list, but no action chosen"
+    assert parse_result("continuation", [], ["up"]) == (None, "empty submission (nothing answered)")
+    assert parse_result("attribution", [{"from_name": "rationale", "value": {"text": ["hm"]}}], None)[1] == \
+        "no answer to 'who caused this outcome?' (only other fields filled in)"
     assert annotator_id("Ann@Example.com") == annotator_id("ann@example.com ")
     assert "@" not in annotator_id("ann@example.com")
 
@@ -102,15 +112,39 @@ def test_tasks_show_the_session_and_hide_where_r_prime_came_from(labelled):
     with labelled.open(write=False) as con:
         att = render_tasks(con, "attribution")
         cont = render_tasks(con, "continuation", where="origin = 'synthetic'")
-    assert [t["trb_item_id"] for t in att] == ["s1.t1.attr", "s1.t2.attr"]
-    assert "Step 1" in att[0]["session_text"] and "Step 2" not in att[0]["session_text"]
-    assert "caused_by_self: 0.5" in att[0]["session_text"] and att[0]["outcome"] == "moved to B3"
+        targets = item_targets(con, "attribution")
+    # opaque keys for every item kind: the item ids ("...attr", "...syn") appear nowhere in the task data
+    assert [t["trb_item_id"] for t in att] == [item_key("attribution", "s1.t1.attr"),
+                                               item_key("attribution", "s1.t2.attr")]
+    assert all("attr" not in json.dumps(t) and "exogenous" not in json.dumps(t) for t in att)
+    assert targets[att[0]["trb_item_id"]] == ("s1.t1.attr", None) == targets["s1.t1.attr"]  # old plain keys still map
+    first = att[0]
+    # steps numbered as people count them, with the total; the session stops at the action of step t,
+    # whose outcome is shown once, beside the question
+    assert first["step_label"] == "2 of 3" and first["language"] == "English (en)"
+    assert "Step 1 of 3" in first["session_text"] and "Step 2 of 3" in first["session_text"]
+    assert "Step 3" not in first["session_text"] and "moved to B3" not in first["session_text"]
+    assert first["outcome"] == "moved to B3"
+    # r_t one slot a line under readable names; the agent's credit belief is not called caused_by_self
+    assert "\n  Goal: C3\n  Plans to do next: right\n  Its belief that it caused the previous outcome: 50%\n" \
+           "  Confidence: 60%\n" in first["session_text"]
+    assert "caused_by_self" not in first["session_text"]
+    # what came after (for endorsement) shows the next step without the agent's credit belief
+    assert "Step 3 of 3" in first["after_text"] and "moved to B4" in first["after_text"]
+    assert "belief that it caused" not in first["after_text"]
+    assert att[1]["after_text"] == "(the session ends with this outcome)"
     [task] = cont
     assert task["trb_item_id"] == cf_key("s1.t1.syn")
     assert "syn" not in json.dumps(task) and "origin" not in json.dumps(task)
-    assert task["r_prime_text"] == "goal: C3; planned_next: up"
+    assert task["r_prime_text"] == "Goal: C3\nPlans to do next: up"
     assert [o["value"] for o in task["action_options"]] == ["up", "down", "left", "right", "wait"]
-    assert "saw: step 1" in task["context_text"] and "moved to B3" not in task["context_text"]
+    assert task["action_options"][0] == {"value": "up", "html": "up", "hint": "action id: up"}
+    assert "step 1: you are at B2" in task["context_text"] and "moved to B3" not in task["context_text"]
+    assert task["step_label"] == "2 of 3" and not task["open_ended"]
+
+
+def test_readable_action_names_and_languages():
+    assert action_label("ask_clarification") == "ask clarification"
 
 
 def test_agreement_reads_latest_revisions(labelled):
