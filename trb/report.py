@@ -775,9 +775,15 @@ def _plot_title(report: dict) -> str:
     return f"{SMOKE_BANNER}\n{title}" if report["smoke_test"] else title
 
 
+#: The plot's grid: panels per row, and each panel's size in inches (at the 110 dpi of the PNG).
+_PLOT_COLUMNS, _PANEL_WIDTH, _PANEL_HEIGHT = 3, 3.6, 3.2
+
+
 def _figure(report: dict):
     """One panel per track (and one for Δgov): score and CI per baseline. Tracks share no axis.
 
+    The panels sit in a grid at most three wide (four make two rows of two), so the figure keeps one width,
+    about 1,200 px at its 110 dpi, however many tracks it shows: it fits a 1,280 px page unscaled.
     Uses matplotlib's object API with the Agg canvas: no pyplot, no global backend state.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -785,9 +791,14 @@ def _figure(report: dict):
 
     keys = [k for k in _track_keys(report) if _is_main(k)]
     panels = keys + (["delta"] if report["delta_gov"] is not None else [])
-    fig = Figure(figsize=(4.2 * len(panels), 4.4), layout="constrained")
+    nrows = math.ceil(len(panels) / _PLOT_COLUMNS)
+    ncols = math.ceil(len(panels) / nrows)
+    fig = Figure(figsize=(_PANEL_WIDTH * _PLOT_COLUMNS, 0.6 + _PANEL_HEIGHT * nrows), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    grid = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    for ax in grid[len(panels):]:  # a last row not full: its empty cells go
+        fig.delaxes(ax)
+    axes = grid[:len(panels)]
     for ax, key in zip(axes, panels):
         if key == "delta":
             d = report["delta_gov"]
