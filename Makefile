@@ -45,11 +45,12 @@ test: install $(LS_STAMP) install-browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
-bench: install $(LS_STAMP)
+bench: install $(LS_STAMP) install-browser
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/release.py
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/annotate.py
+	$(BIN)/python bench/annotate_ui.py
 	$(BIN)/python bench/review.py
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/track1_scoring.py

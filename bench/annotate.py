@@ -18,10 +18,7 @@ JSON export of that project (one request, no parsing into the corpus).
 from __future__ import annotations
 
 import argparse
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -56,27 +53,13 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=10_000)
     args = ap.parse_args()
 
-    import ls_server
-    from annotate.client import connect
+    from ls import label_studio
+
     from annotate.pull import pull
     from annotate.push import ensure_project, push
     from annotate.tasks import ITEM_KEY
 
-    binary = ls_server._binary()
-    ls_server._prepare_template(binary)
-    work = Path(tempfile.mkdtemp(prefix="trb-bench-annotate-"))
-    shutil.copytree(ls_server.TEMPLATE, work / "data")
-    (work / "home").mkdir()
-    port = ls_server.free_port()
-    log = work / "server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([str(binary), "start", "--no-browser", "--internal-host", "127.0.0.1", "--port",
-                                 str(port)], env=ls_server._env(work / "home", work / "data"), stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        ls_server._wait_up(url, proc, log)
-        client = connect(url, ls_server.TOKEN)
+    with label_studio() as (url, client, work):
         _ = client.sdk  # import label_studio_sdk (about 2 s, once per process) before the clock starts
         corpus = _corpus(work, args.items)
         t_push, rep = _timed(lambda: push(corpus, client, "attribution", title="bench push"))
@@ -94,7 +77,10 @@ def main() -> None:
             anns = [{"result": [{"from_name": "caused_by_self", "to_name": "session", "type": "choices",
                                  "value": {"choices": [labels[(i + k) % 3 if k == 2 else i % 2]]}}],
                      "completed_by": admin_id} for k in range(3)]
-            tasks.append({"data": {ITEM_KEY: item, "t": 0, "session_text": "-", "outcome": "-"}, "annotations": anns})
+            # Label Studio refuses a task that lacks a field its labelling config shows
+            data = {ITEM_KEY: item, "step_label": "1 of 1", "language": "-", "session_text": "-", "outcome": "-",
+                    "after_text": "-"}
+            tasks.append({"data": data, "annotations": anns})
         t_make = time.perf_counter()
         for start in range(0, len(tasks), 500):
             client.sdk.projects.import_tasks(id=project.id, request=tasks[start:start + 500])
@@ -112,9 +98,6 @@ def main() -> None:
         print(f"re-pull (0 new, {pr2.unchanged} unchanged): {t_repull:.1f} s")
         print(f"peer: Label Studio JSON export of the same project ({n_ann} annotations): {t_peer:.1f} s "
               f"(pull/export {t_pull / t_peer:.1f}x)")
-    finally:
-        ls_server.stop(proc)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
