@@ -13,9 +13,10 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import tempfile
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -33,7 +34,7 @@ from corpus.store import Corpus, empty_store, scratch_connection
 from corpus.tables import RECORD_TABLES, TABLES, ddl, expand
 from schemas.versions import TOOLKIT_VERSION
 
-__all__ = ["IngestReport", "ingest", "validate", "MAX_PROBLEMS_SHOWN"]
+__all__ = ["IngestReport", "ingest", "ingest_records", "validate", "MAX_PROBLEMS_SHOWN"]
 
 #: Inputs at least this large are parsed by worker processes.
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024
@@ -459,6 +460,25 @@ def ingest(
             pool.shutdown(cancel_futures=True)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def ingest_records(corpus: Corpus, batches: Mapping[str, Iterable[dict]], **kw) -> IngestReport:
+    """Ingest records made in memory, all or none, in one ingest: ``batches`` maps the name each batch's rows
+    record as their source (e.g. "trb-collect study S subject X at T") to its records. Line numbers count
+    within a batch. Takes :func:`ingest`'s keyword arguments."""
+    corpus.require()
+    names: dict[str, str] = {}
+    try:
+        for label, recs in batches.items():
+            fd, name = tempfile.mkstemp(prefix=".records-", suffix=".jsonl", dir=corpus.dir)
+            names[name] = label
+            with os.fdopen(fd, "wb") as f:
+                for rec in recs:
+                    f.write(orjson.dumps(rec) + b"\n")
+        return ingest(corpus, list(names), names=names, **kw)
+    finally:
+        for name in names:
+            Path(name).unlink(missing_ok=True)
 
 
 def validate(files: list[str | os.PathLike], corpus: Corpus | None = None, **kw) -> IngestReport:

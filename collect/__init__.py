@@ -1,0 +1,1 @@
+"""``trb-collect``: record real paired-counterfactual sessions from human subjects (a terminal or a browser)."""

@@ -1,0 +1,114 @@
+"""The environment protocol and its registry.
+
+An environment turns a *task* (a table of a study file, checked by the environment) into
+episodes. An episode shows an observation, offers an action space (or none: an open-ended
+step, whose action is free text), and answers each action with the outcome as the
+environment renders it (never saying why it happened) and, for the record, the ground-truth
+cause of the change: ``self`` (the agent's own action), ``exogenous`` (a change from outside),
+``both`` or ``none``. Attribution items are made from that cause.
+
+Environments are found by name: the built-ins, then the ``trb.environments`` entry-point group
+(a package declares ``[project.entry-points."trb.environments"] name = "pkg.module:ENVIRONMENT"``).
+Episodes are deterministic given (task, goal, seed, language) and the actions taken, so a
+half-recorded session can be replayed from its actions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Literal, Protocol, runtime_checkable
+
+from schemas.errors import ExitCode, ToolkitError
+
+__all__ = ["ENTRY_POINT_GROUP", "StepOutcome", "Episode", "Environment", "EnvironmentRefused",
+           "register_environment", "get_environment", "environment_names"]
+
+ENTRY_POINT_GROUP = "trb.environments"
+Cause = Literal["self", "exogenous", "both", "none"]
+
+
+class EnvironmentRefused(ToolkitError):
+    """An environment name that is not registered, or a task it cannot run (a usage error: exit 2).
+
+    It depends on :mod:`schemas` only, so the engine (which never imports the corpus) can use environments."""
+
+    exit_code = ExitCode.USAGE
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    outcome: str  # as the environment renders it, in the episode's language
+    cause: Cause  # ground truth: who changed the world this step
+    done: bool
+
+
+@runtime_checkable
+class Episode(Protocol):
+    @property
+    def observation(self) -> str: ...
+
+    @property
+    def action_space(self) -> list[str] | None: ...
+
+    @property
+    def done(self) -> bool: ...
+
+    def step(self, action: str) -> StepOutcome: ...
+
+
+@runtime_checkable
+class Environment(Protocol):
+    name: str
+    languages: tuple[str, ...]  # languages its texts come in
+
+    def check_task(self, task: Mapping) -> list[tuple[str, str]]:
+        """Problems of a task table: (key, what is wrong). Empty when the task can run."""
+        ...
+
+    def goals(self, task: Mapping) -> tuple[str, str | None]:
+        """The task's goal and its paired goal (the second session's; None when the task has none)."""
+        ...
+
+    def start(self, task: Mapping, *, goal: str, seed: int, language: str) -> Episode:
+        """A new episode of ``task`` toward ``goal``."""
+        ...
+
+
+_BUILTIN: dict[str, Environment] = {}
+
+
+def register_environment(env: Environment) -> Environment:
+    """Add a built-in environment (by its ``name``)."""
+    _BUILTIN[env.name] = env
+    return env
+
+
+def _entry_points() -> dict[str, metadata.EntryPoint]:
+    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def environment_names() -> list[str]:
+    _load_builtins()
+    return sorted(set(_BUILTIN) | set(_entry_points()))
+
+
+def get_environment(name: str) -> Environment:
+    """The environment registered as ``name``; EnvironmentRefused naming the known ones otherwise."""
+    _load_builtins()
+    if name in _BUILTIN:
+        return _BUILTIN[name]
+    ep = _entry_points().get(name)
+    if ep is None:
+        raise EnvironmentRefused(f"no environment named {name!r}; known: {', '.join(environment_names())}")
+    env = ep.load()
+    if not isinstance(env, Environment):
+        raise EnvironmentRefused(f"entry point {name!r} ({ep.value}) is not an environment (it lacks the protocol's "
+                                "name, languages, check_task, goals and start)")
+    return env
+
+
+def _load_builtins() -> None:
+    if not _BUILTIN:
+        import environments.grid  # noqa: F401 - registers itself

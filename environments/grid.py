@@ -1,0 +1,90 @@
+"""The grid world (:mod:`simworld`) as an environment: walk to a goal cell while a drift sometimes pushes you.
+
+A task table: ``stimulus`` (a stimulus set of :data:`simworld.STIMULUS_SETS`), ``start`` and
+``goal`` cells (e.g. ``"B2"``), ``paired_goal`` (the second session's goal, same start),
+``budget`` (steps), and optionally ``drift`` (the probability of a push each step, overriding
+the stimulus set's; 0 turns it off). Actions: up, down, left, right, wait.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+
+from environments.base import StepOutcome, register_environment
+from simworld import STIMULUS_SETS
+from simworld.render import LANGUAGES
+from simworld.world import ACTIONS, GridWorld, parse_cell
+
+__all__ = ["GridEnvironment", "ENVIRONMENT"]
+
+
+class _GridEpisode:
+    def __init__(self, world: GridWorld):
+        self.world = world
+
+    @property
+    def observation(self) -> str:
+        return self.world.observation
+
+    @property
+    def action_space(self) -> list[str]:
+        return list(ACTIONS)
+
+    @property
+    def done(self) -> bool:
+        return self.world.done
+
+    def step(self, action: str) -> StepOutcome:
+        r = self.world.step(action)
+        return StepOutcome(outcome=r.outcome, cause=r.cause, done=r.done)
+
+
+class GridEnvironment:
+    name = "grid"
+    languages = LANGUAGES
+
+    def check_task(self, task: Mapping) -> list[tuple[str, str]]:
+        problems = []
+        stim = task.get("stimulus")
+        if stim not in STIMULUS_SETS:
+            problems.append(("stimulus", f"expected one of {', '.join(sorted(STIMULUS_SETS))}, got {stim!r}"))
+            return problems
+        layout = STIMULUS_SETS[stim].layout
+        cells = {}
+        for key in ("start", "goal", "paired_goal"):
+            value = task.get(key)
+            if value is None and key == "paired_goal":
+                continue
+            pos = parse_cell(value) if isinstance(value, str) else None
+            if pos is None or not layout.is_free(pos):
+                problems.append((key, f"expected a free cell of {stim} (e.g. \"B2\"), got {value!r}"))
+            else:
+                cells[key] = pos
+        for key in ("goal", "paired_goal"):
+            if key in cells and cells[key] == cells.get("start"):
+                problems.append((key, "the goal must differ from the start"))
+        if "goal" in cells and cells.get("paired_goal") == cells["goal"]:
+            problems.append(("paired_goal", "the paired goal must differ from the goal"))
+        budget = task.get("budget")
+        if not isinstance(budget, int) or isinstance(budget, bool) or not 1 <= budget <= 100:
+            problems.append(("budget", f"expected a whole number of steps from 1 to 100, got {budget!r}"))
+        drift = task.get("drift")
+        if drift is not None and (not isinstance(drift, (int, float)) or isinstance(drift, bool)
+                                  or not 0 <= drift <= 1):
+            problems.append(("drift", f"expected a probability from 0 to 1, got {drift!r}"))
+        unknown = sorted(set(task) - {"id", "stimulus", "start", "goal", "paired_goal", "budget", "drift"})
+        problems += [(k, "unknown key for the grid environment") for k in unknown]
+        return problems
+
+    def goals(self, task: Mapping) -> tuple[str, str | None]:
+        return task["goal"], task.get("paired_goal")
+
+    def start(self, task: Mapping, *, goal: str, seed: int, language: str) -> _GridEpisode:
+        world = GridWorld(STIMULUS_SETS[task["stimulus"]], rng=random.Random(seed), language=language,
+                          drift=task.get("drift"))
+        world.reset(task["start"], goal, task["budget"])
+        return _GridEpisode(world)
+
+
+ENVIRONMENT = register_environment(GridEnvironment())
