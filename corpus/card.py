@@ -359,12 +359,16 @@ def _check_facts(facts: Mapping) -> None:
 def _source_kinds_table(source_kinds: Mapping) -> str:
     if not source_kinds:
         return "No sessions."
+    totals = {k: (sum(v.values()) if isinstance(v, Mapping) else v) for k, v in source_kinds.items()}
+    made_up = totals.get("simulated", 0) + totals.get("illustrative", 0)
+    summary = (f"\n\nCollected from human subjects: **{totals.get('human_session', 0)}** session(s); model rollouts: "
+               f"{totals.get('model_rollout', 0)}; simulated or illustrative (smoke tests only): {made_up}.")
     if all(isinstance(v, Mapping) for v in source_kinds.values()):
         splits = _split_order(s for per in source_kinds.values() for s in per)
         rows = [[k] + [source_kinds[k].get(s, 0) for s in splits] + [sum(source_kinds[k].values())]
                 for k in sorted(source_kinds)]
-        return _table(["source kind"] + splits + ["total"], rows)
-    return _table(["source kind", "sessions"], [[k, source_kinds[k]] for k in sorted(source_kinds)])
+        return _table(["source kind"] + splits + ["total"], rows) + summary
+    return _table(["source kind", "sessions"], [[k, source_kinds[k]] for k in sorted(source_kinds)]) + summary
 
 
 def _subject_count(total: int, per_split: Mapping[str, int]) -> str:

@@ -57,7 +57,21 @@ def corpus_stats(corpus: Corpus, *, wait_seconds: float | None = None) -> dict:
         "synthetic_share": (synthetic / total_cf) if total_cf else None,
         "synthetic_cap": SYNTHETIC_CAP,
         "within_synthetic_cap": synthetic <= SYNTHETIC_CAP * human,
+        "sessions_by_provenance": _provenance(by_source),
     }
+
+
+#: How sessions came to be: collected from people (trb-collect, or a lab's own), rolled out by a model, or
+#: made up (simulated, illustrative: smoke releases only).
+PROVENANCE = {"human_session": "collected from human subjects", "model_rollout": "model rollouts",
+              "simulated": "simulated or illustrative (smoke only)", "illustrative": "simulated or illustrative (smoke only)"}
+
+
+def _provenance(by_source: dict[str, int]) -> dict[str, int]:
+    out = {name: 0 for name in dict.fromkeys(PROVENANCE.values())}
+    for kind, n in by_source.items():
+        out[PROVENANCE.get(kind, kind)] = out.get(PROVENANCE.get(kind, kind), 0) + n
+    return out
 
 
 def _section(title: str, counts: dict) -> list[str]:
@@ -71,6 +85,7 @@ def render_stats(s: dict) -> str:
     """The stats as an aligned plain-text table."""
     lines = [f"corpus {s['corpus']}"]
     lines += _section("records", {**s["records"], "(steps)": s["steps"]["total"], "(steps with r_t)": s["steps"]["with_r"]})
+    lines += _section("sessions by provenance", s["sessions_by_provenance"])
     lines += _section("sessions by source kind", s["sessions_by_source_kind"])
     lines += _section("counterfactuals by origin", s["counterfactuals_by_origin"])
     lines += _section("counterfactual flags", s["counterfactual_flags"])
