@@ -11,6 +11,7 @@ from collect.recorder import Collection, PersonalData, RInput, discard_draft, li
 from collect.study import load_study, parse_study
 from corpus import Corpus, init_corpus
 from corpus.errors import InvalidInput, UsageError
+from corpus.stats import corpus_stats
 from environments import get_environment
 from environments.base import EnvironmentRefused
 from tests_paths import ROOT
@@ -122,6 +123,8 @@ def test_a_run_becomes_sessions_revisions_pairs_and_attribution_items_in_one_ing
     with corpus.open(write=False) as con:
         src = con.execute("SELECT DISTINCT src_file FROM store.sessions").fetchall()
     assert src[0][0].startswith("trb-collect study pilot-grid") and "subject subj-a1" in src[0][0]
+    prov = corpus_stats(corpus)["sessions_by_provenance"]
+    assert prov["collected from human subjects"] == 2 and prov["simulated or illustrative (smoke only)"] == 0
 
 
 def test_personal_data_is_refused_at_entry_and_never_saved(small, corpus):
