@@ -14,7 +14,7 @@ HEADLESS = ["schemas", "schemas.models", "schemas.rules", "corpus.cli", "corpus.
             "corpus.simulate", "corpus.release", "simworld", "trb.run", "trb.report", "trb.results", "trb.stats",
             "trb.beliefs", "trb.calibrate", "trb.tracks", "trb.releases", "trb.cli",
             "annotate.cli", "annotate.push", "annotate.pull", "annotate.agreement", "annotate.adjudicate",
-            "annotate.status"]
+            "annotate.status", "collect.cli", "collect.study", "collect.recorder", "environments", "environments.grid"]
 def _modules(package: str) -> list[str]:
     """Every module of ``package`` in the checkout, by file."""
     base = ROOT / package
@@ -59,6 +59,14 @@ def test_the_eval_engine_never_imports_the_corpus(module):
             "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('corpus', 'textual'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "", f"{module} loads {out.strip()}"
+
+
+def test_environments_do_not_depend_on_the_corpus():
+    """The engine will roll models forward in them, and the engine never loads the corpus."""
+    code = ("import sys, environments; environments.get_environment('grid'); "
+            "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('corpus', 'textual'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.strip() == ""
 
 
 def test_simworld_does_not_depend_on_the_corpus():
