@@ -98,7 +98,7 @@ async def test_a_label_made_while_another_process_writes_waits_and_lands(review_
             await settle(pilot)
         finally:
             holder.wait(timeout=30)
-        assert app.label_log[-1] == "saved: self on 7f3a-attr-clock-jump by rev-2"
+        assert app.label_log[-1] == "saved: self on 7f3a-attr-clock-jump by rev-2, revision 1"
         assert _reviewer_labels(review_corpus, "7f3a-attr-clock-jump") == [
             ("rev-2", "reviewer", "reviewer", "self", "held")]
 
@@ -123,5 +123,5 @@ async def test_a_label_that_cannot_be_written_says_so_and_a_retry_saves_it(revie
         await pilot.pause()
         await pilot.press("enter")
         await settle(pilot)
-        assert app.label_log[-1] == "saved: self on 7f3a-attr-clock-jump by rev-3"
+        assert app.label_log[-1] == "saved: self on 7f3a-attr-clock-jump by rev-3, revision 1"
         assert len(_reviewer_labels(review_corpus, "7f3a-attr-clock-jump")) == 1
