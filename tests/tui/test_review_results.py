@@ -200,3 +200,14 @@ def test_the_app_shows_exactly_the_reports_numbers(tmp_path):
             compared += 1
     assert compared == 4
     assert shown["run-a-0001"].tracks["1"][0] == (0.40 + 0.90 + 0.80) / 3  # the LLR item is not in G
+    # the pane's every figure, too: the report's value under the registry's title, for every metric it shows
+    from trb.tracks.base import metric_by_key
+
+    figures = 0
+    for base in report["baselines"]:
+        shown_figures = {f.key: f for f in shown[base["run_id"]].figures}
+        for key, entry in base["tracks"].items():
+            f = shown_figures[key]
+            assert f.title == metric_by_key(key).title and f.score == entry["score"]
+            figures += entry["score"] is not None
+    assert figures > compared  # the LLR variant and Track 3's threshold-free figures are among them
