@@ -14,8 +14,9 @@ declared transfer context are ``transfer``. For a session already released this 
 the split it has in the latest release.
 
 Label status of an attribution item (as in :mod:`corpus.stats`): ``adjudicated`` if
-an adjudicator or reviewer label exists, ``annotated`` if any other label exists,
-else ``design_label_only``. An item *has a disagreement* when two or more annotators'
+it has a decision (:func:`corpus.labels.decide`: a reviewer's "unsure" or a withdrawn
+label is no decision), ``annotated`` if it has any label but no decision, else
+``design_label_only``. An item *has a disagreement* when two or more annotators'
 latest ``annotator`` labels on it differ.
 """
 
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import orjson
 
+from corpus.labels import Position, decide, decisions_sql
 from corpus.splits import DEFAULT_SALT, split_sql
 from corpus.store import Corpus
 from schemas.release_format import SPLIT_FRACTIONS, SPLITS
@@ -49,6 +51,8 @@ __all__ = [
     "session_detail",
     "item_labels",
     "locate_item",
+    "ItemContext",
+    "item_contexts",
 ]
 
 LABEL_STATUSES = ("design_label_only", "annotated", "adjudicated")
@@ -64,7 +68,8 @@ class SessionFilter:
 
     ``label_status`` keeps sessions with at least one attribution item in that status;
     ``has_disagreement`` keeps sessions with at least one item whose annotators disagree;
-    ``search`` is a session id prefix.
+    ``search`` keeps sessions whose id, or the id of one of their attribution items or
+    counterfactuals, contains it (ignoring case).
     """
 
     source_kind: str | None = None
@@ -89,6 +94,8 @@ class SessionRow:
     n_items: int
     n_unlabelled: int  # attribution items with only their design label
     n_disagreements: int
+    match_id: str | None = None  # the item or counterfactual id the search matched (None: the session id did)
+    match_t: int | None = None  # its step
 
 
 @dataclass(frozen=True)
@@ -155,6 +162,7 @@ class AttributionItem:
     status: str
     disagreement: bool
     labels: list[ItemLabel] = field(default_factory=list)
+    decision: Position | None = None  # the label that stands (corpus.labels.decide); None: undecided
 
 
 @dataclass(frozen=True)
@@ -239,11 +247,17 @@ def _split_sql(rule: SplitRule, alias: str = "s") -> str:
 
 # -- queries ----------------------------------------------------------------------------------------
 
-#: Per attribution item: its status and whether its annotators disagree.
-_ITEM_STATE = """
+def _item_state(page: str | None = None) -> str:
+    """CTEs ``item_state`` (per attribution item: its status and whether its annotators disagree) and
+    ``session_state``; with ``page`` (a temp table of session ids) only for those sessions."""
+    items = f"SELECT item_id FROM store.attribution WHERE session_id IN (SELECT session_id FROM {page})"
+    only_items = f" AND target_id IN ({items})" if page else ""
+    only_sessions = f"WHERE a.session_id IN (SELECT session_id FROM {page})" if page else ""
+    return f"""
+    decided AS ({decisions_sql(where=only_items.removeprefix(" AND "))}),
     item_state AS (
         SELECT a.item_id, a.session_id,
-               CASE WHEN bool_or(n.role IN ('adjudicator', 'reviewer')) THEN 'adjudicated'
+               CASE WHEN bool_or(d.target_id IS NOT NULL) THEN 'adjudicated'
                     WHEN count(n.annotation_id) > 0 THEN 'annotated'
                     ELSE 'design_label_only' END AS status,
                coalesce(count(DISTINCT n.label) FILTER (WHERE n.role = 'annotator' AND n.latest) > 1
@@ -253,8 +267,10 @@ _ITEM_STATE = """
         LEFT JOIN (
             SELECT *, row_number() OVER (PARTITION BY target_id, annotator_id, role
                                          ORDER BY revision DESC, created_at DESC, annotation_id DESC) = 1 AS latest
-            FROM store.annotations WHERE target_kind = 'attribution'
+            FROM store.annotations WHERE target_kind = 'attribution'{only_items}
         ) n ON n.target_id = a.item_id
+        LEFT JOIN decided d ON d.target_id = a.item_id
+        {only_sessions}
         GROUP BY a.item_id, a.session_id
     ),
     session_state AS (
@@ -290,9 +306,12 @@ def list_sessions(corpus: Corpus, flt: SessionFilter | None = None, *, offset: i
         if value:
             where.append(f"x.{col} = ?")
             params.append(value)
-    if flt.search:
-        where.append("starts_with(x.session_id, ?)")
-        params.append(flt.search)
+    term = flt.search.strip().lower()
+    if term:
+        where.append("(contains(lower(x.session_id), ?) "
+                     "OR x.session_id IN (SELECT session_id FROM store.attribution WHERE contains(lower(item_id), ?)) "
+                     "OR x.session_id IN (SELECT session_id FROM store.counterfactuals WHERE contains(lower(cf_id), ?)))")
+        params += [term, term, term]
     # the per-item state is computed over the whole corpus only when a filter needs it;
     # otherwise only for the sessions of the page
     needs_state = bool(flt.label_status or flt.has_disagreement)
@@ -308,7 +327,7 @@ def list_sessions(corpus: Corpus, flt: SessionFilter | None = None, *, offset: i
     if not flt.split:  # the split is only computed for the rows shown
         base = base.replace(f"{_split_sql(rule)} AS split", "NULL AS split")
     cond = f"WHERE {' AND '.join(where)}" if where else ""
-    with_state = f"WITH {_ITEM_STATE}" if needs_state else ""
+    with_state = f"WITH {_item_state()}" if needs_state else ""
     with _open(corpus, wait_seconds) as con:
         # one pass gives the page and the total (a window count over every match, before the LIMIT)
         hits = con.execute(
@@ -326,19 +345,29 @@ def list_sessions(corpus: Corpus, flt: SessionFilter | None = None, *, offset: i
                 "FROM store.sessions s WHERE s.session_id IN (SELECT unnest(?)) ORDER BY s.session_id",
                 [ids]).fetchall()
             con.execute("CREATE OR REPLACE TEMP TABLE page_ids AS SELECT unnest(?) AS session_id", [ids])
-            page_state = _ITEM_STATE.replace(
-                "GROUP BY a.item_id, a.session_id",
-                "WHERE a.session_id IN (SELECT session_id FROM page_ids) GROUP BY a.item_id, a.session_id", 1
-            ).replace(
-                "FROM store.annotations WHERE target_kind = 'attribution'",
-                "FROM store.annotations WHERE target_kind = 'attribution' AND target_id IN ("
-                "SELECT item_id FROM store.attribution WHERE session_id IN (SELECT session_id FROM page_ids))", 1)
+            page_state = _item_state("page_ids")
             counts = {sid: (n, un, dis) for sid, n, un, dis in con.execute(
                 f"WITH {page_state} SELECT session_id, n_items, n_unlabelled, n_disagreements FROM session_state"
             ).fetchall()}
-    out = [SessionRow(sid, kind, split, ctx, n_steps, *counts.get(sid, (0, 0, 0)))
+            matches = _inner_matches(con, term, [sid for sid in ids if term not in sid.lower()]) if term else {}
+    out = [SessionRow(sid, kind, split, ctx, n_steps, *counts.get(sid, (0, 0, 0)), *matches.get(sid, (None, None)))
            for sid, kind, split, ctx, n_steps in rows]
     return SessionPage(out, offset, limit, total)
+
+
+def _inner_matches(con, term: str, session_ids: list[str]) -> dict[str, tuple[str, int]]:
+    """For sessions found through an item or counterfactual id: the first such id (by step, then id) and its step."""
+    if not session_ids:
+        return {}
+    rows = con.execute(
+        "SELECT session_id, id, t FROM ("
+        "  SELECT session_id, item_id AS id, t FROM store.attribution WHERE contains(lower(item_id), ?)"
+        "  UNION ALL SELECT session_id, cf_id, t FROM store.counterfactuals WHERE contains(lower(cf_id), ?)) "
+        "WHERE session_id IN (SELECT unnest(?)) ORDER BY session_id, t, id", [term, term, session_ids]).fetchall()
+    out: dict[str, tuple[str, int]] = {}
+    for sid, id_, t in rows:
+        out.setdefault(sid, (id_, t))
+    return out
 
 
 def _slots(row: tuple) -> Slots:
@@ -359,7 +388,7 @@ def _labels(con, item_ids: list[str]) -> dict[str, list[ItemLabel]]:
 
 
 def _status(labels: list[ItemLabel]) -> tuple[str, bool]:
-    if any(lb.role in ("adjudicator", "reviewer") for lb in labels):
+    if decide(labels) is not None:
         status = "adjudicated"
     elif labels:
         status = "annotated"
@@ -410,7 +439,7 @@ def session_detail(corpus: Corpus, session_id: str, *, rule: SplitRule | None = 
     for item_id, t, design, endorsed, note in attr:
         lbs = labels.get(item_id, [])
         status, dis = _status(lbs)
-        items.append(AttributionItem(item_id, t, design, endorsed, note, status, dis, lbs))
+        items.append(AttributionItem(item_id, t, design, endorsed, note, status, dis, lbs, decide(lbs)))
     sid, kind, collector, subject, ctx, lang, split, rext = head
     return SessionDetail(sid, kind, collector, subject, ctx, lang, split, orjson.loads(rext) if rext else {},
                          steps, items, cfs)
@@ -429,3 +458,27 @@ def locate_item(corpus: Corpus, target_kind: str, target_id: str, *,
     with _open(corpus, wait_seconds) as con:
         row = con.execute(f"SELECT session_id, t FROM store.{table} WHERE {key} = ?", [target_id]).fetchone()
     return None if row is None else (row[0], row[1])
+
+
+@dataclass(frozen=True)
+class ItemContext:
+    """Where an attribution item sits: its session and step, what the agent did there, its design label."""
+
+    item_id: str
+    session_id: str
+    t: int
+    design_label: str
+    action: str | None
+    outcome: str | None
+
+
+def item_contexts(corpus: Corpus, item_ids: list[str], *, wait_seconds: float | None = None) -> dict[str, ItemContext]:
+    """Each attribution item's :class:`ItemContext`, by id (ids the corpus lacks are left out)."""
+    if not item_ids:
+        return {}
+    with _open(corpus, wait_seconds) as con:
+        rows = con.execute(
+            "SELECT a.item_id, a.session_id, a.t, a.design_label, st.action, st.outcome FROM store.attribution a "
+            "LEFT JOIN store.steps st ON st.session_id = a.session_id AND st.t = a.t "
+            "WHERE a.item_id IN (SELECT unnest(?))", [list(item_ids)]).fetchall()
+    return {r[0]: ItemContext(*r) for r in rows}

@@ -4,10 +4,21 @@ Every label is an ``annotation`` record (schema v1) written through :func:`corpu
 so it is validated, content-hashed, conflict-checked and committed all or nothing like
 any other record; nothing here writes the annotations table directly.
 
+The decision on an attribution item (:func:`decisions_sql`, :func:`decide`): each
+adjudicator or reviewer holds one *position*, the latest revision of their label on the
+item. A position decides the item when it is an adjudicator's (a vote rule's outcome,
+"unsure" included: releases leave such an item unlabelled) or a reviewer's ``self`` or
+``exogenous``; a reviewer's ``unsure`` decides nothing, and neither does a withdrawal (an
+undo, method :data:`UNDO_METHOD`, written as a new revision, since nothing is ever
+deleted). The item's decision is the most recent deciding position; without one the item
+is undecided (releases give it its design label). ``trb-review``, ``trb-corpus stats``
+and releases all read this one rule.
+
 The review queue holds items whose annotators disagree too much for an automatic
 decision (``trb-annotate adjudicate`` puts them there). An item leaves the queue when a
-reviewer or adjudicator label on it is recorded after it was queued. The queue is a
-plain table in the store (``review_queue``), made on first use; releases ignore it.
+decision on it is recorded after it was queued (an "unsure" reviewer label leaves it
+there; an undo of the decision puts it back). The queue is a plain table in the store
+(``review_queue``), made on first use; releases ignore it.
 """
 
 from __future__ import annotations
@@ -26,7 +37,14 @@ from corpus.ingest import IngestReport, ingest
 from corpus.lock import LockWait
 from corpus.store import Corpus
 
-__all__ = ["QueueItem", "now_iso", "make_annotation", "add_annotations", "enqueue_review", "review_queue"]
+__all__ = ["QueueItem", "Position", "DECIDING_REVIEWER_LABELS", "UNDO_METHOD", "decide", "decisions_sql", "now_iso",
+           "make_annotation", "add_annotations", "enqueue_review", "review_queue"]
+
+#: A reviewer's labels that decide an attribution item; a reviewer's "unsure" leaves it undecided.
+DECIDING_REVIEWER_LABELS = ("self", "exogenous")
+#: The method of a reviewer record that undoes the reviewer's previous revision (a withdrawal when it
+#: restores no decision).
+UNDO_METHOD = "reviewer-undo"
 
 _QUEUE_DDL = """
 CREATE TABLE IF NOT EXISTS store.review_queue (
@@ -39,6 +57,67 @@ CREATE TABLE IF NOT EXISTS store.review_queue (
     queued_at VARCHAR NOT NULL,        -- ISO 8601 UTC
     queued_by VARCHAR NOT NULL         -- the tool and method that queued it
 )"""
+
+
+@dataclass(frozen=True)
+class Position:
+    """One adjudicator's or reviewer's label on an item (any revision); :func:`decide` reads them."""
+
+    annotation_id: str
+    annotator_id: str
+    role: str
+    method: str | None
+    label: str | None
+    created_at: str
+    revision: int
+
+    @property
+    def decides(self) -> bool:
+        """Whether this label, as its author's latest revision, decides the item."""
+        if self.role == "adjudicator":
+            return True
+        return self.role == "reviewer" and self.label in DECIDING_REVIEWER_LABELS
+
+
+def _when(created_at: str) -> datetime:
+    return datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+
+
+def decide(labels: Iterable) -> Position | None:
+    """The decision on one item from its labels (any objects with :class:`Position`'s fields; annotator
+    labels are ignored), or None when it is undecided. The same rule as :func:`decisions_sql`."""
+    latest: dict[tuple[str, str], Position] = {}
+    for lb in labels:
+        if lb.role not in ("adjudicator", "reviewer"):
+            continue
+        p = Position(lb.annotation_id, lb.annotator_id, lb.role, lb.method, lb.label, lb.created_at, lb.revision)
+        key = (p.annotator_id, p.role)
+        cur = latest.get(key)
+        if cur is None or (p.revision, _when(p.created_at), p.annotation_id) > \
+                (cur.revision, _when(cur.created_at), cur.annotation_id):
+            latest[key] = p
+    deciding = [p for p in latest.values() if p.decides]
+    if not deciding:
+        return None
+    return max(deciding, key=lambda p: (_when(p.created_at), p.revision, p.annotation_id))
+
+
+def decisions_sql(schema: str = "store", *, where: str = "") -> str:
+    """A query of every decided attribution item: ``target_id, annotation_id, annotator_id, role, method,
+    label, created_at, revision`` (the deciding label; see the module docstring). One row per item.
+
+    ``where``: an extra condition on the annotations read (e.g. ``target_id IN (…)``)."""
+    extra = f" AND ({where})" if where else ""
+    return f"""
+        SELECT target_id, annotation_id, annotator_id, role, method, label, created_at, revision FROM (
+            SELECT target_id, annotation_id, annotator_id, role, method, label, created_at, revision
+            FROM {schema}.annotations
+            WHERE target_kind = 'attribution' AND value_type = 'attribution' AND role IN ('adjudicator', 'reviewer'){extra}
+            QUALIFY row_number() OVER (PARTITION BY target_id, annotator_id, role
+                                       ORDER BY revision DESC, created_at::TIMESTAMPTZ DESC, annotation_id DESC) = 1)
+        WHERE role = 'adjudicator' OR label IN ({", ".join(f"'{v}'" for v in DECIDING_REVIEWER_LABELS)})
+        QUALIFY row_number() OVER (PARTITION BY target_id
+                                   ORDER BY created_at::TIMESTAMPTZ DESC, revision DESC, annotation_id DESC) = 1"""
 
 
 def now_iso() -> str:
@@ -179,12 +258,18 @@ def _pending(con, *, include_resolved: bool, target_kind: str | None = None) -> 
     if not _has_queue(con):
         return []
     where = [] if target_kind is None else [f"q.target_kind = '{target_kind}'"]
+    # an attribution item is resolved by a decision (decisions_sql) made after it was queued; a
+    # counterfactual item (decided in Label Studio) by any adjudicator or reviewer label after that
     sql = f"""
-        SELECT q.*, EXISTS (
+        WITH decided AS ({decisions_sql()})
+        SELECT q.*, CASE WHEN q.target_kind = 'attribution' THEN EXISTS (
+            SELECT 1 FROM decided d WHERE d.target_id = q.target_id
+              AND d.created_at::TIMESTAMPTZ >= q.queued_at::TIMESTAMPTZ)
+        ELSE EXISTS (
             SELECT 1 FROM store.annotations n
             WHERE n.target_kind = q.target_kind AND n.target_id = q.target_id
               AND n.role IN ('adjudicator', 'reviewer')
-              AND n.created_at::TIMESTAMPTZ >= q.queued_at::TIMESTAMPTZ) AS resolved
+              AND n.created_at::TIMESTAMPTZ >= q.queued_at::TIMESTAMPTZ) END AS resolved
         FROM store.review_queue q
         {'WHERE ' + ' AND '.join(where) if where else ''}
         QUALIFY row_number() OVER (PARTITION BY q.target_kind, q.target_id ORDER BY q.queued_at DESC) = 1

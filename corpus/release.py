@@ -32,6 +32,7 @@ from corpus.gates import (
     synthetic_shares,
     transfer_provenance_gate,
 )
+from corpus.labels import decisions_sql
 from corpus.splits import DEFAULT_SALT, HELD_OUT, assign_subjects, pinned_subjects
 from corpus.store import Corpus
 from schemas.hashing import sha256_file
@@ -100,14 +101,12 @@ _ROWS_SQL = {
         FROM store.counterfactuals c JOIN assigned x USING (session_id)
         LEFT JOIN annotated_phi ap ON c.phi_type IS NULL AND ap.cf_id = c.cf_id
         WHERE NOT (coalesce(c.phi_type, ap.phi_type) IS NULL AND x.split IN ('eval', 'transfer'))""",
-    "attribution": """
-        WITH adj AS (
-            SELECT target_id, arg_max(label, created_at || lpad(revision::VARCHAR, 10, '0') || annotation_id) AS label
-            FROM store.annotations
-            WHERE target_kind = 'attribution' AND value_type = 'attribution' AND role IN ('adjudicator', 'reviewer')
-            GROUP BY target_id),
+    # an item's label is its decision (corpus.labels.decisions_sql: a reviewer's "unsure" or a withdrawn
+    # label decides nothing); an adjudicated "unsure" leaves it unlabelled; undecided, its design label
+    "attribution": f"""
+        WITH adj AS (SELECT target_id, label FROM ({decisions_sql()})),
         labs AS (
-            SELECT target_id, list({'annotator_id': annotator_id, 'role': role, 'label': label, 'method': method}
+            SELECT target_id, list({{'annotator_id': annotator_id, 'role': role, 'label': label, 'method': method}}
                                    ORDER BY annotator_id, role, revision, annotation_id) AS annotations
             FROM store.annotations WHERE target_kind = 'attribution' AND value_type = 'attribution'
             GROUP BY target_id)

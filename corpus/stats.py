@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from corpus.labels import decisions_sql
 from corpus.store import Corpus
 from corpus.tables import RECORD_TABLES
 from schemas.release_format import HUMAN_ORIGINS, SYNTHETIC_CAP
@@ -14,7 +15,9 @@ def _grouped(con, sql: str) -> dict[str, int]:
 
 
 def corpus_stats(corpus: Corpus, *, wait_seconds: float | None = None) -> dict:
-    """Counts by record kind, source kind, counterfactual origin and label status, and the synthetic ratio."""
+    """Counts by record kind, source kind, counterfactual origin and label status, and the synthetic ratio.
+
+    Label status as in :mod:`corpus.browse`: ``adjudicated`` means decided (:func:`corpus.labels.decide`)."""
     with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-corpus stats") as con:
         records = {kind: con.execute(f"SELECT count(*) FROM store.{table}").fetchone()[0]
                    for kind, (table, _) in RECORD_TABLES.items()}
@@ -26,13 +29,15 @@ def corpus_stats(corpus: Corpus, *, wait_seconds: float | None = None) -> dict:
             "count(*) FILTER (WHERE phi_type IS NOT NULL), count(*) FILTER (WHERE phi_type IS NULL) "
             "FROM store.counterfactuals"
         ).fetchone()
-        label_status = _grouped(con, """
+        label_status = _grouped(con, f"""
+            WITH decided AS ({decisions_sql()})
             SELECT status, count(*) FROM (
-              SELECT CASE WHEN bool_or(n.role IN ('adjudicator', 'reviewer')) THEN 'adjudicated'
+              SELECT CASE WHEN bool_or(d.target_id IS NOT NULL) THEN 'adjudicated'
                           WHEN count(n.annotation_id) > 0 THEN 'annotated'
                           ELSE 'design_label_only' END AS status
               FROM store.attribution a
               LEFT JOIN store.annotations n ON n.target_kind = 'attribution' AND n.target_id = a.item_id
+              LEFT JOIN decided d ON d.target_id = a.item_id
               GROUP BY a.item_id) GROUP BY status ORDER BY status
         """)
         by_role = _grouped(con, "SELECT role, count(*) FROM store.annotations GROUP BY 1 ORDER BY 1")

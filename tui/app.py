@@ -16,10 +16,39 @@ from textual.binding import Binding
 from textual.markup import escape
 
 from corpus.browse import split_rule
-from corpus.review import SaveOutcome, review_label, save_label
+from corpus.review import (
+    ItemState,
+    LabelEffect,
+    SaveOutcome,
+    item_state,
+    label_effect,
+    review_label,
+    save_label,
+    state_from_labels,
+    undo_record,
+)
 from corpus.store import Corpus
 
-__all__ = ["ReviewApp"]
+__all__ = ["ReviewApp", "KEY_USES"]
+
+#: The app's keys and where they act: a key pressed where nothing binds it says so (not silence).
+KEY_USES = {
+    "s": "labels an item self (session, queue)",
+    "e": "labels an item exogenous (session, queue)",
+    "u": "labels an item unsure (session, queue)",
+    "z": "undoes your latest label on an item (session, queue)",
+    "i": "goes to the next item at the step (session)",
+    "m": "goes to the next step with an item (session)",
+    "c": "shows the step's counterfactuals (session)",
+    "a": "opens the adjudication queue (sessions list)",
+    "R": "opens the results (sessions list, with --results)",
+    "t": "shows the next track's worst items (results)",
+    "right_square_bracket": "goes to the next page (sessions list, results)",
+    "left_square_bracket": "goes to the previous page (sessions list, results)",
+    "slash": "searches the ids (sessions list)",
+    "pagedown": "scrolls a detail pane (session, results, counterfactuals)",
+    "pageup": "scrolls a detail pane (session, results, counterfactuals)",
+}
 
 
 class ReviewApp(App):
@@ -27,9 +56,19 @@ class ReviewApp(App):
 
     TITLE = "trb-review"
     ENABLE_COMMAND_PALETTE = False  # every action has a key (see ?); the footer needs the room at 80 columns
+    # where the keys go: the focused table has a bar on its left and a lit header; the focused input,
+    # select or checkbox a lit background
+    CSS = """
+    DataTable { outline-left: blank; }
+    DataTable:focus { outline-left: thick $accent; }
+    DataTable:focus > .datatable--header { background: $accent 45%; text-style: bold; }
+    VerticalScroll.pane { outline-left: blank; }
+    VerticalScroll.pane:focus { outline-left: thick $accent; }
+    Input:focus, Select:focus > SelectCurrent, Checkbox:focus { background: $accent 35%; }
+    """
     BINDINGS = [
         Binding("question_mark", "help", "Help"),
-        Binding("ctrl+q", "quit", "Quit", priority=True),
+        Binding("ctrl+q", "quit", "Quit", priority=True, show=False),  # the title line and help say it
     ]
 
     def __init__(self, corpus_dir: str | os.PathLike, *, results: str | os.PathLike | None = None,
@@ -48,8 +87,8 @@ class ReviewApp(App):
         self._quit_anyway = False
 
     def title_line(self) -> str:
-        return (f"[b]trb-review[/b] · corpus {escape(self.corpus.dir.name)} · reviewer {escape(self.reviewer)}"
-                f"{' · results ' + escape(self.results.name) if self.results else ''} · ? help")
+        return (f"[b]trb-review[/b] · ? help · ^q quit · corpus {escape(self.corpus.dir.name)} · "
+                f"reviewer {escape(self.reviewer)}{' · results ' + escape(self.results.name) if self.results else ''}")
 
     def on_mount(self) -> None:
         from tui.screens.sessions import SessionsScreen
@@ -95,27 +134,119 @@ class ReviewApp(App):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
+    def on_key(self, event) -> None:
+        """A key of the app pressed where nothing binds it: say what it does and where (typing is left alone)."""
+        from textual.screen import ModalScreen
+        from textual.widgets import Input
+
+        use = KEY_USES.get(event.key)
+        if use is None or isinstance(self.screen, ModalScreen) or isinstance(self.focused, Input):
+            return
+        if event.key in self.screen.active_bindings:
+            return
+        self.cannot(f"{event.character or event.key}: nothing to do here; it {use} · ? help")
+
+    def cannot(self, message: str) -> None:
+        """A key that cannot act here: say why (a notification, and the screen's status line if it has one)."""
+        self.notify(escape(message), severity="warning", timeout=4)
+        setter = getattr(self.screen, "set_status", None)
+        if setter is not None:
+            setter(escape(message))
+
     # -- labelling ---------------------------------------------------------------------------------
 
-    def label_item(self, item_id: str, label: str, *, done: Callable[[bool], None] | None = None) -> None:
-        """Ask for a note, then write the reviewer's label in a worker (retried while the corpus is busy)."""
+    def label_item(self, item_id: str, label: str, *, labels: list | None = None,
+                   done: Callable[[bool], None] | None = None) -> None:
+        """Label ``item_id``: confirm first if the label would replace a decision, ask for a note, then write
+        the label in a worker (retried while the corpus is busy) as the reviewer's next revision.
+
+        ``labels``: the item's labels as the screen shows them (what the confirmation and the revision
+        number are worked out from, at once, even while another process holds the corpus); without them
+        they are read first. ``done(saved)`` is called after the write."""
+        if labels is not None:
+            self._ask_label(state_from_labels(item_id, self.reviewer, labels), label, done)
+        else:
+            self._prepare(item_id, label, done)
+
+    def undo_item(self, item_id: str, *, labels: list | None = None,
+                  done: Callable[[bool], None] | None = None) -> None:
+        """Undo the reviewer's latest label on ``item_id`` (after a confirmation): a new revision."""
+        if labels is not None:
+            self._undo(state_from_labels(item_id, self.reviewer, labels), done)
+        else:
+            self._prepare(item_id, None, done)
+
+    @work(thread=True, group="label-prep")
+    def _prepare(self, item_id: str, label: str | None, done: Callable[[bool], None] | None) -> None:
+        self.call_from_thread(self._label_state, f"reading the labels on {item_id}…")
+        try:
+            state = item_state(self.corpus, item_id, self.reviewer)
+        except Exception as e:  # noqa: BLE001 - shown, never a crash
+            self.call_from_thread(self.cannot, f"cannot read {item_id}: {getattr(e, 'message', e)}")
+            return
+        if state is None:
+            self.call_from_thread(self.cannot, f"no attribution item {item_id} in this corpus")
+        elif label is None:
+            self.call_from_thread(self._undo, state, done)
+        else:
+            self.call_from_thread(self._ask_label, state, label, done)
+
+    def _undo(self, state: ItemState, done: Callable[[bool], None] | None) -> None:
+        try:
+            record, effect = undo_record(state)
+        except LookupError as e:
+            self.cannot(f"nothing to undo: {e}")
+            return
+        self._confirm_undo(state, record, effect, done)
+
+    def _ask_label(self, state: ItemState, label: str, done: Callable[[bool], None] | None) -> None:
+        from tui.screens.confirm import ConfirmScreen
         from tui.screens.note import NoteScreen
+
+        effect = label_effect(state, label)
 
         def got_note(note: str | None) -> None:
             if note is None:
                 self._label_state("cancelled: nothing was saved")
                 return
-            record = review_label(item_id, label, self.reviewer, note=note)
-            self._label_state(f"saving {label} on {item_id}…")
-            self._write_label(record, done)
+            record = review_label(state.item_id, effect.label, self.reviewer, note=note, revision=effect.revision)
+            self._label_state(f"saving {effect.label} on {state.item_id}…")
+            self._write_label(record, effect, done)
 
-        self.push_screen(NoteScreen(label, item_id), got_note)
+        def confirmed(yes: bool | None) -> None:
+            if not yes:
+                self._label_state("cancelled: nothing was saved")
+                return
+            self.push_screen(NoteScreen(effect.label, state.item_id, effect.message), got_note)
+
+        if effect.needs_confirm:
+            self.push_screen(ConfirmScreen(f"override the decision on {state.item_id}?", effect.message), confirmed)
+        else:
+            self.push_screen(NoteScreen(effect.label, state.item_id, effect.message), got_note)
+
+    def _confirm_undo(self, state: ItemState, record: dict, effect: LabelEffect,
+                      done: Callable[[bool], None] | None) -> None:
+        from tui.screens.confirm import ConfirmScreen
+
+        last = state.mine[-1]
+
+        def confirmed(yes: bool | None) -> None:
+            if not yes:
+                self._label_state("cancelled: nothing was saved")
+                return
+            self._label_state(f"saving the undo on {state.item_id}…")
+            self._write_label(record, effect, done)
+
+        self.push_screen(ConfirmScreen(
+            f"undo your revision {last.revision} ({last.label}) on {state.item_id}?",
+            f"{record['value']['rationale']}; recorded as revision {record['revision']}, nothing is deleted. "
+            f"{effect.message}"), confirmed)
 
     @work(thread=True, group="labels")
-    def _write_label(self, record: dict, done: Callable[[bool], None] | None) -> None:
+    def _write_label(self, record: dict, effect: LabelEffect, done: Callable[[bool], None] | None) -> None:
         outcome = save_label(self.corpus, record, on_state=lambda msg: self.call_from_thread(self._label_state, msg),
                              **self._save_kw)
-        self.call_from_thread(self._label_done, outcome, done)
+        self.call_from_thread(self._label_done, outcome, effect, done)
 
     def _label_state(self, message: str) -> None:
         self.label_log.append(message)
@@ -123,10 +254,11 @@ class ReviewApp(App):
         if setter is not None:
             setter(escape(message))
 
-    def _label_done(self, outcome: SaveOutcome, done: Callable[[bool], None] | None) -> None:
+    def _label_done(self, outcome: SaveOutcome, effect: LabelEffect, done: Callable[[bool], None] | None) -> None:
         self._quit_anyway = False
         self._label_state(outcome.message)
-        self.notify(escape(outcome.message), severity="information" if outcome.saved else "error",
-                    timeout=4 if outcome.saved else 30)
+        text = f"{outcome.message}\n{effect.message}" if outcome.saved else outcome.message
+        self.notify(escape(text), severity="information" if outcome.saved else "error",
+                    timeout=6 if outcome.saved else 30)
         if done is not None:
             done(outcome.saved)

@@ -1,10 +1,17 @@
-"""What the review app shows of a results store: runs with per-track scores, the worst items.
+"""What the review app shows of a results store: runs with their figures, each track's worst items.
 
 Headless (no ``textual``): reads ``results.duckdb`` through :class:`trb.results.ResultsStore`.
 A run's figures come from :func:`trb.report.run_profile`, the same computation ``trb report``
-uses, one per headline metric of the track registry (Track 1: G; Track 3: balanced accuracy),
-so the app and the report cannot disagree. An item row names its session and step
-(``session_id``, ``t``), which is where the app jumps.
+uses, one per metric of the track registry under the registry's title (Track 1: G;
+Track 3: balanced accuracy, …), so the app and the report cannot disagree.
+
+Worst items come one list at a time: the items of one track's stored metric (Track 1's
+``tv`` items, its ``llr`` items, Track 3's ``attribution`` items), lowest score first,
+a page at a time, never mixed across tracks or metrics (their scores mean different
+things). A list is titled by the registry's metric over those items (its headline when
+there is one). An item row names its session and step (``session_id``, ``t``), which is
+where the app jumps, and carries its ``detail``: what the adapter returned and what it
+was scored against (Track 1: the model's distribution, Φ(r′) and TV).
 """
 
 from __future__ import annotations
@@ -12,10 +19,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-__all__ = ["RunSummary", "WorstItem", "read_runs", "worst_items"]
+import orjson
 
-#: The tracks the app lists worst-first.
-WORST_TRACKS = ("1", "3")
+__all__ = ["Column", "Figure", "ItemList", "RunSummary", "WorstItem", "WorstPage", "metric_columns", "read_runs",
+           "item_lists", "worst_items"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,18 @@ def metric_columns() -> list[Column]:
 
 
 @dataclass(frozen=True)
+class Figure:
+    """One metric of a run as ``trb report`` computes it (point value; the report adds the interval)."""
+
+    key: str
+    title: str
+    headline: bool
+    score: float | None
+    n_items: int
+    note: str | None  # why there is no figure (not run, not applicable, undefined)
+
+
+@dataclass(frozen=True)
 class RunSummary:
     run_id: str
     created_at: str
@@ -45,6 +64,69 @@ class RunSummary:
     split: str | None
     tracks: dict[str, tuple[float | None, int]]  # headline metric key -> (the report's figure, items)
     notes: dict[str, str]  # metric key -> why there is no figure (not run, not applicable, undefined)
+    figures: tuple[Figure, ...] = ()  # every metric the report shows for the run, in registry order
+
+
+def _store(path: str | os.PathLike):
+    from trb.results import ResultsStore
+
+    return ResultsStore(path)
+
+
+def read_runs(path: str | os.PathLike) -> list[RunSummary]:
+    """Every run in the store, oldest first, with each metric's figure as ``trb report`` computes it."""
+    from trb.report import run_profile
+    from trb.tracks.base import all_metrics
+
+    store = _store(path)
+    metrics = all_metrics()
+    keys = [c.key for c in metric_columns()]
+    out = []
+    for r in store.runs():
+        profile = run_profile(store, r, n_resamples=0)
+        tracks = {k: (profile[k]["score"], profile[k]["n_items"]) for k in keys
+                  if k in profile and profile[k]["n_items"]}
+        notes = {k: profile[k]["note"] for k in keys if k in profile and profile[k].get("note")}
+        figures = tuple(Figure(m.key, m.title, m.headline, profile[m.key].get("score"),
+                               profile[m.key].get("n_items") or 0, profile[m.key].get("note"))
+                        for m in metrics if m.key in profile)
+        out.append(RunSummary(r["run_id"], r["created_at"], r["baseline"], r["adapter_tier"], r["release_version"],
+                              bool(r["smoke_test"]), r["split"], tracks, notes, figures))
+    return out
+
+
+@dataclass(frozen=True)
+class ItemList:
+    """The items of one track's stored metric in a run, titled by the registry."""
+
+    track: str
+    metric: str  # item_scores.metric
+    key: str  # the report key of the metric that titles the list
+    title: str
+    n_items: int  # items with a score
+
+
+def _sql(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def item_lists(path: str | os.PathLike, run_id: str) -> list[ItemList]:
+    """The run's lists of worst items, in registry order: one per (track, stored metric) with scored items."""
+    from trb.tracks.base import registered_tracks
+
+    _, rows = _store(path).query(
+        "SELECT track, metric, count(*) FROM item_scores "
+        f"WHERE run_id = {_sql(run_id)} AND score IS NOT NULL GROUP BY ALL")
+    counts = {(t, m): n for t, m, n in rows}
+    out = []
+    for track in registered_tracks().values():
+        seen = set()
+        for m in sorted(track.metrics, key=lambda m: not m.headline):  # a list is titled by its headline metric
+            if m.metric in seen or (track.id, m.metric) not in counts:
+                continue
+            seen.add(m.metric)
+            out.append(ItemList(track.id, m.metric, m.key, m.title, counts[(track.id, m.metric)]))
+    return out
 
 
 @dataclass(frozen=True)
@@ -56,40 +138,45 @@ class WorstItem:
     session_id: str
     t: int | None
     score: float | None
-    label: str | None
-    predicted: str | None
+    label: str | None = None
+    predicted: str | None = None
+    belief: float | None = None
+    origin: str | None = None
+    detail: dict | None = None  # what the adapter returned and what it was scored against
 
 
-def _store(path: str | os.PathLike):
-    from trb.results import ResultsStore
+@dataclass(frozen=True)
+class WorstPage:
+    items: list[WorstItem]
+    offset: int
+    limit: int
+    total: int
 
-    return ResultsStore(path)
+
+_OPTIONAL = ("label", "predicted", "belief", "origin", "detail")
 
 
-def read_runs(path: str | os.PathLike) -> list[RunSummary]:
-    """Every run in the store, oldest first, with each headline metric's figure as ``trb report`` computes it."""
-    from trb.report import run_profile
-
+def worst_items(path: str | os.PathLike, run_id: str, *, track: str, metric: str, offset: int = 0,
+                limit: int = 50) -> WorstPage:
+    """One page of the run's ``track``/``metric`` items, lowest score first (then by item id), and their total."""
     store = _store(path)
-    keys = [c.key for c in metric_columns()]
-    out = []
-    for r in store.runs():
-        profile = run_profile(store, r, n_resamples=0)
-        tracks = {k: (profile[k]["score"], profile[k]["n_items"]) for k in keys
-                  if k in profile and profile[k]["n_items"]}
-        notes = {k: profile[k]["note"] for k in keys if k in profile and profile[k].get("note")}
-        out.append(RunSummary(r["run_id"], r["created_at"], r["baseline"], r["adapter_tier"], r["release_version"],
-                              bool(r["smoke_test"]), r["split"], tracks, notes))
-    return out
-
-
-def worst_items(path: str | os.PathLike, run_id: str, *, limit: int = 100) -> list[WorstItem]:
-    """The run's Track 1 and Track 3 items, lowest score first (Track 1 before Track 3 on ties), at most ``limit``."""
-    store = _store(path)
-    rid = run_id.replace("'", "''")
-    tracks = ", ".join(f"'{t}'" for t in WORST_TRACKS)
+    cols, _ = store.query("SELECT * FROM item_scores LIMIT 0")
+    optional = [c for c in _OPTIONAL if c in cols]  # an older store may lack a track's columns
+    where = f"WHERE run_id = {_sql(run_id)} AND track = {_sql(track)} AND metric = {_sql(metric)} AND score IS NOT NULL"
     _, rows = store.query(
-        "SELECT run_id, track, metric, item_id, session_id, t, score, label, predicted FROM item_scores "
-        f"WHERE run_id = '{rid}' AND track IN ({tracks}) AND score IS NOT NULL "
-        f"ORDER BY score, track, item_id LIMIT {int(limit)}")
-    return [WorstItem(*r) for r in rows]
+        f"SELECT run_id, track, metric, item_id, session_id, t, score{''.join(', ' + c for c in optional)}, "
+        f"count(*) OVER () FROM item_scores {where} ORDER BY score, item_id LIMIT {int(limit)} OFFSET {int(offset)}")
+    if rows:
+        total = rows[0][-1]
+    else:
+        _, [(total,)] = store.query(f"SELECT count(*) FROM item_scores {where}")
+    items = []
+    for r in rows:
+        extra = dict(zip(optional, r[7:-1]))
+        if extra.get("detail") is not None:
+            try:
+                extra["detail"] = orjson.loads(extra["detail"])
+            except orjson.JSONDecodeError:
+                extra["detail"] = None
+        items.append(WorstItem(*r[:7], **extra))
+    return WorstPage(items, offset, limit, total)

@@ -15,6 +15,10 @@ from tui.screens.sessions import PAGE_SIZE, SessionsScreen
 from tui.widgets.timeline import Timeline
 
 
+def _notes(app) -> str:
+    return "\n".join(n.message for n in app._notifications)
+
+
 def _ids(app) -> list[str]:
     return [r[0] for r in table_rows(app.screen.query_one("#table", DataTable))]
 
@@ -42,13 +46,31 @@ async def test_first_page_then_filters_search_and_paging(review_corpus):
         assert _ids(app) == ["7f3a", "7f3a-pair"]
         assert "1–2 of 2 sessions" in status_text(app.screen)
 
+        await pilot.press("right_square_bracket")  # one page only: the key says so
+        await pilot.pause()
+        assert "already on the last page" in _notes(app)
+        await pilot.press("t")  # a key of another screen says where it acts
+        await pilot.pause()
+        assert "t: nothing to do here; it shows the next track's worst items (results)" in _notes(app)
+
         await pilot.press("slash")
         assert app.screen.query_one("#search", Input).has_focus
-        await pilot.press(*"7f3a-")
+        await pilot.press(*"3A-P")  # a substring of an id, any case
         await settle(pilot)
         assert _ids(app) == ["7f3a-pair"]
+        await pilot.press("ctrl+a", "ctrl+k", *"K-JuM")  # an item id: the session, the match and its step
+        await settle(pilot)
+        table = app.screen.query_one("#table", DataTable)
+        assert _ids(app) == ["7f3a"] and table_rows(table)[0][-1] == "t5 7f3a-attr-clock-jump"
+        await pilot.press("ctrl+a", "ctrl+k", *"zq")  # nothing matches: the status names the filters
+        await settle(pilot)
+        assert _ids(app) == []
+        assert status_text(app.screen) == "no sessions match: search 'zq', source illustrative"
+        await pilot.press("enter", "escape", "enter")
+        await pilot.pause()
+        assert "no session to open: the list is empty" in _notes(app)
 
-        await pilot.press("ctrl+a", "ctrl+k")  # clear the search
+        await pilot.press("slash", "ctrl+a", "ctrl+k")  # clear the search
         app.screen.query_one("#source_kind", Select).clear()
         app.screen.query_one("#split", Select).value = "transfer"
         await settle(pilot)
@@ -57,9 +79,23 @@ async def test_first_page_then_filters_search_and_paging(review_corpus):
         assert {r[2] for r in table_rows(app.screen.query_one("#table", DataTable))} == {"transfer"}
 
         app.screen.query_one("#split", Select).clear()
-        app.screen.query_one("#disagree", Checkbox).value = True
+        box = app.screen.query_one("#disagree", Checkbox)
+        assert str(box.render()).startswith("[ ] disagreement")  # the state reads without colour
+        box.value = True
         await settle(pilot)
-        assert _ids(app) == ["7f3a"]
+        assert _ids(app) == ["7f3a"] and str(box.render()).startswith("[x] disagreement")
+        assert "(disagreement)" in status_text(app.screen)
+
+        # at 80 columns ids and source kinds are whole (contexts give way); at 120 nothing is cut
+        box.value = False
+        await settle(pilot)
+        rows = table_rows(app.screen.query_one("#table", DataTable))
+        assert not any(c.endswith("…") for r in rows for c in r[:3]) and rows[0][1] == "illustrative"
+        await pilot.resize_terminal(120, 36)
+        await settle(pilot)
+        rows = table_rows(app.screen.query_one("#table", DataTable))
+        assert not any(c.endswith("…") for r in rows for c in r)
+        assert "xfer-lab-c.open-8x8-windy.novice.de" in {r[3] for r in rows}
 
 
 @drive
@@ -67,7 +103,16 @@ async def test_open_a_session_read_its_steps_and_counterfactuals(review_corpus):
     app = ReviewApp(review_corpus, reviewer="rev-1")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("enter")  # the cursor is on 7f3a
+        sessions = app.screen
+        table = sessions.query_one("#table", DataTable)
+        assert table.has_focus and table.styles.outline_left[0] == "thick"  # the focused table shows it
+        await pilot.press("down", "down", "enter")
+        await settle(pilot)
+        assert app.screen.session_id == "sim-1-0000000"
+        await pilot.press("escape")  # back: the list refreshes and keeps its cursor
+        await settle(pilot)
+        assert app.screen is sessions and table.cursor_key() == "sim-1-0000000"
+        await pilot.press("up", "up", "enter")  # 7f3a
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, SessionScreen) and screen.session_id == "7f3a"
@@ -77,10 +122,21 @@ async def test_open_a_session_read_its_steps_and_counterfactuals(review_corpus):
         assert "demonstrate a false statement" in step and "[answer_2]" in step and "7f3a-attr-2plus2" in step
         assert "annotators disagree" in step
 
+        await pilot.press("pagedown")  # PgDn scrolls the detail pane while the timeline keeps the focus
+        await pilot.pause()
+        detail = screen.query_one("#detail")
+        assert detail.scroll_y > 0 and timeline.has_focus and timeline.selected_t == 0
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert detail.scroll_y == 0
+
         await pilot.press("down")
         await pilot.pause()
         assert timeline.selected_t == 1
         assert "endorses_last_output" in str(screen.query_one("#step").render())
+        await pilot.press("i")  # no item at t=1: every key that cannot act says why
+        await pilot.pause()
+        assert "no attribution item at this step" in _notes(app)
 
         await pilot.press("c")
         await pilot.pause()

@@ -11,30 +11,35 @@ from textual.widgets import Static
 __all__ = ["HelpScreen", "HELP_TEXT"]
 
 HELP_TEXT = """\
-[b]trb-review keys[/b]
+[b]trb-review keys[/b]   (a key that cannot act here says why)
 
-[b]everywhere[/b]   ? help   Esc back   Ctrl+Q quit
-[b]sessions[/b]     ↑↓ move   Enter open   / search id prefix
-             ] / \\[ next / previous page   Tab filters
-             a adjudication queue   R results (with --results)
-[b]session[/b]      ↑↓ step   i next item at step   m next marked step
-             s self   e exogenous   u unsure  (then a note, Enter)
-             c counterfactuals of the step
-[b]queue[/b]        ↑↓ item   s / e / u decide (method reviewer)
-             Enter open the item's session at its step
-[b]results[/b]      ↑↓ run or item   Tab switch table
-             Enter on a worst item: its session and step
+[b]everywhere[/b] ? help · Esc back · Ctrl+Q quit · Tab next widget
+[b]sessions[/b]   ↑↓ move · Enter open · ] / \\[ page · Tab filters
+           / search ids: session, item or counterfactual,
+             any part, any case · a queue · R results
+[b]session[/b]    ↑↓ step · PgDn/PgUp scroll the detail · i next item
+           m next marked step · c the step's counterfactuals
+           s self · e exogenous · u unsure · z undo your label
+[b]queue[/b]      ↑↓ item · s / e / u decide · z undo · Enter trace
+[b]results[/b]    ↑↓ run or item · Tab switch table · t next list
+           ] / \\[ page · PgDn / PgUp scroll the detail
+           Enter on a worst item: its session and step
 
-list:     items attribution items · todo unlabelled · dis disagree
-timeline: ◇ design label only  ◆ annotated  ✔ adjudicated
-          red: annotators disagree\
+[b]labels[/b]     self / exogenous decide an item; unsure does not
+           (it stays undecided, and queued). Replacing a
+           decision asks first (y). Each label is your next
+           revision, with its time; z undoes one with a new
+           revision: nothing is deleted.
+list:      items: attribution items · todo unlabelled · dis disagree
+timeline:  ◇ design label only  ◆ annotated  ✔ decided
+           red: annotators disagree\
 """
 
 
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 72; max-width: 100%; height: auto; max-height: 100%;
+    HelpScreen > VerticalScroll { width: 74; max-width: 100%; height: auto; max-height: 100%;
                                   border: round $accent; background: $surface; padding: 0 1; }
     """
     BINDINGS = [Binding("escape,question_mark,q", "close", "Close")]

@@ -1,20 +1,46 @@
-"""Results (``--results FILE``): runs with their per-track scores, then the run's worst items.
+"""Results (``--results FILE``): runs with the registry's figures, then one list of worst items at a time.
 
+The runs table shows each headline metric of the track registry under its title, the
+figure ``trb report`` prints; the pane below shows every metric of the highlighted run.
+The worst items are one track's items of one metric (``t`` goes to the next list),
+lowest score first, a page at a time (``]`` / ``[``); on an item the pane shows what it
+was scored on: Track 1's model distribution beside Φ(r′), with r′'s planned action and
+the action taken marked, the score and TV; Track 3's label, prediction and belief.
 Enter on an item opens its session at its step.
 """
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from trb.report import format_score
-from tui.results_view import RunSummary, WorstItem, metric_columns, read_runs, worst_items
+from tui.results_view import (
+    ItemList,
+    RunSummary,
+    WorstItem,
+    WorstPage,
+    item_lists,
+    metric_columns,
+    read_runs,
+    worst_items,
+)
+from tui.widgets.fit_table import Col, FitTable
+from tui.widgets.phi_bars import compare_bars_text
 
-__all__ = ["ResultsScreen"]
+__all__ = ["ResultsScreen", "PAGE_SIZE"]
+
+PAGE_SIZE = 50
+_RUN_COLUMNS = (Col("run", "run", flex=True, min=8, drop=3), Col("baseline", "baseline", flex=True, min=8), Col("split", "split"),
+                Col("tier", "tier", drop=2), Col("release", "release", drop=1))
+_PAGE = Binding.Group("Page")
+_DETAIL = Binding.Group("Detail")
 
 
 def _score(entry: tuple[float | None, int] | None) -> str:
@@ -24,38 +50,139 @@ def _score(entry: tuple[float | None, int] | None) -> str:
     return f"{format_score({'score': entry[0]})} (n={entry[1]})"  # n without separators: it fits at 80 columns
 
 
+def _worst_columns(lst: ItemList) -> list[Col]:
+    cols = [Col("score", "score")]
+    if lst.metric == "tv":
+        cols.append(Col("tv", "TV"))
+    cols += [Col("item", "item", flex=True, min=12), Col("session", "session", flex=True, min=8), Col("t", "t")]
+    if lst.track == "3":
+        cols += [Col("label", "label"), Col("pred", "predicted"), Col("belief", "belief", drop=1)]
+    elif lst.metric == "tv":
+        cols.append(Col("origin", "origin", flex=True, min=6, drop=1))
+    return cols
+
+
+def _num(x: float | None, fmt: str = ".3f") -> str:
+    return "—" if x is None else format(x, fmt)
+
+
+def _worst_cells(lst: ItemList, it: WorstItem) -> list[str]:
+    cells = [_num(it.score)]
+    if lst.metric == "tv":
+        cells.append(_num(None if it.score is None else 1.0 - it.score))
+    cells += [it.item_id, it.session_id, "" if it.t is None else str(it.t)]
+    if lst.track == "3":
+        cells += [it.label or "", it.predicted or "—", _num(it.belief, ".2f")]
+    elif lst.metric == "tv":
+        cells.append(it.origin or "")
+    return cells
+
+
+def run_text(run: RunSummary) -> Text:
+    """Every figure of one run, under the registry's titles, as ``trb report`` computes them."""
+    text = Text()
+    text.append(f"run {run.run_id}", style="bold")
+    text.append(f" · {run.baseline or '—'} · {run.adapter_tier or '—'} tier · release {run.release_version or '—'}"
+                f" · split {run.split or '—'} · {run.created_at[:19].replace('T', ' ')}\n", style="dim")
+    if run.smoke_test:
+        text.append("SMOKE TEST: not a TRB score\n", style="bold red")
+    width = max((len(f.title) for f in run.figures), default=10)
+    for f in run.figures:
+        text.append(f"{f.title:<{width}}  ", style="bold" if f.headline else "")
+        if f.score is None:
+            text.append(f"—  {f.note or ''}\n", style="dim")
+        else:
+            text.append(f"{format_score({'score': f.score})}", style="bold" if f.headline else "")
+            text.append(f"  n={f.n_items:,}\n", style="dim")
+    text.append("point values, as trb report computes them; its intervals come from a session bootstrap",
+                style="dim italic")
+    return text
+
+
+def item_text(lst: ItemList, it: WorstItem, planned: str | None, taken: str | None, corpus_note: str = "") -> Text:
+    """What one item was scored on."""
+    text = Text()
+    text.append(it.item_id, style="bold")
+    text.append(f" · session {it.session_id} t = {it.t} · ", style="dim")
+    text.append(f"score {_num(it.score)}", style="bold")
+    d = it.detail or {}
+    if lst.metric == "tv":
+        tv = d.get("tv", None if it.score is None else 1.0 - it.score)
+        text.append(f" · TV {_num(tv)}", style="bold")
+        if it.origin:
+            text.append(f" · {it.origin}", style="dim")
+        text.append("\n")
+        if "p" in d or "phi" in d:
+            text.append_text(compare_bars_text(d.get("p"), d.get("phi"), planned=planned, taken=taken))
+        else:
+            text.append("this item's record holds no distributions (its run stored no detail)", style="dim italic")
+    elif lst.track == "3":
+        text.append(f" · label {it.label or '—'} · predicted {it.predicted or '—'} · belief {_num(it.belief, '.2f')}\n")
+        r = d.get("r")
+        if isinstance(r, dict):
+            text.append("r emitted: ", style="dim")
+            text.append(", ".join(f"{k}={v}" for k, v in r.items()))
+    else:
+        text.append("\n")
+        for k, v in d.items():
+            text.append(f"{k}: {v}\n", style="dim")
+    if corpus_note:
+        text.append(f"\n{corpus_note}", style="dim italic")
+    return text
+
+
 class ResultsScreen(Screen):
     DEFAULT_CSS = """
     ResultsScreen #title { height: 1; background: $primary-background; padding: 0 1; }
-    ResultsScreen #runs { height: 7; }
-    ResultsScreen #worst { height: 1fr; border-top: solid $primary; }
+    ResultsScreen #runs { height: auto; max-height: 7; }
+    ResultsScreen #list { height: 1; padding: 0 1; background: $primary-background; }
+    ResultsScreen #worst { height: 1fr; }
+    ResultsScreen #detail { height: 9; padding: 0 1; border-top: solid $primary; }
+    ResultsScreen #pane { height: auto; }
     ResultsScreen #status { height: 1; padding: 0 1; color: $text-muted; }
     """
-    BINDINGS = [Binding("escape", "back", "Back"), Binding("tab", "switch", "Switch table")]
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("tab", "switch", "Switch table"),
+        Binding("t", "next_list", "Next track"),
+        Binding("right_square_bracket", "page(1)", "next", key_display="]", group=_PAGE),
+        Binding("left_square_bracket", "page(-1)", "previous", key_display="[", group=_PAGE),
+        Binding("pagedown", "scroll_detail(1)", "down", key_display="PgDn", group=_DETAIL, priority=True),
+        Binding("pageup", "scroll_detail(-1)", "up", key_display="PgUp", group=_DETAIL, priority=True),
+    ]
 
     def __init__(self) -> None:
         super().__init__()
         self.runs: list[RunSummary] = []
-        self.items: list[WorstItem] = []
+        self.run_id: str | None = None
+        self.lists: list[ItemList] = []
+        self.list_index = 0
+        self.page: WorstPage | None = None
+
+    @property
+    def items(self) -> list[WorstItem]:
+        return self.page.items if self.page is not None else []
+
+    @property
+    def current_list(self) -> ItemList | None:
+        return self.lists[self.list_index] if self.lists else None
 
     def compose(self) -> ComposeResult:
-        yield Static(f"results {self.app.results.name}", id="title")
-        yield DataTable(id="runs", cursor_type="row")
-        yield DataTable(id="worst", cursor_type="row")
+        yield Static(f"results {escape(self.app.results.name)}", id="title")
+        cols = [Col(c.key, c.title) for c in metric_columns()]  # the registry's headline metrics, by their title
+        yield FitTable([*_RUN_COLUMNS, *cols], id="runs", empty_enter="no runs in this results store")
+        yield Static("", id="list")
+        yield FitTable([Col("item", "item")], id="worst", empty_enter="no items in this list")
+        with VerticalScroll(id="detail", classes="pane"):
+            yield Static("", id="pane")
         yield Static("loading…", id="status")
         yield Footer()
 
     def on_mount(self) -> None:
-        runs = self.query_one("#runs", DataTable)
-        for name, w in (("run", 8), ("baseline", 12), ("split", 5), ("tier", 6), ("release", 6)):
-            runs.add_column(name, key=name, width=w)
-        for col in metric_columns():  # one per headline metric of the track registry: "T1 G", "T3 BA"
-            runs.add_column(f"T{col.track} {col.title.split()[-1]}", key=col.key, width=14)
-        worst = self.query_one("#worst", DataTable)
-        for name, w in (("trk", 3), ("score", 6), ("item", 22), ("session", 16), ("t", 3), ("label", 9), ("pred", 9)):
-            worst.add_column(name, key=name, width=w)
-        runs.focus()
+        self.query_one("#runs", FitTable).focus()
         self.load_runs()
+
+    # -- runs ----------------------------------------------------------------------------------------
 
     @work(thread=True, exclusive=True, group="runs")
     def load_runs(self) -> None:
@@ -69,54 +196,179 @@ class ResultsScreen(Screen):
     def show_runs(self, runs: list[RunSummary]) -> None:
         self.runs = runs
         if any(r.smoke_test for r in runs):
-            self.query_one("#title", Static).update(f"results {self.app.results.name} · * SMOKE TEST: not a TRB score")
-        table = self.query_one("#runs", DataTable)
-        table.clear()
+            self.query_one("#title", Static).update(
+                f"results {escape(self.app.results.name)} · * SMOKE TEST: not a TRB score")
+        table = self.query_one("#runs", FitTable)
+        rows = []
         for r in runs:
             smoke = "*" if r.smoke_test else ""  # the title line says what * means
-            table.add_row(r.run_id[:8], (r.baseline or "—") + smoke, r.split or "—", r.adapter_tier or "—",
-                          r.release_version or "—", *[_score(r.tracks.get(c.key)) for c in metric_columns()],
-                          key=r.run_id)
-        if runs:
-            self.load_worst(runs[0].run_id)
-        else:
+            rows.append((r.run_id, [r.run_id, (r.baseline or "—") + smoke, r.split or "—", r.adapter_tier or "—",
+                                    r.release_version or "—", *[_score(r.tracks.get(c.key)) for c in metric_columns()]]))
+        table.fill(rows)
+        if not runs:
             self.set_status("no runs in this results store")
+
+    def current_run(self) -> RunSummary | None:
+        key = self.query_one("#runs", FitTable).cursor_key()
+        return next((r for r in self.runs if r.run_id == key), None)
 
     @on(DataTable.RowHighlighted, "#runs")
     def _run_changed(self, event: DataTable.RowHighlighted) -> None:
-        if event.row_key.value:
-            self.load_worst(str(event.row_key.value))
+        run_id = event.row_key.value
+        if run_id and run_id != self.run_id:
+            self.run_id = run_id
+            self.load_lists(run_id)
+        self._show_pane()
+
+    @on(DataTable.RowSelected, "#runs")
+    def _run_selected(self, event: DataTable.RowSelected) -> None:
+        self.app.cannot("Enter opens an item's trace: Tab to the worst items first")
+
+    # -- worst items ---------------------------------------------------------------------------------
 
     @work(thread=True, exclusive=True, group="worst")
-    def load_worst(self, run_id: str) -> None:
+    def load_lists(self, run_id: str) -> None:
         try:
-            items = worst_items(self.app.results, run_id)
+            lists = item_lists(self.app.results, run_id)
         except Exception as e:  # noqa: BLE001
             self.app.call_from_thread(self.set_status, f"cannot read {self.app.results}: {e}")
             return
-        self.app.call_from_thread(self.show_worst, run_id, items)
+        self.app.call_from_thread(self._lists_loaded, run_id, lists)
 
-    def show_worst(self, run_id: str, items: list[WorstItem]) -> None:
-        self.items = items
-        table = self.query_one("#worst", DataTable)
-        table.clear()
-        for i, it in enumerate(items):
-            table.add_row(it.track, "—" if it.score is None else f"{it.score:.3f}", it.item_id, it.session_id,
-                          "" if it.t is None else str(it.t), it.label or "", it.predicted or "", key=str(i))
-        self.set_status(f"run {run_id[:10]}: {len(items)} worst Track 1/3 item(s), lowest score first · "
-                        "Tab to the items, Enter opens the trace")
+    def _lists_loaded(self, run_id: str, lists: list[ItemList]) -> None:
+        if run_id != self.run_id:
+            return
+        keep = self.current_list
+        self.lists = lists
+        same = [i for i, lst in enumerate(lists) if keep and (lst.track, lst.metric) == (keep.track, keep.metric)]
+        self.list_index = same[0] if same else 0
+        self.load_page(0)
+
+    def load_page(self, offset: int) -> None:
+        lst = self.current_list
+        if lst is None:
+            self.page = None
+            self.query_one("#worst", FitTable).set_columns([Col("item", "item")])
+            self.query_one("#list", Static).update("no scored items in this run")
+            self.set_status(f"run {self.run_id[:10]}: no scored items" if self.run_id else "")
+            self._show_pane()
+            return
+        self._load_page(self.run_id, lst, offset)
+
+    @work(thread=True, exclusive=True, group="worst-page")
+    def _load_page(self, run_id: str, lst: ItemList, offset: int) -> None:
+        try:
+            page = worst_items(self.app.results, run_id, track=lst.track, metric=lst.metric, offset=offset,
+                               limit=PAGE_SIZE)
+        except Exception as e:  # noqa: BLE001
+            self.app.call_from_thread(self.set_status, f"cannot read {self.app.results}: {e}")
+            return
+        self.app.call_from_thread(self.show_page, run_id, lst, page)
+
+    def show_page(self, run_id: str, lst: ItemList, page: WorstPage) -> None:
+        if run_id != self.run_id or lst != self.current_list:
+            return
+        self.page = page
+        table = self.query_one("#worst", FitTable)
+        cols = _worst_columns(lst)
+        if [c.key for c in table.specs] != [c.key for c in cols]:
+            table.set_columns(cols)
+        table.fill([(str(page.offset + i), _worst_cells(lst, it)) for i, it in enumerate(page.items)],
+                   keep=str(page.offset))
+        pages = max(1, -(-page.total // PAGE_SIZE))
+        first = page.offset + 1 if page.items else 0
+        others = " · t: next list" if len(self.lists) > 1 else ""
+        self.query_one("#list", Static).update(
+            f"[b]{escape(lst.title)}[/b] · worst first: {first}–{page.offset + len(page.items)} of {page.total:,} "
+            f"· page {page.offset // PAGE_SIZE + 1}/{pages}{others}")
+        self.set_status(f"run {run_id[:10]} · Tab to the items, Enter opens the trace")
+        self._show_pane()
+
+    def current_item(self) -> WorstItem | None:
+        key = self.query_one("#worst", FitTable).cursor_key()
+        if key is None or self.page is None:
+            return None
+        i = int(key) - self.page.offset
+        return self.page.items[i] if 0 <= i < len(self.page.items) else None
+
+    @on(DataTable.RowHighlighted, "#worst")
+    def _item_changed(self, event: DataTable.RowHighlighted) -> None:
+        self._show_pane()
+
+    def on_descendant_focus(self) -> None:
+        self._show_pane()
+
+    def _show_pane(self) -> None:
+        """The pane below: the highlighted item when the items have the focus, else the highlighted run."""
+        if self.query_one("#worst", FitTable).has_focus:
+            it, lst = self.current_item(), self.current_list
+            if it is not None and lst is not None:
+                self._load_item(lst, it)
+                return
+        run = self.current_run()
+        self.query_one("#pane", Static).update(run_text(run) if run is not None else "")
+
+    @work(thread=True, exclusive=True, group="worst-item")
+    def _load_item(self, lst: ItemList, it: WorstItem) -> None:
+        planned = taken = None
+        note = ""
+        if lst.metric == "tv" or lst.track == "1":
+            try:
+                from corpus.browse import session_detail
+
+                detail = session_detail(self.app.corpus, it.session_id, rule=self.app.split_rule)
+            except Exception:  # noqa: BLE001 - the scores still show
+                detail = None
+            cf = None
+            if detail is not None:
+                cf = next((c for c in detail.counterfactuals.get(it.t, []) if c.cf_id == it.item_id), None)
+                step = next((s for s in detail.steps if s.t == it.t), None)
+                taken = step.action if step is not None else None
+            if cf is not None:
+                planned = cf.r_prime.planned_next
+            else:
+                note = "r′ is not in this corpus: its planned action is not marked"
+        self.app.call_from_thread(self.query_one("#pane", Static).update, item_text(lst, it, planned, taken, note))
+
+    # -- keys ----------------------------------------------------------------------------------------
 
     def set_status(self, text: str) -> None:
         self.query_one("#status", Static).update(text)
 
     @on(DataTable.RowSelected, "#worst")
     def _open(self, event: DataTable.RowSelected) -> None:
-        item = self.items[int(event.row_key.value)]
-        self.app.open_session(item.session_id, item.t)
+        item = self.current_item()
+        if item is not None:
+            self.app.open_session(item.session_id, item.t)
 
     def action_switch(self) -> None:
-        runs, worst = self.query_one("#runs", DataTable), self.query_one("#worst", DataTable)
+        runs, worst = self.query_one("#runs", FitTable), self.query_one("#worst", FitTable)
         (worst if runs.has_focus else runs).focus()
+
+    def action_next_list(self) -> None:
+        if len(self.lists) < 2:
+            self.app.cannot("this run has one list of scored items: no other track to show" if self.lists
+                            else "this run has no scored items")
+            return
+        self.list_index = (self.list_index + 1) % len(self.lists)
+        self.load_page(0)
+
+    def action_page(self, delta: int) -> None:
+        if self.page is None:
+            self.app.cannot("no list of items to page")
+            return
+        new = self.page.offset + delta * PAGE_SIZE
+        if 0 <= new < self.page.total:
+            self._load_page(self.run_id, self.current_list, new)
+        else:
+            self.app.cannot("already on the first page" if delta < 0 else "already on the last page")
+
+    def action_scroll_detail(self, direction: int) -> None:
+        pane = self.query_one("#detail", VerticalScroll)
+        if direction > 0:
+            pane.scroll_page_down(animate=False)
+        else:
+            pane.scroll_page_up(animate=False)
 
     def action_back(self) -> None:
         self.app.pop_screen()

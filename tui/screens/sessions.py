@@ -1,21 +1,50 @@
-"""The session list: filters, search by id prefix, one page at a time from DuckDB."""
+"""The session list: filters, search over session, item and counterfactual ids, one page at a time from DuckDB.
+
+The list keeps its cursor when it refreshes (on return from a session or the queue,
+whose labels may change its counts), and says which filters are on when nothing matches.
+"""
 
 from __future__ import annotations
+
+import asyncio
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Checkbox, DataTable, Footer, Input, Select, Static
 
 from corpus.browse import LABEL_STATUSES, SessionFilter, SessionPage, facets, list_sessions
+from tui.widgets.fit_table import Col, FitTable
+from tui.widgets.state_checkbox import StateCheckbox
 
 __all__ = ["SessionsScreen", "PAGE_SIZE"]
 
 PAGE_SIZE = 50
+#: Seconds the search waits after a keystroke before it queries (typing a word makes one query, not one per letter).
+SEARCH_DELAY = 0.15
 _FILTERS = ("source_kind", "split", "context_id", "label_status")
 _PROMPTS = {"source_kind": "source", "split": "split", "context_id": "context", "label_status": "labels"}
+_COLUMNS = (Col("session", "session"), Col("source", "source", flex=True, min=8),
+            Col("split", "split"), Col("context", "context", flex=True, min=8), Col("steps", "steps"),
+            Col("items", "items"), Col("todo", "todo"), Col("dis", "dis"))
+#: With a search: the item or counterfactual id it matched in the session (blank: the session id matched); the
+#: context gives way to it when the row does not fit.
+_MATCH = Col("match", "match")
+_SEARCH_COLUMNS = tuple(Col(c.key, c.label, flex=True, min=8, drop=1) if c.key == "context" else c
+                        for c in _COLUMNS) + (_MATCH,)
+
+
+def filter_note(flt: SessionFilter) -> str:
+    """The active filters in words ("" when none)."""
+    parts = [f"{_PROMPTS[name]} {getattr(flt, name).replace('_', ' ')}" for name in _FILTERS if getattr(flt, name)]
+    if flt.has_disagreement:
+        parts.append("disagreement")
+    if flt.search:
+        parts.insert(0, f"search {flt.search!r}")
+    return ", ".join(parts)
 
 
 class SessionsScreen(Screen):
@@ -51,25 +80,17 @@ class SessionsScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static("trb-review", id="title")
         with Horizontal(classes="bar"):
-            yield Input(placeholder="/ search session id prefix", id="search", compact=True)
-            yield Checkbox("disagreement", id="disagree", compact=True)
+            yield Input(placeholder="/ search ids: session, item, counterfactual", id="search", compact=True)
+            yield StateCheckbox("disagreement", id="disagree", compact=True)
         with Horizontal(classes="bar"):
             for name in _FILTERS:
                 yield Select([], prompt=_PROMPTS[name], id=name, compact=True)
-        yield DataTable(id="table", cursor_type="row")
+        yield FitTable(_COLUMNS, id="table", empty_enter="no session to open: the list is empty (see the filters)")
         yield Static("loading…", id="status")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#table", DataTable)
-        table.add_column("session", key="session", width=15)
-        table.add_column("source", key="source", width=10)
-        table.add_column("split", key="split", width=8)
-        table.add_column("context", key="context", width=12)
-        table.add_column("steps", key="steps", width=5)
-        table.add_column("items", key="items", width=5)
-        table.add_column("todo", key="todo", width=4)
-        table.add_column("dis", key="dis", width=3)
+        table = self.query_one("#table", FitTable)
         self.query_one("#title", Static).update(self.app.title_line())
         table.focus()
         self.load_page()
@@ -113,15 +134,29 @@ class SessionsScreen(Screen):
         if generation is not None and generation != self._generation:
             return
         self.page = page
-        table = self.query_one("#table", DataTable)
-        table.clear()
+        table = self.query_one("#table", FitTable)
+        searching = bool(self.session_filter.search)
+        specs = list(_SEARCH_COLUMNS if searching else _COLUMNS)
+        if table.specs != specs:
+            table.set_columns(specs)
+        rows = []
         for r in page.rows:
-            table.add_row(r.session_id, r.source_kind, r.split, r.context_id, r.n_steps, r.n_items or "",
-                          r.n_unlabelled or "", r.n_disagreements or "", key=r.session_id)
+            cells = [r.session_id, r.source_kind, r.split, r.context_id, str(r.n_steps), str(r.n_items or ""),
+                     str(r.n_unlabelled or ""), str(r.n_disagreements or "")]
+            if searching:
+                cells.append(f"t{r.match_t} {r.match_id}" if r.match_id else "")
+            rows.append((r.session_id, cells))
+        table.fill(rows)
+        if page.total == 0:
+            note = filter_note(self.session_filter)
+            self.set_status(f"no sessions match: {escape(note)}" if note else "this corpus has no sessions")
+            return
         pages = max(1, -(-page.total // PAGE_SIZE))
         first = page.offset + 1 if page.rows else 0
-        self.set_status(f"{first}–{page.offset + len(page.rows)} of {page.total:,} sessions · "
-                        f"page {page.offset // PAGE_SIZE + 1}/{pages} · {self.app.split_rule_note}")
+        note = filter_note(self.session_filter)
+        self.set_status(f"{first}–{page.offset + len(page.rows)} of {page.total:,} sessions"
+                        f"{' (' + escape(note) + ')' if note else ''} · page {page.offset // PAGE_SIZE + 1}/{pages}"
+                        f" · {self.app.split_rule_note}")
 
     def set_status(self, text: str) -> None:
         self.query_one("#status", Static).update(text)
@@ -146,7 +181,14 @@ class SessionsScreen(Screen):
 
     @on(Input.Changed, "#search")
     def _search_changed(self, event: Input.Changed) -> None:
-        self._refilter(search=event.value.strip())
+        self._search_soon(event.value.strip())
+
+    @work(exclusive=True, group="sessions-search")
+    async def _search_soon(self, term: str) -> None:
+        """Search once typing pauses: each keystroke cancels the search the one before it scheduled."""
+        await asyncio.sleep(SEARCH_DELAY)
+        if term != self.session_filter.search:
+            self._refilter(search=term)
 
     @on(Input.Submitted, "#search")
     def _search_done(self, event: Input.Submitted) -> None:
@@ -167,10 +209,14 @@ class SessionsScreen(Screen):
         if 0 <= new < max(self.page.total, 1):
             self.page_offset = new
             self.load_page()
+        else:
+            self.app.cannot("already on the first page" if delta < 0 else "already on the last page")
 
     @on(DataTable.RowSelected, "#table")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
-        self.app.open_session(event.row_key.value)
+        row = next((r for r in self.page.rows if r.session_id == event.row_key.value), None) if self.page else None
+        self.app.open_session(event.row_key.value, row.match_t if row is not None else None)
+
 
     def action_queue(self) -> None:
         self.app.open_queue()

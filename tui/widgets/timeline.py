@@ -3,38 +3,40 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import DataTable
+from textual.binding import Binding
 
 from corpus.browse import SessionDetail
+from tui.widgets.fit_table import Col, FitTable
 
 __all__ = ["Timeline", "STATUS_MARK"]
 
 #: How an attribution item's label status shows on the timeline.
 STATUS_MARK = {"design_label_only": ("◇", "yellow"), "annotated": ("◆", "cyan"), "adjudicated": ("✔", "green")}
 
+#: The footer's group of the detail-scrolling keys.
+DETAIL_KEYS = Binding.Group("Detail")
 
-def _short(s: str | None, n: int) -> str:
-    s = " ".join((s or "").split())
-    return s if len(s) <= n else s[: n - 1] + "…"
+_COLUMNS = (Col("t", "t"), Col("items", "◆"), Col("cf", "cf"), Col("action", "action", flex=True, min=6),
+            Col("outcome", "outcome", flex=True, min=8))
 
 
-class Timeline(DataTable):
+def _one_line(s: str | None) -> str:
+    return " ".join((s or "").split())
+
+
+class Timeline(FitTable):
     """Steps of one session; the cursor row is the selected step (its key is ``t``)."""
 
     DEFAULT_CSS = "Timeline { height: 1fr; }"
+    # PgDn/PgUp scroll the step's detail beside the timeline (the screen's action), not the timeline
+    BINDINGS = [Binding("pagedown", "screen.scroll_detail(1)", "detail down", key_display="PgDn", group=DETAIL_KEYS),
+                Binding("pageup", "screen.scroll_detail(-1)", "detail up", key_display="PgUp", group=DETAIL_KEYS)]
 
     def __init__(self, **kw):
-        super().__init__(cursor_type="row", zebra_stripes=False, **kw)
-
-    def on_mount(self) -> None:
-        self.add_column("t", key="t")
-        self.add_column("◆", key="items")
-        self.add_column("cf", key="cf")
-        self.add_column("action", key="action")
-        self.add_column("outcome", key="outcome")
+        super().__init__(_COLUMNS, zebra_stripes=False, **kw)
 
     def show(self, detail: SessionDetail, select_t: int | None = None) -> None:
-        self.clear()
+        rows = []
         for step in detail.steps:
             marks = Text()
             for item in detail.items_at(step.t):
@@ -43,10 +45,9 @@ class Timeline(DataTable):
                     style = "bold red"
                 marks.append(mark, style=style)
             n_cf = len(detail.counterfactuals.get(step.t, []))
-            self.add_row(str(step.t), marks, str(n_cf) if n_cf else "", _short(step.action, 14),
-                         _short(step.outcome, 40), key=str(step.t))
-        if select_t is not None:
-            self.select_step(select_t)
+            rows.append((str(step.t), [str(step.t), marks, str(n_cf) if n_cf else "", _one_line(step.action),
+                                       _one_line(step.outcome)]))
+        self.fill(rows, keep=None if select_t is None else str(select_t))
 
     def select_step(self, t: int) -> None:
         try:
@@ -56,7 +57,5 @@ class Timeline(DataTable):
 
     @property
     def selected_t(self) -> int | None:
-        if self.row_count == 0:
-            return None
-        key = self.coordinate_to_cell_key((self.cursor_row, 0)).row_key.value
+        key = self.cursor_key()
         return int(key) if key is not None else None
