@@ -32,7 +32,7 @@ import orjson
 
 from annotate.agreement import latest_labels
 from corpus.errors import UsageError
-from corpus.labels import QueueItem, add_annotations, enqueue_review, make_annotation, now_iso
+from corpus.labels import QueueItem, add_annotations, decisions_sql, enqueue_review, make_annotation, now_iso
 from corpus.release import ANNOTATED_PHI_SQL
 from corpus.store import Corpus
 
@@ -155,9 +155,10 @@ def adjudicate(corpus: Corpus, *, rule: str = "plurality-margin", margin: int | 
     now = now_iso()
     with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-annotate adjudicate") as con:
         units = latest_labels(con, "attribution", "attribution", "label")
-        reviewed = {r[0] for r in con.execute(  # decided by a person: a reviewer, or an adjudicator not this tool
-            "SELECT DISTINCT target_id FROM store.annotations WHERE target_kind = 'attribution' "
-            "AND (role = 'reviewer' OR (role = 'adjudicator' AND annotator_id <> ?))", [ADJUDICATOR]).fetchall()}
+        # decided by a person (corpus.labels' rule: a reviewer's "unsure" or a withdrawn label decides nothing)
+        reviewed = {r[0] for r in con.execute(
+            f"SELECT target_id FROM ({decisions_sql()}) WHERE role = 'reviewer' OR annotator_id <> ?",
+            [ADJUDICATOR]).fetchall()}
         existing = {r[0] for r in con.execute(
             "SELECT annotation_id FROM store.annotations WHERE role = 'adjudicator' AND annotator_id = ?",
             [ADJUDICATOR]).fetchall()}

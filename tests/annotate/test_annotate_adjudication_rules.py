@@ -124,3 +124,15 @@ def test_cli_rule_option(store, capsys):
     assert main(["adjudicate", "--corpus", str(store.dir), "--rule", "strict-majority", "--margin", "2"]) == (
         ExitCode.USAGE)
     assert main(["adjudicate", "--corpus", str(store.dir), "--rule", "majority"]) == ExitCode.USAGE
+
+
+def test_a_reviewers_unsure_decides_nothing_so_the_vote_still_decides_but_a_reviewers_label_stands(store):
+    def review(target, label, at):
+        return make_annotation(target_kind="attribution", target_id=target, annotator_id="cur-1", role="reviewer",
+                               method="review", value={"type": "attribution", "label": label}, created_at=at)
+
+    add_annotations(store, [review("s1.t1.attr", "unsure", "2026-11-29T12:00:00Z"),
+                            review("s1.t2.attr", "self", "2026-11-29T12:00:01Z")])
+    r = adjudicate(store)
+    assert r.reviewed == 1  # s1.t2: the reviewer's "self" stands against the votes for exogenous
+    assert _adjudicated(store) == [("s1.t1.attr", "self", "plurality-margin-1")]  # s1.t1: "unsure" decided nothing
