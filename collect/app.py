@@ -10,7 +10,7 @@ step, the r_t form, the action) with a screen between sessions → the revisions
 chosen steps) → save (the ingest; a busy corpus is shown and can be retried).
 
 A header shows where the subject is (session k of m · step i of n, or revision k of n); ``?``
-(F1 while typing) lists every key; Ctrl+Q leaves, keeping the answers so far as a draft that
+(or F1; even in a text field) lists every key; Ctrl+Q leaves, keeping the answers so far as a draft that
 ``--resume`` picks up.
 """
 
@@ -55,7 +55,7 @@ class CollectApp(App[Outcome]):
     TITLE = "trb-collect"
     ENABLE_COMMAND_PALETTE = False  # every action has a key (see ?)
     BINDINGS = [
-        Binding("question_mark,f1", "help", "Help"),
+        Binding("question_mark,f1", "help", "Help", priority=True),  # even in a text field: "?" always helps
         Binding("ctrl+q", "leave", "Leave", priority=True),
     ]
     CSS = """
@@ -161,7 +161,9 @@ class CollectApp(App[Outcome]):
     def action_help(self) -> None:
         from collect.screens.help import HelpScreen
 
-        if not isinstance(self.screen, HelpScreen):
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss(None)
+        else:
             self.push_screen(HelpScreen())
 
 

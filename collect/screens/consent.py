@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -10,7 +12,24 @@ from textual.widgets import Static
 
 from collect.screens.base import CollectScreen
 
-__all__ = ["ConsentScreen", "DeclinedScreen"]
+__all__ = ["ConsentScreen", "DeclinedScreen", "reflow"]
+
+_LIST_ITEM = re.compile(r"^\s*([-*•]|\d+[.)])\s")
+
+
+def reflow(text: str) -> str:
+    """The study's text with its hard line breaks joined, so it wraps at any width: paragraphs (blank lines)
+    and list items (lines starting with -, *, • or 1.) keep their own lines."""
+    out: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", text.strip()):
+        lines: list[str] = []
+        for line in paragraph.splitlines():
+            if lines and not _LIST_ITEM.match(line):
+                lines[-1] += " " + line.strip()
+            else:
+                lines.append(line.rstrip())
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
 
 
 class ConsentScreen(CollectScreen):
@@ -30,7 +49,7 @@ class ConsentScreen(CollectScreen):
         study = self.app.study
         with VerticalScroll(id="consent", can_focus=True):
             yield Static(f"[b]{escape(study.title)}[/b]\n", id="title")
-            yield Static(escape(study.consent_text), id="consent-text")
+            yield Static(escape(reflow(study.consent_text)), id="consent-text")
             yield Static(f"\n[dim]Collected by {escape(study.collector)} · licence {escape(study.licence)} · "
                          f"consent reference {escape(study.consent_ref)}[/dim]")
         yield Static("Do you agree to take part, as described above?   y  yes, I agree    n  no",

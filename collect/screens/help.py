@@ -1,4 +1,4 @@
-"""The help screen (``?``, or F1 while typing): every key of the subject app."""
+"""The help screen (``?`` or F1, anywhere): every key of the subject app."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ __all__ = ["HelpScreen", "HELP_TEXT"]
 HELP_TEXT = """\
 [b]trb-collect keys[/b]
 
-[b]everywhere[/b]  ? help (F1 while typing) · Ctrl+Q leave (your answers
+[b]everywhere[/b]  ? or F1 help · Ctrl+Q leave (your answers
             so far are kept as a draft; nothing is added half)
 [b]consent[/b]     ↑↓ PgUp PgDn read · y I agree · n or q no
 [b]subject id[/b]  type to change it · Enter start

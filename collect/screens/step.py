@@ -35,10 +35,10 @@ class StepScreen(CollectScreen):
         c = self.app.collection
         yield from self.compose_header()
         with VerticalScroll(id="body"):
-            yield Static(f"[b]You see[/b]  {escape(c.observation)}", id="observation")
             if self.last is not None:
                 yield Static(f"[b]After your move ({escape(self.last['action'])})[/b]  "
                              f"{escape(self.last['outcome'])}", id="outcome")
+            yield Static(f"[b]You see[/b]  {escape(c.observation)}", id="observation")
             prefill = {"goal": self.last["r"]["goal"]} if self.last is not None else {}
             yield RForm(c.action_space, ask_cause=self.last is not None, prefill=prefill, id="form")
 

@@ -10,6 +10,7 @@ from textual.widgets import Input, Static
 
 from collect.recorder import Collection, new_subject_id
 from collect.screens.base import CollectScreen
+from collect.widgets.field import AnswerInput
 from schemas.errors import ToolkitError
 
 __all__ = ["SubjectScreen"]
@@ -22,7 +23,7 @@ class SubjectScreen(CollectScreen):
     SubjectScreen #subject { width: 1fr; }
     SubjectScreen #error { height: auto; color: $error; }
     """
-    KEYS = "Enter start the study · type to change the id · Ctrl+Q leave (nothing is recorded yet) · F1 help"
+    KEYS = "Enter start · type another id · Ctrl+Q leave (nothing recorded) · ? help"
 
     def __init__(self, *, consent: bool) -> None:
         super().__init__()
@@ -38,7 +39,7 @@ class SubjectScreen(CollectScreen):
                          "e-mail address.[/dim]")
             with Horizontal(id="id-row"):
                 yield Static("Subject id")
-                yield Input(value=self.app.subject_id or new_subject_id(), id="subject", compact=True)
+                yield AnswerInput(value=self.app.subject_id or new_subject_id(), id="subject", compact=True)
             yield Static("", id="error")
 
     def on_mount(self) -> None:

@@ -16,6 +16,7 @@ from textual.widgets import Input, Static
 
 from collect.recorder import RInput
 from collect.widgets.choice import ChoiceBar
+from collect.widgets.field import AnswerInput
 from collect.widgets.slider import Slider
 
 __all__ = ["RForm", "FIELD_OF_MESSAGE"]
@@ -54,7 +55,7 @@ class RForm(Vertical):
 
     def _choice(self, wid: str, value: str | None) -> Widget:
         if self.action_space is None:
-            return Input(value=value or "", placeholder="type it", id=wid, compact=True)
+            return AnswerInput(value=value or "", placeholder="type it", id=wid, compact=True)
         return ChoiceBar(self.action_space, value=value, id=wid)
 
     def compose(self) -> ComposeResult:
@@ -62,7 +63,7 @@ class RForm(Vertical):
         rev = self.revision
         with Horizontal(classes="row", id="row-goal"):
             yield Static("Revised goal" if rev else "What are you trying to do?", classes="label")
-            yield Input(value=p.get("goal") or "", placeholder="say it in a few words", id="goal", compact=True)
+            yield AnswerInput(value=p.get("goal") or "", placeholder="say it in a few words", id="goal", compact=True)
         with Horizontal(classes="row", id="row-planned"):
             yield Static("Revised plan (next move)" if rev else "What will you do next?", classes="label")
             yield self._choice("planned", p.get("planned_next"))
@@ -157,5 +158,5 @@ def hint_for(widget: Widget | None) -> str:
     if isinstance(widget, Slider):
         return "←/→ 5 % · Home 0 % · End 100 % · Enter next · Tab/Shift+Tab fields"
     if isinstance(widget, Input):
-        return "type · Enter next · Tab/Shift+Tab fields · F1 help"
+        return "type · Enter next · Tab/Shift+Tab fields · ? help"
     return "Tab fields"

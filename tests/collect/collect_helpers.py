@@ -90,3 +90,23 @@ def drive(test):
         return asyncio.run(test(*args, **kwargs))
 
     return run
+
+
+def play_sessions(study, corpus, subject_id: str, *, sessions: int | None = None):
+    """A run made through the recorder alone (no screen): consent, then every step of the first ``sessions``
+    sessions (default: all) walked toward the goal; the :class:`Collection`, its draft written."""
+    from collect.recorder import Collection, RInput
+
+    c = Collection.start(study, corpus, consent=True, subject_id=subject_id)
+    moves = {0: "right", 1: "up"}
+    while c.collecting and (sessions is None or c.index < sessions):
+        move = moves[c.index % 2]
+        first = c.step_number == 1
+        c.act(RInput(f"reach {c.session.goal}", move, 0.7, None if first else 0.6), move)
+    return c
+
+
+def store_counts(corpus_dir: Path) -> dict[str, int]:
+    """Row counts of every store table, read with plain DuckDB."""
+    tables = [r[0] for r in store_rows(corpus_dir, "SELECT table_name FROM information_schema.tables")]
+    return {t: store_rows(corpus_dir, f'SELECT count(*) FROM "{t}"')[0][0] for t in tables}
