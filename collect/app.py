@@ -172,6 +172,6 @@ def run_app(study: Study, corpus: Corpus, *, subject_id: str | None = None, cont
     """Run the app in this terminal; how it ended goes to stderr as one line."""
     import sys
 
-    outcome = CollectApp(study, corpus, subject_id=subject_id, context_id=context_id, resume=resume).run()
-    if outcome is not None:
-        print(f"trb-collect: {outcome.message}", file=sys.stderr)
+    app = CollectApp(study, corpus, subject_id=subject_id, context_id=context_id, resume=resume)
+    outcome = app.run() or app.leave_outcome()  # None: closed from outside (a browser tab, a signal)
+    print(f"trb-collect: {outcome.message}", file=sys.stderr)
