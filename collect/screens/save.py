@@ -44,6 +44,7 @@ class SaveScreen(CollectScreen):
         super().__init__()
         self.state = "saving"  # saving | waiting | saved | busy | failed
         self.states: list[str] = []  # every state shown, in order
+        self.ingest_seconds: float | None = None
 
     def compose(self) -> ComposeResult:
         yield from self.compose_header()
@@ -87,6 +88,7 @@ class SaveScreen(CollectScreen):
 
     def _saved(self, records: list[dict], seconds: float) -> None:
         app = self.app
+        self.ingest_seconds = seconds  # the ingest's own time (bench/collect.py reads it)
         app.saved = True
         lines = "\n".join(f"  • {line}" for line in recorded_summary(records))
         c = app.collection

@@ -67,11 +67,10 @@ class RForm(Vertical):
         with Horizontal(classes="row", id="row-planned"):
             yield Static("Revised plan (next move)" if rev else "What will you do next?", classes="label")
             yield self._choice("planned", p.get("planned_next"))
-        if self.ask_cause:
-            with Horizontal(classes="row", id="row-cause"):
-                yield Static("Revised: last change yours?" if rev else "Was the last change your doing?",
-                             classes="label")
-                yield Slider(low="no", high="yes", value=p.get("caused_by_self"), id="cause")
+        with Horizontal(classes="row", id="row-cause"):  # shown only where asked (not at a first step)
+            yield Static("Revised: last change yours?" if rev else "Was the last change your doing?",
+                         classes="label")
+            yield Slider(low="no", high="yes", value=p.get("caused_by_self"), id="cause")
         with Horizontal(classes="row", id="row-confidence"):
             yield Static("Revised: how sure?" if rev else "How sure are you it will work?", classes="label")
             yield Slider(low="not", high="sure", value=p.get("confidence"), id="confidence")
@@ -79,6 +78,24 @@ class RForm(Vertical):
             yield Static("Then you would do" if rev else "Now act: your move", classes="label")
             yield self._choice("action", None)
         yield Static("", id="error")
+
+    def on_mount(self) -> None:
+        self.query_one("#row-cause").display = self.ask_cause
+
+    def reset(self, *, ask_cause: bool, prefill: dict | None = None) -> None:
+        """Empty the form for the next step (the goal from ``prefill``), focus its first field."""
+        self.ask_cause = ask_cause
+        self.prefill = prefill or {}
+        self.clear_error()
+        self.query_one("#row-cause").display = ask_cause
+        goal = self.query_one("#goal", Input)
+        goal.value = self.prefill.get("goal") or ""
+        for wid in ("planned", "action"):
+            w = self.query_one(f"#{wid}")
+            w.value = "" if isinstance(w, Input) else None
+        self.query_one("#cause", Slider).steps = None
+        self.query_one("#confidence", Slider).steps = None
+        self.focus_first()
 
     # ------------------------------------------------------------------ moving through the fields
     def fields(self) -> list[Widget]:

@@ -68,3 +68,17 @@ def test_serve_runs_one_app_per_connection_with_this_python(study_path, corpus):
     argv = shlex.split(app_command(study_path, corpus.dir, context_id="ctx-mini-en"))
     assert argv == [sys.executable, "-m", "collect.cli", "run", str(study_path.resolve()), "--corpus",
                     str(corpus.dir.resolve()), "--context", "ctx-mini-en"]
+
+
+def test_every_trb_collect_command_is_in_the_readme_and_no_other():
+    import re
+
+    from collect.cli import cli
+    from tests_paths import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## `trb-collect`", 1)[1].split("\n## ", 1)[0]
+    for name in cli.commands:
+        assert f"`trb-collect {name}" in section, f"trb-collect {name} is not in README.md"
+    named = set(re.findall(r"`trb-collect ([a-z][a-z-]+)", readme))
+    assert named <= set(cli.commands), f"README names trb-collect commands that do not exist: {named - set(cli.commands)}"

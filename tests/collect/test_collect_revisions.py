@@ -34,7 +34,7 @@ async def test_a_revision_shows_what_was_said_and_done_and_an_unchanged_one_is_r
         assert f"You saw {step['observation']}" in text
         assert "You said goal reach E2 · plan right · sure 70 %" in text and "last change yours" not in text
         assert f"You did right → {step['outcome']}" in text
-        assert not screen.query("#cause")  # a first step: no "your doing?" to revise
+        assert not screen.query_one("#row-cause").display  # a first step: no "your doing?" to revise
         await pilot.press("enter", "enter", "enter", "4", "enter")  # the same answers, the same move
         assert app.screen is screen and "revised answers: they are the same as what you said then" in _flat(app)
         assert drafts(corpus.dir)[c.draft_id]["revisions"] == []
