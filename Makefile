@@ -52,6 +52,7 @@ bench: install $(LS_STAMP) install-browser
 	$(BIN)/python bench/annotate.py
 	$(BIN)/python bench/annotate_ui.py
 	$(BIN)/python bench/review.py
+	$(BIN)/python bench/collect.py
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/track1_scoring.py
 

@@ -69,9 +69,10 @@ def run(study, corpus_dir, subject_id, context_id, draft_id) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=int, default=8000, show_default=True, help="Port to listen on.")
 @click.option("--public-url", default=None, help="The URL subjects open, when it differs (a proxy).")
-@_subject_options
-def serve(study, corpus_dir, host, port, public_url, subject_id, context_id) -> None:
-    """Serve the subject's app to browsers (textual-serve): one session per connection."""
+@click.option("--context", "context_id", default=None, help="The study context (default: its first).")
+def serve(study, corpus_dir, host, port, public_url, context_id) -> None:
+    """Serve the subject's app to browsers (textual-serve): one session per connection, each its own subject
+    (a random pseudonymous id)."""
     from collect.serve import serve as run
     from collect.study import load_study
 

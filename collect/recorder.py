@@ -35,6 +35,7 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,6 +45,7 @@ from corpus.errors import UsageError
 from corpus.ingest import IngestReport, ingest_records
 from corpus.pii import scan_text
 from corpus.store import Corpus
+from schemas.locking import LockWait
 from schemas.models import SCHEMA_VERSION
 
 __all__ = ["Collection", "RInput", "PersonalData", "DraftInfo", "list_drafts", "discard_draft", "DRAFTS",
@@ -251,6 +253,8 @@ class Collection:
             raise UsageError("every session is recorded; go on to the revisions")
         r = self._clean(r, first=not s.steps)
         space = self.action_space
+        if space is not None and action is None:
+            raise UsageError(f"action: choose what you do ({', '.join(space)})")
         if space is not None and action not in space:
             raise UsageError(f"action {action!r} is not one of {', '.join(space)}")
         if space is None:
@@ -276,6 +280,8 @@ class Collection:
         planned = _check_text("planned next", r.planned_next)
         if not planned:
             raise UsageError("planned next: say what you plan to do next")
+        if r.confidence is None:
+            raise UsageError("confidence: say how sure you are (0 to 100 %)")
         for name, p in (("confidence", r.confidence), ("caused_by_self", r.caused_by_self)):
             if p is not None and not 0 <= float(p) <= 1:
                 raise UsageError(f"{name}: expected a probability from 0 to 1, got {p!r}")
@@ -308,7 +314,12 @@ class Collection:
         else:
             step = self.sessions[item[0]].steps[item[1]]
             r_prime = self._clean(r_prime, first=item[1] == 0)
+            if r_prime.record() == RInput(**step["r"]).record():
+                raise UsageError("revised answers: they are the same as what you said then; change at least one "
+                                 "(or skip the step)")
             space = step["action_space"]
+            if space is not None and action is None:
+                raise UsageError(f"action: choose what you would then do ({', '.join(space)})")
             if space is not None and action not in space:
                 raise UsageError(f"action {action!r} is not one of {', '.join(space)}")
             if space is None:
@@ -365,11 +376,20 @@ class Collection:
                                 "note": f"from the {self.study.environment.name} environment's ground truth"})
         return out
 
-    def finish(self, *, wait_seconds: float | None = None) -> IngestReport:
-        """Ingest every record of the run, all or none; the draft goes once the ingest has committed."""
+    def finish(self, *, wait_seconds: float | None = None,
+               on_wait: Callable[[LockWait], None] | None = None) -> IngestReport:
+        """Ingest every record of the run, all or none; the draft goes once the ingest has committed.
+
+        ``on_wait`` is told (once) who holds the corpus when the ingest has to wait for it.
+
+        Raises:
+            CorpusBusy: the corpus was held by another process past ``wait_seconds``; the draft is kept.
+            InvalidInput, RecordConflict: the records were refused; nothing was written, the draft is kept.
+        """
         records = self.records()
         name = f"trb-collect study {self.study.id} ({self.study.path}) subject {self.subject_id}, saved {_now()}"
-        report = ingest_records(self.corpus, {name: records}, progress=False, wait_seconds=wait_seconds)
+        report = ingest_records(self.corpus, {name: records}, progress=False, wait_seconds=wait_seconds,
+                                **({} if on_wait is None else {"on_wait": on_wait}))
         self._draft_path().unlink(missing_ok=True)
         return report
 

@@ -9,7 +9,7 @@ closed; without them it tries Google's hosts at every start) and a fresh profile
 
 Fixtures:
 
-- ``chromium``: one browser for the test session;
+- ``chromium``: one browser per test module (stopped at its end: see the fixture);
 - ``page``: a new page at 1,280 × 800 CSS pixels in its own context (cookies not shared).
 """
 
@@ -36,7 +36,10 @@ def chromium_binary() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: Playwright's sync API leaves its event loop marked as running in the main thread
+# while it is started, so every later asyncio.run() of the session (Textual's run_test, App.run, the snapshot
+# plugin) would fail with "asyncio.run() cannot be called from a running event loop".
+@pytest.fixture(scope="module")
 def chromium():
     from playwright.sync_api import sync_playwright
 

@@ -1,0 +1,236 @@
+"""A step: the form's keys, the recorder's refusals shown on the field they name (nothing saved), the outcome on
+the next screen, help, leaving mid-run (a draft, resumable), and nothing important cut at 80×24 or 120×36."""
+
+from __future__ import annotations
+
+import pytest
+
+from collect.app import CollectApp
+from collect.screens.confirm import ConfirmScreen
+from collect.screens.help import HelpScreen
+from collect.screens.revision import RevisionScreen
+from collect.screens.step import StepScreen
+from collect.scripted import Answer, agree, answer_step, type_text
+from collect.widgets.choice import ChoiceBar
+from collect.widgets.slider import Slider
+from collect_helpers import drafts, drive, play_sessions, screen_lines, screen_text
+
+
+def _flat(app) -> str:
+    return " ".join(screen_text(app).split())
+
+
+@drive
+async def test_the_form_keys_choose_and_set_what_they_say(study, corpus):
+    app = CollectApp(study, corpus, subject_id="subj-keys")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await agree(pilot)
+        screen = app.screen
+        assert isinstance(screen, StepScreen) and not screen.query_one("#row-cause").display  # not at a first step
+        assert app.focused.id == "goal" and "type · Enter next" in screen.keys_text
+        await type_text(pilot, "reach E2")
+        await pilot.press("enter")
+        planned = screen.query_one("#planned", ChoiceBar)
+        assert app.focused is planned and planned.value is None and "1–5 or ←/→ choose" in screen.keys_text
+        await pilot.press("3")
+        assert planned.value == "left"
+        await pilot.press("right", "right")
+        assert planned.value == "wait"
+        await pilot.press("right")
+        assert planned.value == "up"  # round the options
+        await pilot.press("tab")
+        conf = screen.query_one("#confidence", Slider)
+        assert app.focused is conf and conf.value is None and "not set" in str(conf.render())
+        await pilot.press("right")
+        assert conf.value == 0.5 and "50 %" in str(conf.render())
+        await pilot.press("right", "right", "left")
+        assert conf.value == 0.55
+        await pilot.press("end")
+        assert conf.value == 1.0 and "100 %" in str(conf.render())
+        await pilot.press("home")
+        assert conf.value == 0.0 and "  0 %" in str(conf.render())
+        await pilot.press("left")
+        assert conf.value == 0.0  # no lower than 0 %
+        await pilot.press("shift+tab")
+        assert app.focused is planned
+        await pilot.press("enter", "enter")
+        assert app.focused.id == "action" and "Enter do it" in screen.keys_text
+        await pilot.press("2", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, StepScreen) and "step 2 of 3" in _flat(app)
+        assert app.focused.id == "goal" and planned.value is None and conf.value is None  # a fresh form
+        assert screen.query_one("#row-cause").display and screen.query_one("#cause", Slider).value is None
+    [draft] = drafts(corpus.dir).values()
+    assert draft["sessions"][0]["steps"] == [
+        {"r": {"goal": "reach E2", "planned_next": "up", "confidence": 0.0, "caused_by_self": None},
+         "action": "down"}]
+
+
+@drive
+async def test_refusals_are_shown_on_the_field_they_name_and_nothing_is_saved(study, corpus):
+    app = CollectApp(study, corpus, subject_id="subj-refuse")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await agree(pilot)
+        screen = app.screen
+        cases = [  # (what the subject enters, the field refused, words of the message)
+            (Answer("write to jane.doe@example.org", 4, 4), "goal", "goal: this looks like personal data (email)"),
+        ]
+        for answer, field, words in cases:
+            await answer_step(pilot, answer)
+            assert app.screen is screen and words in _flat(app) and "nothing was saved" in _flat(app)
+            assert app.focused.id == field and screen.query_one(f"#row-{field}").has_class("-invalid")
+        # the goal said again without the phone number; no move chosen: the recorder asks for one
+        await pilot.press("end", "ctrl+u")
+        await type_text(pilot, "reach E2")
+        await pilot.press("enter", "enter", "enter")
+        assert app.focused.id == "action"
+        screen.query_one("#action", ChoiceBar).value = None
+        await pilot.press("enter")
+        assert app.screen is screen and "action: choose what you do" in _flat(app) and app.focused.id == "action"
+        assert drafts(corpus.dir)["mini-subj-refuse"]["sessions"][0]["steps"] == []  # nothing saved so far
+        await pilot.press("4", "enter")
+        await pilot.pause()
+        step2 = app.screen
+        assert "step 2 of 3" in _flat(app) and "nothing was saved" not in _flat(app)
+        # at step 2 the "your doing?" slider must be set; an unset confidence is refused by the recorder
+        await pilot.press("enter", "4", "enter", "enter", "right", "enter", "4", "enter")
+        assert app.screen is step2 and "caused_by_self: say whether the last change was your own doing" in _flat(app)
+        assert app.focused.id == "cause"
+        await pilot.press("right", "enter")
+        step2.query_one("#confidence", Slider).steps = None
+        await pilot.press("enter", "4", "enter")
+        assert app.screen is step2 and "confidence: say how sure you are" in _flat(app) and app.focused.id == "confidence"
+    assert len(drafts(corpus.dir)["mini-subj-refuse"]["sessions"][0]["steps"]) == 1
+
+
+@drive
+async def test_the_outcome_is_shown_on_the_next_step_and_the_goal_carried_over(study, corpus):
+    app = CollectApp(study, corpus, subject_id="subj-out")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await agree(pilot)
+        assert "After your move" not in _flat(app) and "You see Step 1 of 3" in _flat(app)
+        await answer_step(pilot, Answer("reach E2", 4, 4))
+        step = app.collection.sessions[0].steps[0]
+        text = _flat(app)
+        assert f"After your move (right) {step['outcome']}" in text  # as the environment renders it
+        assert f"You see {app.collection.observation}" in text
+        assert app.screen.query_one("#goal").value == "reach E2" and app.screen.query_one("#row-cause").display
+        assert "session 1 of 2 · step 2 of 3" in text
+
+
+@drive
+async def test_help_lists_the_keys_of_every_screen(study, corpus):
+    app = CollectApp(study, corpus, subject_id="subj-help")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = _flat(app)
+        for key in ("? or F1 help", "Ctrl+Q leave", "y I agree", "n or q no", "Enter start", "Tab / Shift+Tab",
+                    "1–5 or ←/→", "←/→ 5 %", "Home 0 %", "End 100 %", "Enter on your move: do it",
+                    "Enter or Space go on", "Esc skip the step", "r retry", "q close"):
+            assert key in text, key
+        await pilot.press("question_mark")
+        await pilot.pause()
+        await agree(pilot)
+        assert app.focused.id == "goal"
+        await pilot.press("question_mark")  # in a text field too: help, not a typed "?"
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, StepScreen) and app.screen.query_one("#goal").value == ""
+
+
+@drive
+async def test_leaving_mid_run_keeps_a_draft_that_resumes_where_it_stopped(study, corpus):
+    app = CollectApp(study, corpus, subject_id="subj-leave")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await agree(pilot)
+        await answer_step(pilot, Answer("reach E2", 4, 4))
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        text = _flat(app)
+        assert "Leave the study now?" in text and "kept as draft mini-subj-leave" in text
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, StepScreen)
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+    out = app.return_value
+    assert out.status == "left" and out.draft_id == "mini-subj-leave"
+    assert "--resume mini-subj-leave" in out.message and "session 1 of 2 · step 2 of 3" in out.message
+    assert len(drafts(corpus.dir)["mini-subj-leave"]["sessions"][0]["steps"]) == 1
+
+    again = CollectApp(study, corpus, resume="mini-subj-leave")
+    async with again.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert isinstance(again.screen, StepScreen)  # no consent again: it was given
+        text = _flat(again)
+        assert "session 1 of 2 · step 2 of 3" in text and "After your move (right)" in text
+        await answer_step(pilot, Answer(None, 4, 4))
+        assert "step 3 of 3" in _flat(again)
+    assert len(drafts(corpus.dir)["mini-subj-leave"]["sessions"][0]["steps"]) == 2
+
+
+def test_a_draft_of_another_study_version_is_refused_before_the_app_starts(study, corpus, tmp_path):
+    from collect.recorder import DraftError
+    from collect.study import load_study
+
+    play_sessions(study, corpus, "subj-v1", sessions=0)
+    changed = tmp_path / "mini.toml"
+    changed.write_text(changed.read_text().replace("budget = 3", "budget = 4"))
+    with pytest.raises(DraftError, match="another version"):
+        CollectApp(load_study(changed), corpus, resume="mini-subj-v1")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+@drive
+async def test_nothing_important_is_cut(study, corpus, size):
+    """At 80×24 and 120×36 the header, what the subject sees, every question, every option, every slider's
+    value and the keys line are on screen whole (nothing clipped, nothing cut with an ellipsis)."""
+    from collect.recorder import RInput
+
+    app = CollectApp(study, corpus)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        lines = screen_lines(app)
+        assert "y  yes, I agree    n  no" in lines[-2] and "n or q no (nothing is recorded)" in lines[-1]
+        assert "before the study" in lines[0] and "…" not in "".join(lines)
+
+    c = play_sessions(study, corpus, "subj-size", sessions=0)
+    c.act(RInput("reach E2", "right", 0.7), "right")
+    app = CollectApp(study, corpus, resume=c.draft_id)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        await answer_step(pilot, Answer(None, 4, 4), act=False)
+        lines = screen_lines(app)
+        text = " ".join("\n".join(lines).split())
+        assert "…" not in text and len(lines) == size[1]
+        assert "mini │ session 1 of 2 · step 2 of 3 │ ? help · Ctrl+Q leave" in lines[0]
+        assert " ".join(app.collection.observation.split()) in text and "After your move (right)" in text
+        for label in ("What are you trying to do?", "What will you do next?", "Was the last change your doing?",
+                      "How sure are you it will work?", "Now act: your move"):
+            assert label in text
+        assert sum("1 up  2 down  3 left  4 right  5 wait" in line for line in lines) == 2
+        assert "no ━" in text and "yes 60 %" in text and "sure 70 %" in text
+        assert "1–5 or ←/→ choose · Enter do it · Tab/Shift+Tab fields · Ctrl+Q leave" in lines[-1]
+
+    c = play_sessions(study, corpus, "subj-size2")
+    c.revise(c.revision_items()[0], None)
+    app = CollectApp(study, corpus, resume=c.draft_id)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, RevisionScreen)
+        x = app.screen.context
+        lines = screen_lines(app)
+        text = " ".join("\n".join(lines).split())
+        assert "…" not in text and "revision 2 of 4" in lines[0]
+        for part in (" ".join(x["observation"].split()), "goal reach E2 · plan right · last change yours 60 % · "
+                     "sure 70 %", f"right → {x['outcome']}", "Esc: skip this step", "Revised goal",
+                     "Revised: last change yours?", "yes 60 %", "Then you would do", "5 wait —"):
+            assert part in text, part
+        assert "Esc skip" in lines[-1]
