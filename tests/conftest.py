@@ -44,18 +44,6 @@ def cli(capsys):
     return run
 
 
-def store_counts(corpus: Path) -> dict[str, int]:
-    """Row counts of every store table, read with plain DuckDB (not the toolkit)."""
-    import duckdb
-
-    con = duckdb.connect(str(corpus / "corpus.duckdb"), read_only=True)
-    try:
-        tables = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()]
-        return {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
-    finally:
-        con.close()
-
-
 @pytest.fixture(scope="session")
 def trb_wheel(tmp_path_factory) -> Path:
     """This checkout's wheel, built once per test session (tests/wheelenv.py; offline, the checkout untouched)."""

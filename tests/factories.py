@@ -116,3 +116,15 @@ def mutated(rec: dict, path: str, value) -> dict:
 
 
 DELETE = object()
+
+
+def store_counts(corpus: Path) -> dict[str, int]:
+    """Row counts of every store table, read with plain DuckDB (not the toolkit)."""
+    import duckdb
+
+    con = duckdb.connect(str(corpus / "corpus.duckdb"), read_only=True)
+    try:
+        tables = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()]
+        return {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+    finally:
+        con.close()

@@ -11,9 +11,8 @@ import subprocess
 import sys
 import time
 
-from conftest import store_counts
 from corpus.errors import ExitCode
-from factories import session, write_jsonl
+from factories import session, store_counts, write_jsonl
 
 
 def test_init_refuses_an_existing_corpus(corpus_dir, cli):

@@ -10,11 +10,20 @@ import sys
 import duckdb
 import pytest
 
-from conftest import store_counts
 from corpus.errors import ExitCode, InvalidInput, RecordConflict
 from corpus.ingest import ingest
 from corpus.store import Corpus
-from factories import DELETE, annotation, attribution, counterfactual, mutated, session, small_corpus, write_jsonl
+from factories import (
+    DELETE,
+    annotation,
+    attribution,
+    counterfactual,
+    mutated,
+    session,
+    small_corpus,
+    store_counts,
+    write_jsonl,
+)
 
 
 def test_ingest_writes_every_record_and_step(corpus_dir, tmp_path):

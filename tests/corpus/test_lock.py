@@ -10,13 +10,12 @@ import time
 
 import pytest
 
-from conftest import store_counts
 from corpus.errors import CorpusBusy
 from corpus.ingest import ingest
 from corpus.lock import CorpusLock
 from corpus.stats import corpus_stats
 from corpus.store import Corpus
-from factories import session, write_jsonl
+from factories import session, store_counts, write_jsonl
 
 HOLDER = textwrap.dedent("""
     import sys, time
