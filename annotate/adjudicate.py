@@ -19,7 +19,8 @@ rule was named, method ``majority-margin-<margin>``, count as the same plurality
 
 Counterfactuals (``continuation``) are not decided by vote: Φ(r') is the distribution of
 the annotators' action choices with their count (:func:`phi_from_annotations`), which is what
-releases use for a counterfactual whose record has no Φ (see :mod:`corpus.release`).
+releases use for a counterfactual whose record has no Φ, and pool with a record's counted Φ
+(see :mod:`corpus.release`).
 """
 
 from __future__ import annotations

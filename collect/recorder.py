@@ -18,6 +18,7 @@ every session):
   subject states a revised r' and the action they would then take; Φ(r') is that choice
   (``n`` = 1), authored by the subject. Raise ``n`` in Label Studio:
   ``trb-annotate push --kind continuation --where "origin = 'same_session_revision' AND phi_n < 5"``;
+  a release pools the annotators' choices with the subject's (:data:`corpus.release.POOLED_PHI_SQL`);
 * ``paired_session`` counterfactuals at the first step of each session of a pair (the same
   start): r' is the partner session's r_0 and Φ(r') the partner's first action (``n`` = 1);
 * ``attribution`` items from the environment's ground truth: every step but the last whose

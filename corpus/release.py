@@ -49,7 +49,8 @@ from schemas.release_format import (
 )
 from schemas.versions import SCHEMA_VERSION, TOOLKIT_VERSION, TRB_VERSION
 
-__all__ = ["ReleaseResult", "cut_release", "read_manifest", "list_releases", "TOOLKIT_VERSION", "ANNOTATED_PHI_SQL"]
+__all__ = ["ReleaseResult", "cut_release", "read_manifest", "list_releases", "TOOLKIT_VERSION", "ANNOTATED_PHI_SQL",
+           "POOLED_PHI_SQL"]
 
 #: The datasheet template releases fill (package data: there in a wheel as in a checkout).
 TEMPLATE = resources.files("corpus") / "templates" / "DATASHEET.md"
@@ -60,7 +61,9 @@ _MAX_PII_LISTED = 20
 #: Φ(r') of each counterfactual from its annotators' action choices (``trb-annotate pull``): the
 #: latest revision of each annotator's ``action`` label, kept when the action is in the step's
 #: action space; probs = share of annotators per action, n = annotators. Releases use it for a
-#: counterfactual whose own record has no Φ (columns cf_id, phi_type, phi_probs as JSON, phi_n).
+#: counterfactual whose own record has no Φ, and pool it with a record's Φ that counts its choices
+#: (``n`` set: e.g. a subject's own choice, n = 1, from ``trb-collect``) — see :data:`POOLED_PHI_SQL`
+#: (columns cf_id, phi_type, phi_probs as JSON, phi_n).
 ANNOTATED_PHI_SQL = """
     WITH votes AS (
         SELECT target_id AS cf_id, annotator_id, action FROM store.annotations
@@ -80,6 +83,27 @@ ANNOTATED_PHI_SQL = """
            any_value(n)::INTEGER AS phi_n
     FROM counts JOIN totals USING (cf_id) GROUP BY cf_id"""
 
+#: Φ(r') pooled from a record's counted choices and its annotators' (needs the temp table ``annotated_phi``):
+#: for a counterfactual whose record states Φ as a distribution over ``n`` choices and which annotators
+#: also labelled, each action's count is p·n (the record) plus its votes, over n + the annotators. A
+#: record whose Φ has no ``n`` (an exact policy, as the simulator writes) is never pooled.
+POOLED_PHI_SQL = """
+    WITH rec AS (
+        SELECT c.cf_id, e.key AS action, round(e.value * c.phi_n) AS k
+        FROM store.counterfactuals c JOIN annotated_phi a USING (cf_id),
+             unnest(map_entries(json_transform(c.phi_probs, '"MAP(VARCHAR, DOUBLE)"'))) AS u(e)
+        WHERE c.phi_type = 'distribution' AND c.phi_n IS NOT NULL),
+    ann AS (
+        SELECT a.cf_id, e.key AS action, round(e.value * a.phi_n) AS k
+        FROM annotated_phi a, unnest(map_entries(json_transform(a.phi_probs, '"MAP(VARCHAR, DOUBLE)"'))) AS u(e)
+        WHERE a.cf_id IN (SELECT cf_id FROM rec)),
+    counts AS (SELECT cf_id, action, sum(k) AS k FROM (SELECT * FROM rec UNION ALL SELECT * FROM ann) GROUP BY ALL),
+    totals AS (SELECT cf_id, sum(k) AS n FROM counts GROUP BY ALL)
+    SELECT cf_id, '{' || string_agg(to_json(action)::VARCHAR || ': ' || (k / n)::VARCHAR, ', ' ORDER BY action) || '}'
+               AS phi_probs,
+           any_value(n)::INTEGER AS phi_n
+    FROM counts JOIN totals USING (cf_id) GROUP BY cf_id"""
+
 #: config -> SQL producing its rows (every column of schemas.release_format.CONFIGS, in order), sorted.
 _ROWS_SQL = {
     "sessions": """
@@ -95,11 +119,13 @@ _ROWS_SQL = {
                c.rp_confidence, c.rp_ext, c.origin, c.paired_session_id, c.adversarial, c.ood, c.author_person,
                c.generator_name, c.generator_version, c.generator_seed, coalesce(c.phi_type, ap.phi_type) AS phi_type,
                CASE WHEN coalesce(c.phi_type, ap.phi_type) = 'distribution' THEN list_sort(list_transform(
-                   map_entries(json_transform(coalesce(c.phi_probs, ap.phi_probs), '"MAP(VARCHAR, DOUBLE)"')),
+                   map_entries(json_transform(coalesce(pp.phi_probs, c.phi_probs, ap.phi_probs),
+                                              '"MAP(VARCHAR, DOUBLE)"')),
                    lambda e: {'action': e.key, 'p': e.value})) END AS phi_probs,
-               c.phi_text, CASE WHEN c.phi_type IS NULL THEN ap.phi_n ELSE c.phi_n END AS phi_n
+               c.phi_text, coalesce(pp.phi_n, CASE WHEN c.phi_type IS NULL THEN ap.phi_n ELSE c.phi_n END) AS phi_n
         FROM store.counterfactuals c JOIN assigned x USING (session_id)
         LEFT JOIN annotated_phi ap ON c.phi_type IS NULL AND ap.cf_id = c.cf_id
+        LEFT JOIN pooled_phi pp ON pp.cf_id = c.cf_id
         WHERE NOT (coalesce(c.phi_type, ap.phi_type) IS NULL AND x.split IN ('eval', 'transfer'))""",
     # an item's label is its decision (corpus.labels.decisions_sql: a reviewer's "unsure" or a withdrawn
     # label decides nothing); an adjudicated "unsure" leaves it unlabelled; undecided, its design label
@@ -164,6 +190,7 @@ def _assign(con, salt: str, pinned: dict[str, str], fractions: dict[str, float])
     subjects = [r[0] for r in con.execute("SELECT DISTINCT subject_id FROM store.sessions ORDER BY 1").fetchall()]
     con.register("subject_splits", assign_subjects(subjects, salt, pinned, fractions))
     con.execute(f"CREATE TEMP TABLE annotated_phi AS {ANNOTATED_PHI_SQL}")
+    con.execute(f"CREATE TEMP TABLE pooled_phi AS {POOLED_PHI_SQL}")
     con.execute("""
         CREATE TEMP TABLE assigned AS
         SELECT s.session_id, s.subject_id,

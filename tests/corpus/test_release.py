@@ -406,3 +406,31 @@ def test_subject_split_is_deterministic_and_near_its_fractions():
     share = {s: splits.count(s) / len(splits) for s in ("train", "dev", "eval")}
     assert abs(share["train"] - 0.7) < 0.015 and abs(share["dev"] - 0.1) < 0.01 and abs(share["eval"] - 0.2) < 0.012
     assert splits != [subject_split("other-salt", f"subj-{i}") for i in range(20000)]
+
+
+def test_annotators_choices_pool_with_a_records_counted_choices_but_never_with_an_exact_phi(tmp_path):
+    from corpus.labels import add_annotations, make_annotation
+
+    c = Corpus(init_corpus(tmp_path / "c"))
+    own = counterfactual("s1.t0.own", "s1", 0, probs={"up": 1.0}, n=1)  # a subject's own choice (trb-collect)
+    exact = counterfactual("s1.t1.exact", "s1", 1, probs={"up": 0.75, "right": 0.25}, n=None)  # a known policy
+    bare = counterfactual("s1.t2.bare", "s1", 2)
+    del exact["phi"]["n"]
+    del bare["phi"]
+    # simulated: an exact Φ without n is allowed there (the min-annotators gate exempts it)
+    ingest(c, [write_jsonl(tmp_path / "in.jsonl", [session("s1", source_kind="simulated"), own, exact, bare])],
+           progress=False)
+    votes = {"s1.t0.own": ["down", "down", "up"], "s1.t1.exact": ["down", "down", "down"], "s1.t2.bare": ["wait"] * 3}
+    add_annotations(c, [make_annotation(target_kind="counterfactual", target_id=cf, annotator_id=f"a{i}",
+                                        value={"type": "action", "action": a}, created_at="2026-11-30T10:00:00Z")
+                        for cf, acts in votes.items() for i, a in enumerate(acts)])
+    r = cut_release(c, "0.1.0", kind="smoke", progress=False, min_annotators=1,
+                    split_fractions={"train": 0.0, "dev": 0.0, "eval": 1.0})
+    rows = {row["cf_id"]: row for row in pq.read_table(r.directory / "data" / "counterfactuals").to_pylist()}
+
+    def phi(cf):
+        return {p["action"]: p["p"] for p in rows[cf]["phi_probs"]}, rows[cf]["phi_n"]
+
+    assert phi("s1.t0.own") == ({"down": 0.5, "up": 0.5}, 4)  # (1 up) + (2 down, 1 up) over 4
+    assert phi("s1.t1.exact") == ({"up": 0.75, "right": 0.25}, None)  # an exact Φ is not a count: left alone
+    assert phi("s1.t2.bare") == ({"wait": 1.0}, 3)
