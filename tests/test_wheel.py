@@ -13,8 +13,8 @@ import pytest
 from wheelenv import ROOT, fresh_venv, run_in, site_packages
 
 #: The project's top-level packages (pyproject.toml's [tool.setuptools.packages.find] include).
-PACKAGES = ["schemas", "corpus", "simworld", "annotate", "trb", "tui", "pipeline"]
-SCRIPTS = ["trb-corpus", "trb", "trb-annotate", "trb-review", "trb-demo"]
+PACKAGES = ["schemas", "corpus", "simworld", "annotate", "trb", "tui", "pipeline", "collect", "environments"]
+SCRIPTS = ["trb-corpus", "trb", "trb-annotate", "trb-review", "trb-demo", "trb-collect"]
 
 
 def _checkout_files() -> set[str]:
@@ -36,7 +36,8 @@ def test_the_wheel_holds_every_file_of_the_packages(trb_wheel):
     missing = sorted(_checkout_files() - names)
     assert not missing, f"not in the wheel (add a package-data glob in pyproject.toml): {missing}"
     for data in ("corpus/templates/DATASHEET.md", "corpus/examples/7f3a/7f3a.jsonl", "corpus/examples/7f3a/README.md",
-                 "schemas/session.schema.json", "annotate/configs/attribution.xml"):
+                 "schemas/session.schema.json", "annotate/configs/attribution.xml",
+                 "annotate/instructions/attribution.html", "collect/studies/pilot-grid.toml"):
         assert data in names
     outside = sorted(n for n in names if n.split("/")[0] not in PACKAGES and ".dist-info/" not in n)
     assert not outside, f"the wheel ships files outside the packages: {outside}"
@@ -45,6 +46,7 @@ def test_the_wheel_holds_every_file_of_the_packages(trb_wheel):
     assert set(re.findall(r"^([a-z-]+) = ", groups["console_scripts"], re.M)) == set(SCRIPTS)
     # the built-in adapters are registered through the same entry-point group a lab's package uses
     assert set(re.findall(r"^([a-z-]+) = ", groups["trb.adapters"], re.M)) == {"native", "proxy"}
+    assert set(re.findall(r"^([a-z-]+) = ", groups["trb.environments"], re.M)) == {"grid"}
 
 
 @pytest.mark.slow
@@ -88,6 +90,9 @@ def test_the_installed_wheel_runs_from_outside_the_checkout(trb_wheel, tmp_path)
     datasheet = (release / "DATASHEET.md").read_text(encoding="utf-8")
     assert "{{" not in datasheet and "# Datasheet: TRB corpus release 0.1.0" in datasheet
     assert sha in run("trb-corpus", "verify", release).stderr
+
+    study = Path(files["collect"]).parent / "studies" / "pilot-grid.toml"  # the example study ships too
+    assert "study pilot-grid" in run("trb-collect", "check", study).stdout
 
     calibrated = run("trb", "calibrate")
     assert "calibration passed" in calibrated.stdout
