@@ -24,16 +24,13 @@ there; an undo of the decision puts it back). The queue is a plain table in the 
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 
 import orjson
 
-from corpus.ingest import IngestReport, ingest
+from corpus.ingest import IngestReport, ingest_records
 from corpus.lock import LockWait
 from corpus.store import Corpus
 
@@ -186,21 +183,8 @@ def add_annotations(
     RecordConflict (an id already stored with other content), CorpusBusy.
     Re-adding identical records is a no-op ("unchanged").
     """
-    corpus.require()
     batches = dict(records) if isinstance(records, Mapping) else {source or "<annotations>": records}
-    names: dict[str, str] = {}
-    try:
-        for label, recs in batches.items():
-            fd, name = tempfile.mkstemp(prefix=".labels-", suffix=".jsonl", dir=corpus.dir)
-            names[name] = label
-            with os.fdopen(fd, "wb") as f:
-                for rec in recs:
-                    f.write(orjson.dumps(rec) + b"\n")
-        return ingest(corpus, list(names), progress=progress, wait_seconds=wait_seconds, on_wait=on_wait,
-                      names=names)
-    finally:
-        for name in names:
-            Path(name).unlink(missing_ok=True)
+    return ingest_records(corpus, batches, progress=progress, wait_seconds=wait_seconds, on_wait=on_wait)
 
 
 @dataclass(frozen=True)

@@ -128,3 +128,14 @@ def store_counts(corpus: Path) -> dict[str, int]:
         return {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
     finally:
         con.close()
+
+
+def store_rows(corpus_dir: Path, sql: str, params=None) -> list[tuple]:
+    """Rows from the corpus store, read with plain DuckDB (not the toolkit)."""
+    import duckdb
+
+    con = duckdb.connect(str(Path(corpus_dir) / "corpus.duckdb"), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()

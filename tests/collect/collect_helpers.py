@@ -7,7 +7,7 @@ import functools
 import json
 from pathlib import Path
 
-import duckdb
+from factories import store_rows  # noqa: F401 - the tests import it from here
 
 #: One pair (two sessions of three steps: the goals are three moves from the start, the budget three steps),
 #: revisions offered at steps 1 and 2: four revision screens.
@@ -65,15 +65,6 @@ def screen_lines(app) -> list[str]:
 
 def screen_text(app) -> str:
     return "\n".join(screen_lines(app))
-
-
-def store_rows(corpus_dir: Path, sql: str, params=None) -> list[tuple]:
-    """Rows from the corpus store, read with plain DuckDB (not the toolkit)."""
-    con = duckdb.connect(str(Path(corpus_dir) / "corpus.duckdb"), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
 
 
 def drafts(corpus_dir: Path) -> dict[str, dict]:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import duckdb
+from factories import store_rows  # noqa: F401 - the tests import it from here
 
 
 async def settle(pilot) -> None:
@@ -23,15 +21,6 @@ def table_rows(table) -> list[list[str]]:
 
 def status_text(screen) -> str:
     return str(screen.query_one("#status").render())
-
-
-def store_rows(corpus_dir: Path, sql: str, params=None) -> list[tuple]:
-    """Rows from the corpus store, read with plain DuckDB (not the toolkit)."""
-    con = duckdb.connect(str(Path(corpus_dir) / "corpus.duckdb"), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
 
 
 def drive(test):
