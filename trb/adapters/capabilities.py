@@ -94,7 +94,15 @@ class RAblation(Protocol):
     """Acting with r_t routed to zero: the no-r_t ablation Tracks 4 and 5 compare against (spec §3)."""
 
     def act_ablated(self, context: StepContext) -> dict[str, float]:
-        """``{action: p}`` over exactly the step's action space with the r_t pathway ablated."""
+        """``{action: p}`` over exactly the step's action space with the r_t pathway ablated.
+
+        One meaning per tier: a native model zeroes its r pathway (e(r) := 0); a proxy model acts
+        with an empty reasoning span. Whatever r_t the model would state, it does not reach the action.
+        """
+        ...
+
+    def act_ablated_batch(self, contexts: Sequence[StepContext]) -> list[dict[str, float]]:
+        """``[act_ablated(c) for c in contexts]`` (the same distributions; a loop is a valid implementation)."""
         ...
 
 
@@ -206,6 +214,17 @@ class BoundAdapter:
         out = batched.emit_r_batch(list(contexts)) if batched is not None else [self.adapter.emit_r(c) for c in contexts]
         if len(out) != len(contexts):
             raise AdapterError(f"{self.name}: emit_r_batch returned {len(out)} reports for {len(contexts)} contexts")
+        return out
+
+    def act_ablated_many(self, contexts: Sequence[StepContext]) -> list[dict]:
+        """The no-r_t ablation's distributions (capability ``r_ablation``; AdapterError when not declared)."""
+        ablation = self.get(RAblation)
+        if ablation is None:
+            raise AdapterError(f"{self.name} does not declare r_ablation: it cannot act with r_t routed to zero")
+        out = ablation.act_ablated_batch(list(contexts))
+        if len(out) != len(contexts):
+            raise AdapterError(f"{self.name}: act_ablated_batch returned {len(out)} distributions for "
+                               f"{len(contexts)} contexts")
         return out
 
     def emit_stats(self) -> dict | None:
