@@ -47,6 +47,7 @@ from pathlib import Path
 from corpus.errors import InvalidInput, Problem
 from environments import get_environment
 from environments.base import Environment, EnvironmentRefused
+from schemas.toml_lines import TomlLines as _Lines
 
 __all__ = ["Study", "Context", "load_study", "parse_study"]
 
@@ -100,48 +101,6 @@ class Study:
     def revisable(self, step: int) -> bool:
         """Whether step ``step`` (numbered from 1) is offered for revision."""
         return self.revise_steps is None or step in self.revise_steps
-
-
-class _Lines:
-    """Where each key of a TOML file is: (table path, key) -> line (1-based). Tables of arrays are indexed."""
-
-    _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\]?\s*(#.*)?$")
-    _KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*=")
-
-    def __init__(self, text: str):
-        self.at: dict[tuple[str, str], int] = {}
-        self.tables: dict[str, int] = {}
-        counts: dict[str, int] = {}
-        path = ""
-        in_string = None
-        for n, line in enumerate(text.splitlines(), 1):
-            if in_string:
-                if in_string in line:
-                    in_string = None
-                continue
-            m = self._HEADER.match(line)
-            if m:
-                name = m.group(2).replace('"', "").strip()
-                if m.group(1) == "[[":
-                    k = counts.get(name, 0)
-                    counts[name] = k + 1
-                    path = f"{name}[{k}]"
-                else:
-                    path = name
-                self.tables.setdefault(path, n)
-                continue
-            m = self._KEY.match(line)
-            if m:
-                self.at.setdefault((path, m.group(1)), n)
-                rest = line.split("=", 1)[1]
-                for quote in ('"""', "'''"):
-                    if rest.count(quote) == 1:
-                        in_string = quote
-
-    def line(self, table: str, key: str | None = None) -> int | None:
-        if key is not None and (table, key) in self.at:
-            return self.at[(table, key)]
-        return self.tables.get(table)
 
 
 def load_study(path: str | Path) -> Study:

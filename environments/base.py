@@ -9,13 +9,15 @@ cause of the change: ``self`` (the agent's own action), ``exogenous`` (a change 
 
 Environments are found by name: the built-ins, then the ``trb.environments`` entry-point group
 (a package declares ``[project.entry-points."trb.environments"] name = "pkg.module:ENVIRONMENT"``).
-Episodes are deterministic given (task, goal, seed, language) and the actions taken, so a
-half-recorded session can be replayed from its actions.
+Episodes are deterministic given (task, goal, seed, language, target) and the actions taken, so a
+half-recorded session can be replayed from its actions, and a closed-loop rollout (Tracks 4 and 5,
+:mod:`trb.rollout`) re-created from its seed. A rollout's tasks come from a versioned task set
+(:mod:`environments.tasksets`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Literal, Protocol, runtime_checkable
@@ -42,18 +44,37 @@ class StepOutcome:
     outcome: str  # as the environment renders it, in the episode's language
     cause: Cause  # ground truth: who changed the world this step
     done: bool
+    reached: bool = False  # the episode's target region is reached (the episode is then done)
 
 
 @runtime_checkable
 class Episode(Protocol):
     @property
-    def observation(self) -> str: ...
+    def observation(self) -> str:
+        """What the agent sees now, as text (what a model is shown)."""
+        ...
+
+    @property
+    def observation_data(self) -> dict:
+        """The same observation as structure (JSON-serialisable; for records and scripted agents, never a
+        model's input)."""
+        ...
 
     @property
     def action_space(self) -> list[str] | None: ...
 
     @property
     def done(self) -> bool: ...
+
+    @property
+    def target_reached(self) -> bool:
+        """The agent stands in the episode's target region (the task's goal unless ``start`` was given a target)."""
+        ...
+
+    def toward(self, cells: Sequence[str]) -> tuple[str, ...]:
+        """The actions that bring the agent closer to the region ``cells`` now (empty when none does): what a
+        rollout writes into ``planned_next`` when it steers toward a target (Track 5's stated variant)."""
+        ...
 
     def step(self, action: str) -> StepOutcome: ...
 
@@ -71,8 +92,14 @@ class Environment(Protocol):
         """The task's goal and its paired goal (the second session's; None when the task has none)."""
         ...
 
-    def start(self, task: Mapping, *, goal: str, seed: int, language: str) -> Episode:
-        """A new episode of ``task`` toward ``goal``."""
+    def start(self, task: Mapping, *, goal: str, seed: int, language: str,
+              target: Sequence[str] | None = None) -> Episode:
+        """A new episode of ``task`` toward ``goal``; ``target`` is the region whose reaching ends it (default: the
+        goal). Deterministic given its arguments and the actions taken."""
+        ...
+
+    def check_region(self, task: Mapping, cells: Sequence[str]) -> str | None:
+        """What is wrong with ``cells`` as a target region of ``task`` (None when they can be one)."""
         ...
 
 

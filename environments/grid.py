@@ -9,12 +9,12 @@ the stimulus set's; 0 turns it off). Actions: up, down, left, right, wait.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from environments.base import StepOutcome, register_environment
 from simworld import STIMULUS_SETS
 from simworld.render import LANGUAGES
-from simworld.world import ACTIONS, GridWorld, parse_cell
+from simworld.world import ACTIONS, GridWorld, cell_name, parse_cell
 
 __all__ = ["GridEnvironment", "ENVIRONMENT"]
 
@@ -28,8 +28,32 @@ class _GridEpisode:
         return self.world.observation
 
     @property
+    def observation_data(self) -> dict:
+        st = self.world.state
+        return {"cell": st.cell, "goal": st.goal_cell, "t": st.t, "budget": st.budget, "steps_left": st.steps_left,
+                "distance": st.distance, "grid": f"{self.world.layout.width}x{self.world.layout.height}",
+                "walls": sorted(cell_name(w) for w in self.world.layout.walls),
+                "target": sorted(cell_name(c) for c in self.world.target)}
+
+    @property
     def action_space(self) -> list[str]:
         return list(ACTIONS)
+
+    @property
+    def target_reached(self) -> bool:
+        return self.world.state.pos in self.world.target
+
+    def toward(self, cells) -> tuple[str, ...]:
+        layout, pos = self.world.layout, self.world.state.pos
+        best = None
+        for c in cells:
+            d = layout.distances(parse_cell(c))
+            if pos in d and (best is None or d[pos] < best[0]):
+                best = (d[pos], d)
+        if best is None or best[0] == 0:
+            return ()
+        here, d = best
+        return tuple(a for a in ACTIONS[:4] if d.get(layout.next_pos(pos, a), here) < here)
 
     @property
     def done(self) -> bool:
@@ -37,7 +61,7 @@ class _GridEpisode:
 
     def step(self, action: str) -> StepOutcome:
         r = self.world.step(action)
-        return StepOutcome(outcome=r.outcome, cause=r.cause, done=r.done)
+        return StepOutcome(outcome=r.outcome, cause=r.cause, done=r.done, reached=r.reached)
 
 
 class GridEnvironment:
@@ -80,11 +104,26 @@ class GridEnvironment:
     def goals(self, task: Mapping) -> tuple[str, str | None]:
         return task["goal"], task.get("paired_goal")
 
-    def start(self, task: Mapping, *, goal: str, seed: int, language: str) -> _GridEpisode:
+    def start(self, task: Mapping, *, goal: str, seed: int, language: str,
+              target: Sequence[str] | None = None) -> _GridEpisode:
         world = GridWorld(STIMULUS_SETS[task["stimulus"]], rng=random.Random(seed), language=language,
                           drift=task.get("drift"))
-        world.reset(task["start"], goal, task["budget"])
+        world.reset(task["start"], goal, task["budget"], target=target)
         return _GridEpisode(world)
+
+    def check_region(self, task: Mapping, cells: Sequence[str]) -> str | None:
+        stim = STIMULUS_SETS.get(task.get("stimulus"))
+        if stim is None:
+            return "the task's stimulus set is unknown"
+        if isinstance(cells, str) or not cells:
+            return "expected a non-empty list of cells"
+        for c in cells:
+            pos = parse_cell(c) if isinstance(c, str) else None
+            if pos is None or not stim.layout.is_free(pos):
+                return f"expected free cells of {stim.name} (e.g. \"B2\"), got {c!r}"
+            if c == task.get("start"):
+                return f"the target region must not hold the start cell {c}"
+        return None
 
 
 ENVIRONMENT = register_environment(GridEnvironment())

@@ -326,6 +326,7 @@ class StepResult:
     drift: str | None
     distance_before: int
     distance_after: int
+    #: The agent stands in the target region (the goal cell unless reset() was given another target).
     reached: bool
     done: bool
     #: Plain-text outcome (the context's language): position and whether closer.
@@ -374,6 +375,7 @@ class GridWorld:
         self.language = language
         self.drift = stimulus.drift if drift is None else float(drift)
         self._state: State | None = None
+        self.target: frozenset[Pos] = frozenset()
         self._done = True
         self.observation: str = ""
 
@@ -393,13 +395,22 @@ class GridWorld:
             raise ValueError(f"{what} {cell!r} is not a free cell of {self.stimulus.name}")
         return pos
 
-    def reset(self, start: str | Pos, goal: str | Pos, budget: int) -> State:
-        """Start an episode at ``start`` with ``goal`` and ``budget`` steps; return the first state."""
+    def reset(self, start: str | Pos, goal: str | Pos, budget: int,
+              target: Iterable[str | Pos] | None = None) -> State:
+        """Start an episode at ``start`` with ``goal`` and ``budget`` steps; return the first state.
+
+        ``target`` (cells) is the region whose reaching ends the episode (default: the goal cell alone).
+        A target other than the goal is what a rollout steers toward (Track 5): the observation still
+        names the goal, and reaching the goal then does not end the episode.
+        """
         s, g = self._pos(start, "start"), self._pos(goal, "goal")
         if s == g:
             raise ValueError("start and goal must differ")
         if not isinstance(budget, int) or budget < 1:
             raise ValueError("budget must be a positive int")
+        self.target = frozenset([g]) if target is None else frozenset(self._pos(c, "target") for c in target)
+        if not self.target or s in self.target:
+            raise ValueError("the target region must be non-empty and must not hold the start")
         self._state = State(self.layout, s, g, 0, budget)
         self._done = False
         self.observation = render_observation(self._state, self.language)
@@ -427,11 +438,11 @@ class GridWorld:
         d0, d1 = dist[before.pos], dist[pos]
         t = before.t + 1
         after = State(self.layout, pos, before.goal, t, before.budget)
-        reached = pos == before.goal
+        reached = pos in self.target
         done = reached or t >= before.budget
         outcome = render_outcome(
             self.language, cell_name(pos), d0, d1,
-            moved=pos != before.pos, reached=reached, out_of_budget=done and not reached,
+            moved=pos != before.pos, reached=pos == before.goal, out_of_budget=done and not reached,
         )
         self._state, self._done = after, done
         self.observation = render_observation(after, self.language)

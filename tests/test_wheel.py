@@ -37,7 +37,8 @@ def test_the_wheel_holds_every_file_of_the_packages(trb_wheel):
     assert not missing, f"not in the wheel (add a package-data glob in pyproject.toml): {missing}"
     for data in ("corpus/templates/DATASHEET.md", "corpus/examples/7f3a/7f3a.jsonl", "corpus/examples/7f3a/README.md",
                  "schemas/session.schema.json", "annotate/configs/attribution.xml",
-                 "annotate/instructions/attribution.html", "collect/studies/pilot-grid.toml"):
+                 "annotate/instructions/attribution.html", "collect/studies/pilot-grid.toml",
+                 "environments/tasksets/grid-rollouts-v1.toml"):
         assert data in names
     outside = sorted(n for n in names if n.split("/")[0] not in PACKAGES and ".dist-info/" not in n)
     assert not outside, f"the wheel ships files outside the packages: {outside}"

@@ -19,13 +19,16 @@ session bootstrap:
 CI above 0, the narrator's normalised governance effect (G − G_own) / (1 − G_own)
 is within ±0.05 of 0 with a CI containing 0 while the governed agent's lies above
 0, false_credit's balanced-accuracy CI contains 0.5 and the calibrated attributor's
-lies above 0.5.
+lies above 0.5, and the six rollout agents of :mod:`trb.calibrate_rollouts` are told apart by
+Tracks 4 and 5: a self-model that helps (completion ratio CI above 1), one that harms (below 1),
+a dashboard light (lift ≈ 0), a steerable agent (lift CI above 0), a Markov steerer (CG-2
+holonomy 0) and a hysteretic one (CG-2 CI above 0).
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from trb.context import PastStep, StepContext
 from trb.errors import CalibrationFailed
@@ -127,6 +130,8 @@ class CalibrationReport:
     delta: dict
     passed: bool
     reasons: list[str]
+    #: Tracks 4 and 5 (:mod:`trb.calibrate_rollouts`): agent, track, and its figures by metric key.
+    rollout_rows: list[dict] = field(default_factory=list)
 
 
 def run_calibration(n_sessions: int = 60, seed: int = 0, n_resamples: int = 2000,
@@ -148,7 +153,8 @@ def run_calibration(n_sessions: int = 60, seed: int = 0, n_resamples: int = 2000
     cast = {"governed": (GovernedAgent(), "1"), "narrator": (NarratorAgent(), "1"),
             "calibrated": (CalibratedAttributor(), "3"), "false_credit": (FalseCreditAgent(), "3")}
     for name, agent in (agents or {}).items():
-        cast[name] = (agent, cast[name][1])
+        if name in cast:
+            cast[name] = (agent, cast[name][1])
     rows, per_item = [], {}
     for name, (agent, track) in cast.items():
         row = {"agent": name, "track1": None, "track1_norm": None, "track3": None}
@@ -187,8 +193,14 @@ def run_calibration(n_sessions: int = 60, seed: int = 0, n_resamples: int = 2000
     cal = by["calibrated"]["track3"]
     if not cal.ci_low > 0.5:
         reasons.append(f"calibrated balanced accuracy CI [{cal.ci_low:.3f}, {cal.ci_high:.3f}] does not lie above 0.5")
+    from trb.calibrate_rollouts import ROLLOUT_AGENTS, run_rollout_calibration
+
+    rollout_rows, rollout_reasons = run_rollout_calibration(
+        seed=seed, n_resamples=n_resamples, agents={k: v for k, v in (agents or {}).items() if k in ROLLOUT_AGENTS})
+    reasons += rollout_reasons
     return CalibrationReport(rows, {"value": delta.value, "ci_low": delta.ci_low, "ci_high": delta.ci_high,
-                                    "n_sessions": delta.n_sessions, "n_items": delta.n_items}, not reasons, reasons)
+                                    "n_sessions": delta.n_sessions, "n_items": delta.n_items}, not reasons, reasons,
+                             rollout_rows)
 
 
 def check_calibration(report: CalibrationReport) -> None:

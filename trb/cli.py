@@ -115,9 +115,13 @@ def _adapter_help() -> str:
               help="Allow --split train (scores there measure fit, not generalisation; the report banners them).")
 @click.option("--results", default="results.duckdb", show_default=True, help=_RESULTS_HELP)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--tasks", "tasks_file", default=None, type=click.Path(dir_okay=False, exists=True),
+              help="Rollout task set for Tracks 4 and 5 (a TOML file; default: the built-in grid-rollouts set).")
+@click.option("--greedy", is_flag=True, help="Tracks 4 and 5: take the most probable action instead of drawing it "
+                                             "with the episode's recorded seed.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def run(release_dir, adapter_name, model, baseline, tracks, split, allow_train_split, results, seed, quiet,
-        **adapter_options) -> None:
+def run(release_dir, adapter_name, model, baseline, tracks, split, allow_train_split, results, seed, tasks_file,
+        greedy, quiet, **adapter_options) -> None:
     """Run tracks on a release through an adapter; write one run row and every item score; print the run id.
 
     Adapter options (below the common ones) belong to the adapter kind named in brackets;
@@ -134,7 +138,7 @@ def run(release_dir, adapter_name, model, baseline, tracks, split, allow_train_s
         raise
     wanted = None if tracks is None else tuple(t.strip() for t in tracks.split(",") if t.strip())
     r = run_tracks(release, a, baseline=baseline, tracks=wanted, split=split, results=results, seed=seed,
-                   progress=not quiet, allow_train_split=allow_train_split)
+                   progress=not quiet, allow_train_split=allow_train_split, tasks=tasks_file, greedy=greedy)
     smoke = " SMOKE TEST (not a TRB score)" if r["smoke_test"] else ""
     na = [f"track {t} not applicable (needs {', '.join(s['needs'])})" for t, s in r["summary"].items()
           if s.get("status") == "not_applicable"]
@@ -279,7 +283,11 @@ def calibrate(sessions, seed, as_json) -> None:
         click.echo(json.dumps({"passed": rep.passed, "reasons": rep.reasons, "delta_governed_minus_narrator": rep.delta,
                                "agents": [{"agent": r["agent"], "track1": r["track1"] and vars(r["track1"]),
                                            "track1_normalised": r["track1_norm"] and vars(r["track1_norm"]),
-                                           "track3": r["track3"] and vars(r["track3"])} for r in rep.rows]}, indent=2))
+                                           "track3": r["track3"] and vars(r["track3"])} for r in rep.rows],
+                               "rollout_agents": [{"agent": r["agent"], "track": r["track"],
+                                                   **{k: v and vars(v) for k, v in r.items()
+                                                      if k not in ("agent", "track")}} for r in rep.rollout_rows]},
+                              indent=2))
     else:
         def cell(e) -> str:
             return "-" if e is None else f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]"
@@ -291,6 +299,11 @@ def calibrate(sessions, seed, as_json) -> None:
         d = rep.delta
         click.echo(f"G(governed) - G(narrator) = {d['value']:.3f} [{d['ci_low']:.3f}, {d['ci_high']:.3f}] "
                    f"({d['n_sessions']} sessions)")
+        click.echo(f"{'agent':<14} {'Track 4 completion ratio':<26} {'calibration retention':<26} "
+                   f"{'Track 5 lift':<26} CG-2 holonomy (TV)")
+        for r in rep.rollout_rows:
+            click.echo(f"{r['agent']:<14} {cell(r.get('viab')):<26} {cell(r.get('viab-cal')):<26} "
+                       f"{cell(r.get('nav')):<26} {cell(r.get('nav-cg2'))}")
         click.echo("calibration passed" if rep.passed else "calibration FAILED")
     check_calibration(rep)
 

@@ -65,6 +65,8 @@ _RUNS_COLUMNS_SQL = (
     ("toolkit_version", "VARCHAR"),
     ("n_items", "INTEGER"),
     ("release_dir", "VARCHAR"),       # where the release was read from (trb rerun's default)
+    ("taskset_sha", "VARCHAR"),       # the rollout task set's content SHA (Tracks 4 and 5), else NULL
+    ("taskset", "VARCHAR"),           # JSON: that task set's name, version, source, seeds, greedy
 )
 _RUNS_DDL = "CREATE TABLE IF NOT EXISTS runs (\n    " + ",\n    ".join(f"{c} {t}" for c, t in _RUNS_COLUMNS_SQL) + "\n)"
 
@@ -89,7 +91,7 @@ def _item_schema() -> pa.Schema:
 ITEM_SCHEMA = _item_schema()
 
 _RUN_COLUMNS = tuple(c for c, _ in _RUNS_COLUMNS_SQL)
-_JSON_RUN_COLUMNS = ("adapter_spec", "timings")
+_JSON_RUN_COLUMNS = ("adapter_spec", "timings", "taskset")
 
 _WAIT_SECONDS = DEFAULT_WAIT_SECONDS
 

@@ -68,7 +68,7 @@ def _diff_emit(after: dict | None, before: dict | None) -> dict | None:
 
 def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks: tuple[str, ...] | None = None,
                split: str = "eval", results: str | os.PathLike = "results.duckdb", seed: int = 0,
-               progress: bool = True, allow_train_split: bool = False) -> dict:
+               progress: bool = True, allow_train_split: bool = False, tasks=None, greedy: bool = False) -> dict:
     """Run ``tracks`` (default: every registered track) of ``release_dir`` through ``adapter``; record the run.
 
     ``release_dir`` is a release directory or an open :class:`~trb.releases.Release` (whose
@@ -94,6 +94,11 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
     if not wanted:
         raise UsageError("no track requested")
     chosen = [get_track(t) for t in wanted]
+    taskset = None
+    if any(_from_tasks(t) for t in chosen):
+        from environments.tasksets import TaskSet, default_taskset, load_taskset
+
+        taskset = tasks if isinstance(tasks, TaskSet) else default_taskset() if tasks is None else load_taskset(tasks)
     release = release_dir if isinstance(release_dir, Release) else Release(release_dir)
     release_dir = release.dir
     try:
@@ -115,7 +120,7 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
             if missing:
                 summary[track.id] = {"status": "not_applicable", "needs": missing}
             else:
-                counts[track.id] = track.count(release, split)
+                counts[track.id] = track.count(taskset if _from_tasks(track) else release, split)
         if not counts:
             raise UsageError(f"no requested track can run on adapter {bound.name}: " + "; ".join(
                 f"track {t} needs {', '.join(s['needs'])}" for t, s in summary.items()))
@@ -137,7 +142,11 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
                 if track.id not in counts:
                     continue
                 t0 = time.perf_counter()
-                r, s = track.score(bound, track.items(release, split), timer, progress=bar.update)
+                if _from_tasks(track):
+                    r, s = track.score(bound, track.items(taskset, split), timer, progress=bar.update, tasks=taskset,
+                                       split=split, greedy=greedy)
+                else:
+                    r, s = track.score(bound, track.items(release, split), timer, progress=bar.update)
                 rows += r
                 summary[track.id] = s
                 per_track_s[track.id] = time.perf_counter() - t0
@@ -160,6 +169,9 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
                                    **({"emit_r": emit} if emit is not None else {})}, sort_keys=True),
             "toolkit_version": TOOLKIT_VERSION, "n_items": len(rows),
             "release_dir": str(Path(release_dir).resolve()),
+            "taskset_sha": taskset.sha if taskset is not None else None,
+            "taskset": json.dumps({**taskset.describe(), "greedy": greedy}, sort_keys=True)
+            if taskset is not None else None,
         }
     finally:
         release.close()
@@ -167,6 +179,26 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
         row["run_id"] = run["run_id"]
     store.record_run(run, rows)
     return {**run, "summary": summary}
+
+
+def _from_tasks(track) -> bool:
+    """A closed-loop track: its work list comes from a rollout task set, not the release."""
+    return getattr(track, "source", "release") == "tasks"
+
+
+def _recorded_taskset(old: dict):
+    """The task set a run was made with (its file, or the built-in one), checked against the recorded SHA."""
+    from environments.tasksets import default_taskset, load_taskset
+
+    if not old.get("taskset_sha"):
+        return None
+    info = old.get("taskset") or {}
+    source = str(info.get("source") or "")
+    ts = default_taskset() if source.endswith("(built in)") else load_taskset(source)
+    if ts.sha != old["taskset_sha"]:
+        raise UsageError(f"run {old['run_id']} used task set {old['taskset_sha'][:12]}, but {source or 'the built-in'} "
+                         f"is now {ts.sha[:12]}: the tasks changed, the run cannot be re-created from it")
+    return ts
 
 
 def rerun(run_id: str, *, results: str | os.PathLike = "results.duckdb", release_dir: str | os.PathLike | None = None,
@@ -214,7 +246,8 @@ def rerun(run_id: str, *, results: str | os.PathLike = "results.duckdb", release
         target = Path(results) if record else Path(tmp) / "rerun.duckdb"
         new = run_tracks(where, adapter, baseline=old["baseline"], tracks=tuple(old["tracks"] or ()),
                          split=old["split"], results=target, seed=int(old["seed"] or 0), progress=progress,
-                         allow_train_split=old["split"] == "train")
+                         allow_train_split=old["split"] == "train", tasks=_recorded_taskset(old),
+                         greedy=bool((old.get("taskset") or {}).get("greedy")))
         fresh = ResultsStore(target).items(new["run_id"]).to_pylist()
     before = {(r["track"], r["metric"], r["item_id"]): r["score"] for r in store.items(old["run_id"]).to_pylist()}
     after = {(r["track"], r["metric"], r["item_id"]): r["score"] for r in fresh}

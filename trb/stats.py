@@ -58,6 +58,8 @@ __all__ = [
     "paired_delta_by_session",
     "normalised_gain_by_session",
     "paired_balanced_accuracy_delta_by_session",
+    "ratio_by_session",
+    "brier_quality_ratio_by_session",
 ]
 
 #: The interval method used by every estimator here (see the module docstring).
@@ -313,3 +315,73 @@ def paired_balanced_accuracy_delta_by_session(labels: Sequence, predicted_a: Seq
         return Estimate(value, math.nan, math.nan, int(sess.size), k)
     low, high, skipped = _bootstrap(data, _ba_delta, n_resamples=n_resamples, confidence=confidence, seed=seed)
     return Estimate(value, low, high, int(sess.size), k, skipped)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray, axis: int = -1) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        d = np.sum(den, axis=axis)
+        return np.where(d > 0, np.sum(num, axis=axis) / np.where(d > 0, d, 1.0), np.nan)
+
+
+def ratio_by_session(numerators: Sequence[float], denominators: Sequence[float], sessions: Sequence, *,
+                     n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> Estimate:
+    """Σ numerator / Σ denominator over aligned items, with a paired session-bootstrap CI.
+
+    Track 4's retention ratio: item i is one task-and-seed pair, its numerator the full model's
+    outcome and its denominator the ablation's, so each replicate draws pairs (sessions) and
+    recomputes the ratio of the drawn sums. A replicate whose denominators sum to 0 is undefined:
+    skipped and counted in ``n_skipped``.
+
+    Raises:
+        ValueError: lengths differ; no items; non-finite values; the denominators sum to 0 (undefined).
+    """
+    a = _scores(numerators, "numerators")
+    b = _scores(denominators, "denominators")
+    if a.size != b.size:
+        raise ValueError(f"numerators ({a.size}) and denominators ({b.size}) must be aligned item by item")
+    codes, k = _session_index(sessions, a.size)
+    num = np.bincount(codes, weights=a, minlength=k)
+    den = np.bincount(codes, weights=b, minlength=k)
+    if not den.sum() > 0:
+        raise ValueError("the denominators sum to 0: the ratio is undefined")
+    value = float(num.sum() / den.sum())
+    if k < 2 or n_resamples == 0:
+        return Estimate(value, math.nan, math.nan, int(a.size), k)
+    low, high, skipped = _bootstrap((num, den), _ratio, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return Estimate(value, low, high, int(a.size), k, skipped)
+
+
+def _quality_ratio(sq_a: np.ndarray, n_a: np.ndarray, sq_b: np.ndarray, n_b: np.ndarray,
+                   axis: int = -1) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        qa = 1.0 - np.sum(sq_a, axis=axis) / np.sum(n_a, axis=axis)
+        qb = 1.0 - np.sum(sq_b, axis=axis) / np.sum(n_b, axis=axis)
+        return np.where(qb > 0, qa / np.where(qb > 0, qb, 1.0), np.nan)
+
+
+def brier_quality_ratio_by_session(sq_a: Sequence[float], n_a: Sequence[float], sq_b: Sequence[float],
+                                   n_b: Sequence[float], sessions: Sequence, *, n_resamples: int = 2000,
+                                   confidence: float = 0.95, seed: int = 0) -> Estimate:
+    """(1 − Brier_a) / (1 − Brier_b), Brier = Σ squared errors / Σ forecasts, with a paired session-bootstrap CI.
+
+    Track 4's calibration retention: per task-and-seed pair, the summed squared errors ``sq`` and the number
+    of forecasts ``n`` of condition a (the full model) and b (the ablation). A replicate where either condition
+    has no forecast, or b's Brier is 1, is undefined (skipped, counted).
+
+    Raises:
+        ValueError: inputs not aligned; no forecasts in a condition; Brier_b = 1.
+    """
+    arrays = [_scores(x, name) for x, name in ((sq_a, "sq_a"), (n_a, "n_a"), (sq_b, "sq_b"), (n_b, "n_b"))]
+    if len({x.size for x in arrays}) != 1:
+        raise ValueError("sq_a, n_a, sq_b and n_b must be aligned pair by pair")
+    codes, k = _session_index(sessions, arrays[0].size)
+    data = tuple(np.bincount(codes, weights=x, minlength=k) for x in arrays)
+    if not (data[1].sum() > 0 and data[3].sum() > 0):
+        raise ValueError("a condition has no forecast: calibration retention is undefined")
+    value = float(_quality_ratio(*data))
+    if math.isnan(value):
+        raise ValueError("the reference condition's Brier score is 1: calibration retention is undefined")
+    if k < 2 or n_resamples == 0:
+        return Estimate(value, math.nan, math.nan, int(arrays[0].size), k)
+    low, high, skipped = _bootstrap(data, _quality_ratio, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return Estimate(value, low, high, int(arrays[0].size), k, skipped)

@@ -287,3 +287,21 @@ def test_only_earlier_self_reports_are_an_input(full, contexts):
         assert not hasattr(c, "r") and all(s.t < c.t for s in c.history)
         blank = replace(c, history=tuple(replace(s, r=None) for s in c.history))
         assert set(full.act(blank)) == set(c.action_space)  # still a valid input without any self-report
+
+
+def test_the_no_r_ablation_zeroes_the_r_pathway(full, contexts):
+    """act_ablated is e(r) := 0: exactly act with an empty r, whatever the r-head reports; and it changes what
+    the governed model (trained with L_gov) does."""
+    from trb.adapters.capabilities import bind
+
+    steps = [c for c in contexts if c.action_space][:40]
+    assert "r_ablation" in bind(full).capabilities
+    ablated = full.act_ablated_batch(steps)
+    assert ablated == [full.act_ablated(c) for c in steps]
+    assert ablated == full.act_batch(steps, [{} for _ in steps])
+    own = full.act_batch(steps)
+    tv = [0.5 * sum(abs(p[a] - q[a]) for a in p) for p, q in zip(own, ablated)]
+    assert sum(tv) / len(tv) > 0.05  # the governed model acts on its r: cutting it moves the action
+    # no r slot reaches the action: a different r' changes act but never act_ablated
+    r_other = {"goal": "A1", "planned_next": steps[0].action_space[0], "confidence": 0.1}
+    assert full.act(steps[0], r_other) != full.act_ablated(steps[0])

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trb.adapters.base import check_act_batch
-from trb.adapters.capabilities import BatchedAct, BatchedEmit
+from trb.adapters.capabilities import BatchedAct, BatchedEmit, RAblation
 from trb.adapters.registry import AdapterKind
 from trb.context import StepContext
 from trb.errors import AdapterError
@@ -36,7 +36,7 @@ class NativeAdapter:
     """
 
     tier = "native"
-    capabilities = (BatchedAct, BatchedEmit)
+    capabilities = (BatchedAct, BatchedEmit, RAblation)
 
     def __init__(self, model, config: dict, path: Path, sha256: str):
         import torch
@@ -158,6 +158,19 @@ class NativeAdapter:
         return out
 
 
+    # -- the no-r_t ablation (capability r_ablation) ------------------------------------
+
+    def act_ablated(self, context: StepContext) -> dict[str, float]:
+        """``{action: p}`` with the r pathway zeroed: e(r) := 0 (every slot's value and presence flag 0, no stated
+        plan to match), whatever the r-head would report; the context encoder is untouched."""
+        return self.act_ablated_batch([context])[0]
+
+    def act_ablated_batch(self, contexts: Sequence[StepContext]) -> list[dict[str, float]]:
+        """``[act_ablated(c) for c in contexts]`` in batches (identical results)."""
+        # an empty r is exactly e(r) = 0 in the model's embedding of r (collate leaves every slot absent)
+        return self.act_batch(contexts, [{} for _ in contexts])
+
+
 def _load(model: str) -> NativeAdapter:
     return NativeAdapter.load(model)
 
@@ -167,5 +180,5 @@ ADAPTER = AdapterKind(
     name="native", tier="native", load=_load, accepts=("path",),
     summary="a model with an explicit r_t pathway (the reference models of trb train-reference): a true do(r_t := r')",
     model_help="a reference model directory (config.json + model.safetensors)",
-    capabilities=("batched_act", "batched_emit"),
+    capabilities=("batched_act", "batched_emit", "r_ablation"),
 )

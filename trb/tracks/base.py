@@ -14,7 +14,10 @@ A track declares:
 * ``metrics``: the figures it reports, each a :class:`Metric` (stored metric name,
   report key, title, definition, estimator, whether it is the track's headline);
 * ``columns``: the ``item_scores`` columns it fills beyond the common ones;
-* ``count(release, split)`` and ``items(release, split)``: its work list;
+* ``count(source, split)`` and ``items(source, split)``: its work list, from the release, or, for a
+  track whose ``source`` is ``"tasks"`` (the closed-loop Tracks 4 and 5), from the rollout task set
+  the run was given (:mod:`environments.tasksets`); such a track's ``score`` also takes
+  ``tasks=`` and ``split=``;
 * ``score(adapter, items, timer, progress)``: item rows (:class:`ItemRow`) and a summary;
 * ``aggregate(metric, columns, ...)``: an :class:`~trb.stats.Estimate` for one metric
   from that metric's item columns (session bootstrap);
@@ -115,6 +118,12 @@ class ItemRow(TypedDict, total=False):
     r_sensitive: float | None
     phi_n: int | None
     g_ceiling: float | None
+    condition: str | None
+    steps: int | None
+    brier_sum: float | None
+    n_conf: int | None
+    confidences: str | None
+    r_change: float | None
 
 
 #: The columns every track fills (besides ``run_id``).
@@ -239,3 +248,5 @@ def _load_builtins() -> None:
     """Import the built-in track modules (each registers itself on import)."""
     import trb.tracks.track1  # noqa: F401
     import trb.tracks.track3  # noqa: F401
+    import trb.tracks.track4  # noqa: F401
+    import trb.tracks.track5  # noqa: F401

@@ -1,0 +1,288 @@
+"""Closed-loop rollouts: task sets, the lockstep driver, Tracks 4 and 5, CG-1 and CG-2, the calibration agents.
+
+Everything runs in the real grid environment on the real task-set files, through the real track,
+statistics and results-store code; the agents are the scripted ones of the calibration world (whose
+answers are known) or a native reference model trained here.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from environments.tasksets import TaskSetInvalid, default_taskset, load_taskset, parse_taskset
+from trb.adapters.capabilities import bind
+from trb.calibrate_rollouts import (
+    DashboardAgent,
+    HarmsAgent,
+    HelpsAgent,
+    HystereticAgent,
+    SteerableAgent,
+    run_rollout_calibration,
+)
+from trb.detectability import cg1_completion, kl_bernoulli
+from trb.rollout import EpisodeSpec, r_change, run_episodes, tv_distance
+from trb.stats import brier_quality_ratio_by_session, ratio_by_session
+from trb.tracks.track4 import TRACK as T4
+from trb.tracks.track5 import TRACK as T5
+
+TS = default_taskset()
+GRID = TS.env()
+TOML = (Path(__file__).parents[2] / "environments" / "tasksets" / "grid-rollouts-v1.toml").read_text()
+_NAV = TS.of_kind("navigation")[0]
+_TARGET_LINE = f'target = ["{_NAV.target[0]}"]'
+
+
+def _cx(task):
+    return f"{task.table['stimulus']}.rollout.en"
+
+
+class Counting(SteerableAgent):
+    """The steerable agent, counting its batched calls."""
+
+    def __init__(self):
+        self.emit_calls = self.act_calls = self.ablated_calls = 0
+
+    def emit_r(self, context):
+        return super().emit_r(context)
+
+    def act_batch(self, contexts, r_overrides=None):
+        self.act_calls += 1
+        return super().act_batch(contexts, r_overrides)
+
+    def act_ablated_batch(self, contexts):
+        self.ablated_calls += 1
+        return super().act_ablated_batch(contexts)
+
+
+# -- task sets ---------------------------------------------------------------------------------
+
+
+def test_the_builtin_task_set_is_named_by_its_content():
+    assert TS.describe()["tasks"] == {"viability": 12, "navigation": 12, "loop": 9}
+    assert TS.seeds == {"eval": 4, "train": 2}
+    # comments and layout do not change the SHA; a changed task does
+    relaid = parse_taskset(("# another comment\n" + TOML.replace("budget = 13", "budget   =   13")).encode())
+    assert relaid.sha == TS.sha
+    edited = parse_taskset(TOML.replace('start = "F1"', 'start = "F2"', 1).encode())
+    assert edited.sha != TS.sha
+
+
+def test_held_out_seeds_are_their_own_namespace():
+    texts = {s.text for t in TS.tasks for split in ("eval", "train") for s in TS.seeds_for(t, split)}
+    evals = {s.text for t in TS.tasks for s in TS.seeds_for(t, "eval")}
+    trains = texts - evals
+    assert len(texts) == len(TS.tasks) * 6 and len(trains) == len(TS.tasks) * 2
+    assert all(t.startswith("trb-rollout:grid-rollouts:1:eval:") for t in evals)
+    # the simulated corpus seeds its sessions by "<int>:<...>" strings: never a rollout's
+    assert not any(t.split(":")[0].isdigit() for t in texts)
+    values = {s.value for t in TS.tasks for split in ("eval", "train") for s in TS.seeds_for(t, split)}
+    assert len(values) == len(texts)
+
+
+@pytest.mark.parametrize("edit, where", [
+    (('environment = "grid"', 'environment = "mars"'), "taskset.environment: no environment named 'mars'"),
+    (('eval = 4', 'eval = -1'), "seeds.eval: expected a whole number"),
+    ((_TARGET_LINE, f'target = ["{_NAV.goal}"]'), "navigation[0].target: the target must differ from the goal"),
+    (('route_b = ["up", "left"]', 'route_b = ["up", "up"]'), "route_b"),
+    (('goal = "C5"', 'goal = "Z9"'), "viability[0].goal: expected a free cell"),
+])
+def test_a_bad_task_set_names_file_line_and_key(tmp_path, edit, where):
+    old, new = edit
+    assert old in TOML, old
+    f = tmp_path / "tasks.toml"
+    f.write_text(TOML.replace(old, new, 1))
+    with pytest.raises(TaskSetInvalid) as e:
+        load_taskset(f)
+    lines = e.value.lines()
+    assert lines[0].startswith(f"{f}: the task set is not valid")
+    assert all(line.startswith(f"{f}:") for line in lines[1:])
+    if where is not None:
+        assert any(where in line for line in lines[1:]), lines
+    bad_line = [i for i, line in enumerate(TOML.splitlines(), 1) if line.strip().startswith(old)][0]
+    assert any(line.startswith(f"{f}:{bad_line}:") for line in lines[1:]), (bad_line, lines)
+
+
+# -- the driver ----------------------------------------------------------------------------------
+
+
+def _specs(n_tasks=4, conds=("own", "ablated")):
+    out = []
+    for task in TS.of_kind("viability")[:n_tasks]:
+        for seed in TS.seeds_for(task, "eval"):
+            for c in conds:
+                out.append(EpisodeSpec(f"{task.id}/{seed.k}/{c}", f"{task.id}/{seed.k}", task, seed, c))
+    return out
+
+
+def test_lockstep_costs_one_batched_call_per_step():
+    agent = Counting()
+    specs = _specs()
+    traces = run_episodes(bind(agent), GRID, specs, language="en", split="eval", context_id=_cx)
+    longest = max(len(t.steps) for t in traces)
+    assert agent.act_calls == longest and agent.ablated_calls == longest  # not one per episode
+    assert all(len(t.steps) <= t.spec.task.table["budget"] for t in traces)
+    assert all(t.reached == (t.steps[-1].reached) for t in traces)
+
+
+def test_rollouts_are_reproducible_and_share_randomness_across_conditions():
+    a = run_episodes(bind(DashboardAgent()), GRID, _specs(2), language="en", split="eval", context_id=_cx)
+    b = run_episodes(bind(DashboardAgent()), GRID, _specs(2), language="en", split="eval", context_id=_cx)
+    assert [[s.action for s in t.steps] for t in a] == [[s.action for s in t.steps] for t in b]
+    # an r-ignoring agent: the ablation leaves it unchanged, and with common random numbers the paired episodes
+    # are identical step by step
+    for own, abl in zip(a[::2], a[1::2]):
+        assert [s.action for s in own.steps] == [s.action for s in abl.steps]
+        assert [s.p for s in own.steps] == [s.p for s in abl.steps]
+    # a governed one is changed by it
+    g = run_episodes(bind(HelpsAgent()), GRID, _specs(2), language="en", split="eval", context_id=_cx)
+    assert any([s.p for s in own.steps] != [s.p for s in abl.steps] for own, abl in zip(g[::2], g[1::2]))
+
+
+def test_greedy_takes_the_most_probable_action():
+    traces = run_episodes(bind(HelpsAgent()), GRID, _specs(2, ("own",)), language="en", split="eval",
+                          context_id=_cx, greedy=True)
+    for t in traces:
+        for s in t.steps:
+            assert s.p[s.action] == max(s.p.values())
+
+
+def test_contexts_are_built_like_the_tracks_contexts():
+    seen = []
+
+    class Spy(SteerableAgent):
+        def emit_r(self, context):
+            seen.append(context)
+            return super().emit_r(context)
+
+    spec = _specs(1, ("steered",))[0]
+    task = TS.of_kind("navigation")[0]
+    spec = EpisodeSpec("x/0/steered", "x/0", task, TS.seeds_for(task, "eval")[0], "steered", target=task.target,
+                       steer_to=task.target)
+    tr = run_episodes(bind(Spy()), GRID, [spec], language="en", split="eval", context_id=_cx)[0]
+    last = seen[-1]
+    assert last.session_id == "x/0/steered" and last.split == "eval" and last.language == "en"
+    assert last.context_id == f"{task.table['stimulus']}.rollout.en" and last.t == len(tr.steps) - 1
+    assert [p.action for p in last.history] == [s.action for s in tr.steps[:-1]]
+    # the r a past step shows is the r in force there: the steered one
+    assert all(p.r["goal"] == task.target[0] for p in last.history)
+    assert last.observation.startswith(f"Step {len(tr.steps)} of ")
+
+
+# -- statistics against independent implementations ------------------------------------------------
+
+
+def test_ratio_estimators_match_a_numpy_cluster_bootstrap():
+    rng = np.random.default_rng(3)
+    num, den = rng.integers(0, 2, 60).astype(float), rng.integers(0, 2, 60).astype(float)
+    sess = np.asarray([f"p{i}" for i in range(60)], dtype=object)
+    est = ratio_by_session(num, den, sess, n_resamples=4000, seed=1)
+    assert est.value == pytest.approx(num.sum() / den.sum())
+    draws = rng.integers(0, 60, size=(4000, 60))
+    boot = num[draws].sum(1) / den[draws].sum(1)
+    lo, hi = np.quantile(boot[np.isfinite(boot)], [0.025, 0.975])
+    assert est.ci_low == pytest.approx(lo, abs=0.06) and est.ci_high == pytest.approx(hi, abs=0.06)
+    # hand-worked calibration retention: Brier 0.1 (full) vs 0.2 (ablated) -> 0.9 / 0.8
+    q = brier_quality_ratio_by_session([0.2, 0.3], [2, 3], [0.4, 0.6], [2, 3], ["a", "b"], n_resamples=0)
+    assert q.value == pytest.approx(0.9 / 0.8)
+    with pytest.raises(ValueError, match="denominators sum to 0"):
+        ratio_by_session([1, 1], [0, 0], ["a", "b"])
+
+
+def test_cg1_against_scipy_and_a_hand_worked_case():
+    full, abl = [1] * 30 + [0] * 10, [1] * 20 + [0] * 20
+    cg = cg1_completion(full, abl)
+    pf, pa = 30.5 / 41, 20.5 / 41
+    assert cg["kl"] == pytest.approx(sps.entropy([pf, 1 - pf], [pa, 1 - pa]))
+    assert cg["kl"] == pytest.approx(kl_bernoulli(pf, pa))
+    assert cg["n_needed"] == math.ceil(1 / cg["kl"]) and cg["n_used"] == 40
+    assert cg["detectable"] == (40 * cg["kl"] >= 1)
+    # the classical power: a two-proportion z test with Cohen's h, by hand
+    h = 2 * math.asin(math.sqrt(0.75)) - 2 * math.asin(math.sqrt(0.5))
+    z = sps.norm.ppf(0.975)
+    by_hand = sps.norm.cdf(h * math.sqrt(40 / 2) - z) + sps.norm.cdf(-h * math.sqrt(40 / 2) - z)
+    assert cg["power"] == pytest.approx(by_hand, abs=1e-6)
+    same = cg1_completion([1, 0] * 20, [1, 0] * 20)
+    assert same["kl"] == pytest.approx(0.0) and not same["detectable"] and same["n_needed"] is None
+
+
+def test_tv_and_r_change_hand_cases():
+    assert tv_distance({"a": 0.5, "b": 0.5}, {"a": 1.0, "b": 0.0}) == pytest.approx(0.5)
+    r = {"goal": "C3", "planned_next": "up", "confidence": 0.8, "caused_by_self": None}
+    assert r_change(r, dict(r)) == 0.0
+    assert r_change(r, {**r, "goal": "D4", "confidence": 0.4}) == pytest.approx((1 + 0 + 0.4) / 3)
+
+
+# -- the tracks and the calibration world ----------------------------------------------------------
+
+
+def _score(track, agent, keep=lambda s: True):
+    items = [s for s in track.items(TS, "eval") if keep(s)]
+    rows, summary = track.score(agent, items, tasks=TS, split="eval")
+    return rows, summary
+
+
+def test_track4_rows_pair_full_and_ablated_by_task_and_seed():
+    rows, summary = _score(T4, HelpsAgent())
+    assert len(rows) == T4.count(TS, "eval") == 12 * 4 * 2
+    by = {}
+    for r in rows:
+        by.setdefault(r["session_id"], set()).add(r["condition"])
+        assert r["n_conf"] == r["steps"] and r["brier_sum"] >= 0
+    assert all(v == {"full", "ablated"} for v in by.values())
+    assert summary["reached"]["full"] > summary["reached"]["ablated"]
+
+
+def test_calibration_world_separates_the_six_rollout_agents():
+    rows, reasons = run_rollout_calibration(n_resamples=500)
+    assert reasons == []
+    by = {r["agent"]: r for r in rows}
+    assert by["helps"]["viab"].ci_low > 1 and by["harms"]["viab"].ci_high < 1
+    assert by["steerable"]["nav"].ci_low > 0 and abs(by["dashboard"]["nav"].value) <= 0.05
+    assert by["markov"]["nav-cg2"].value == 0.0 and by["hysteretic"]["nav-cg2"].ci_low > 0
+
+
+@pytest.mark.parametrize("swap, reason", [
+    ({"helps": HarmsAgent()}, "helping self-model"),
+    ({"harms": HelpsAgent()}, "harmful self-model"),
+    ({"steerable": DashboardAgent()}, "steerable agent"),
+    ({"dashboard": SteerableAgent()}, "dashboard light"),
+    ({"markov": HystereticAgent()}, "Markov steerer"),
+    ({"hysteretic": SteerableAgent()}, "hysteretic agent"),
+])
+def test_calibration_fails_when_an_agent_is_not_what_it_claims(swap, reason):
+    _, reasons = run_rollout_calibration(n_resamples=300, agents=swap)
+    assert any(reason in r for r in reasons), reasons
+
+
+def test_cg2_is_zero_for_a_markov_steerer_and_not_for_a_hysteretic_one():
+    def loops(agent):
+        rows, _ = _score(T5, agent, lambda s: s.condition == "forced")
+        return {(r["session_id"], r["condition"]): r for r in rows}
+
+    markov, hyst = loops(SteerableAgent()), loops(HystereticAgent())
+    assert len(markov) == 9 * 2 and all(r["score"] == 0.0 and r["r_change"] == 0.0 for r in markov.values())
+    goal = [r["score"] for k, r in hyst.items() if k[1] == "goal"]
+    route = [r["score"] for k, r in hyst.items() if k[1] == "route"]
+    assert sum(v > 0 for v in goal) >= 3 and np.mean(goal) > 0.05  # the g1 -> g2 -> g1 loop leaves a trace
+    assert all(v > 0 for v in route)  # so does the other route (momentum on the last action)
+
+
+def test_a_sampled_episode_draws_from_the_distribution_it_reports():
+    """Over many seeds, the first action's frequencies match the reported p (chi-square)."""
+    task = TS.of_kind("viability")[0]
+    from environments.tasksets import RolloutSeed
+
+    specs = [EpisodeSpec(f"e{k}", f"e{k}", task, RolloutSeed("eval", k, f"test:{k}"), "ablated")
+             for k in range(400)]
+    agent = HelpsAgent()  # ablated: uniform over the five actions
+    traces = run_episodes(bind(agent), GRID, specs, language="en", split="eval", context_id=_cx)
+    first = [t.steps[0].action for t in traces]
+    counts = [first.count(a) for a in traces[0].steps[0].p]
+    assert sps.chisquare(counts).pvalue > 0.001
+    random.Random(0)  # (the driver never touches the global generator)

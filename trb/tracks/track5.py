@@ -1,0 +1,183 @@
+"""Track 5 — navigability, spec §3: is the self-model a steering wheel or a dashboard light?
+
+**Reach-rate lift.** On the task set's navigation tasks (the observation names a goal; the task
+defines a different *target* region), each held-out seed is rolled three times with the same
+randomness, every episode ending when the target is reached or the budget is spent:
+
+* ``steered``: r_t := the model's own emitted r_t with ``goal`` set to the target (``r_override``);
+* ``steered-plan`` (the stated variant): also ``planned_next`` := an action toward the target;
+* ``ablated``: the no-r_t ablation.
+
+``nav`` = reach rate (steered) − reach rate (ablated), paired by task and seed, session-bootstrap
+CI; ``nav-plan`` the same for the variant. Pass bar (a direction): lift > 0 with the CI excluding 0.
+
+**CG-2, path dependence** (``nav-cg2``, ``nav-cg2-r``). Operationalised on the loop tasks (drift 0,
+so routes are deterministic): three forced episodes from the same start reach the same cell at the
+same step (the same state) with the same goal g1 clamped at the end:
+
+* reference **A**: route a, r's goal clamped to g1 at every step;
+* **route loop**: route b (the same moves in another order), goal g1 throughout;
+* **goal loop**: route a, r's goal clamped g1 → g2 → … → g1 (the alternative goal on every step
+  after the first, g1 again at the end).
+
+At the end state the model is probed: ``emit_r(c)`` and ``act(c, r_override = emit_r(c) with goal
+g1)``. The holonomy of a loop is TV(act at the end of A, act at the end of the loop) (``nav-cg2``:
+mean over loops of both kinds, CI over loop tasks) and the change of the emitted r (``nav-cg2-r``:
+:func:`trb.rollout.r_change`). A steering that depends only on the current state and goal gives 0
+exactly; a non-zero value is flagged red on Track 5's out-of-distribution behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import orjson
+import pyarrow as pa
+
+from environments.tasksets import TaskSet
+from trb.adapters.capabilities import RAblation, bind
+from trb.rollout import EpisodeSpec, r_change, run_episodes, tv_distance
+from trb.stats import mean_by_session, paired_delta_by_session
+from trb.tracks.base import Column, Metric, register_track
+from trb.tracks.rollouts import EPISODE_COLUMNS, context_id, episode_row, paired
+
+__all__ = ["TRACK", "Track5", "track5_items", "LOOP_KINDS", "HOLONOMY_TOLERANCE"]
+
+REACH = ("steered", "steered-plan", "ablated")
+LOOP_KINDS = ("route", "goal")
+#: A holonomy above this is "non-zero" (float rounding of a Markov steerer stays far below it).
+HOLONOMY_TOLERANCE = 1e-6
+
+
+def track5_items(tasks: TaskSet, split: str) -> Iterator[EpisodeSpec]:
+    for task in tasks.of_kind("navigation"):
+        for seed in tasks.seeds_for(task, split):
+            pair = f"{task.id}/{seed.k}"
+            for cond in REACH:
+                yield EpisodeSpec(f"{pair}/{cond}", pair, task, seed, cond, target=task.target,
+                                  steer_to=task.target if cond != "ablated" else None)
+    for task in tasks.of_kind("loop"):
+        seeds = tasks.seeds_for(task, split)
+        if not seeds:
+            continue
+        seed = seeds[0]  # a loop is deterministic (drift 0): one seed
+        g1, g2 = task.goal, task.alt_goal
+        route_a, route_b = task.routes
+        n = len(route_a)
+        plans = {"ref": (route_a, (g1,) * n), "route": (route_b, (g1,) * n), "goal": (route_a, (g1,) + (g2,) * (n - 1))}
+        for kind, (route, goals) in plans.items():
+            yield EpisodeSpec(f"{task.id}/{kind}", task.id, task, seed, "forced", forced=route, goals=goals,
+                              probe_goal=g1)
+
+
+class Track5:
+    """Track 5 on the registry: reach-rate lift under r_t-steering, and the CG-2 path-dependence check."""
+
+    id = "5"
+    name = "navigability"
+    section = "TRB spec §3, Track 5 (navigability, with CG-2)"
+    source = "tasks"
+    needs: tuple[type, ...] = (RAblation,)
+    metrics = (
+        Metric("nav", "5", "reach", "Track 5 — navigability (reach-rate lift)",
+               "target reach rate with r's goal steered to the target − under the no-r_t ablation, paired by task "
+               "and seed (direction: > 0 with the CI excluding 0)", headline=True, bounds=(-1.0, 1.0), chance=0.0),
+        Metric("nav-plan", "5", "reach", "Track 5 — lift, goal and planned_next steered",
+               "as the lift, with planned_next also set to an action toward the target (the stated variant)",
+               headline=False, bounds=(-1.0, 1.0), chance=0.0),
+        Metric("nav-steered", "5", "reach", "Track 5 — reach rate, goal steered",
+               "share of episodes reaching the target with r's goal steered to it", headline=False, bounds=(0.0, 1.0)),
+        Metric("nav-abl", "5", "reach", "Track 5 — reach rate, no-r_t ablation",
+               "share of episodes reaching the target under the no-r_t ablation", headline=False, bounds=(0.0, 1.0)),
+        Metric("nav-cg2", "5", "holonomy", "Track 5 — CG-2 path dependence (TV)",
+               "TV between the action distributions at the same state and goal reached by a closed loop and by the "
+               "reference route (0: Markov steering; > 0 is a red flag)", headline=False, bounds=(0.0, 1.0),
+               chance=0.0),
+        Metric("nav-cg2-r", "5", "holonomy", "Track 5 — CG-2 change of the emitted r",
+               "change of the emitted r at the same state and goal after a closed loop (trb.rollout.r_change)",
+               headline=False, bounds=(0.0, 1.0), requires="r_change"),
+    )
+    columns = (*EPISODE_COLUMNS,
+               Column("r_change", pa.float64(), "DOUBLE", "Track 5 (CG-2): change of the emitted r after a loop"))
+
+    def count(self, tasks: TaskSet, split: str) -> int:
+        nav = sum(len(tasks.seeds_for(t, split)) for t in tasks.of_kind("navigation")) * len(REACH)
+        loops = sum(1 for t in tasks.of_kind("loop") if tasks.seeds_for(t, split)) * (1 + len(LOOP_KINDS))
+        return nav + loops
+
+    def items(self, tasks: TaskSet, split: str) -> Iterator[EpisodeSpec]:
+        return track5_items(tasks, split)
+
+    def score(self, adapter, items, timer=None, progress=None, *, tasks: TaskSet, split: str,
+              greedy: bool = False):
+        bound = bind(adapter)
+        specs = list(items)
+        cx = context_id(tasks)
+        traces = run_episodes(bound, tasks.env(), specs, language=tasks.language, split=split, context_id=cx,
+                              greedy=greedy, timer=timer, progress=progress)
+        rows = [episode_row("5", "reach", tr, tr.spec.condition, split, cx(tr.spec.task))
+                for tr in traces if tr.spec.condition != "forced"]
+        loops: dict[str, dict] = {}
+        for tr in traces:
+            if tr.spec.condition == "forced":
+                loops.setdefault(tr.spec.task.id, {})[tr.spec.episode_id.rsplit("/", 1)[1]] = tr
+        for loop_id, by in sorted(loops.items()):
+            ref = by["ref"]
+            for kind in LOOP_KINDS:
+                other = by[kind]
+                rows.append({"track": "5", "metric": "holonomy", "item_id": f"{loop_id}/{kind}", "session_id": loop_id,
+                             "t": len(ref.steps), "split": split, "context_id": cx(ref.spec.task),
+                             "score": tv_distance(ref.probe_p, other.probe_p), "condition": kind,
+                             "steps": len(other.steps), "r_change": r_change(ref.probe_r, other.probe_r),
+                             "detail": orjson.dumps({
+                                 "reference": {"actions": list(ref.spec.forced), "goals": list(ref.spec.goals),
+                                               "p": ref.probe_p, "r": ref.probe_r},
+                                 "loop": {"actions": list(other.spec.forced), "goals": list(other.spec.goals),
+                                          "p": other.probe_p, "r": other.probe_r}},
+                                 option=orjson.OPT_SORT_KEYS, default=str).decode()})
+        reach = {c: sum(r["score"] for r in rows if r["metric"] == "reach" and r["condition"] == c) for c in REACH}
+        return rows, {"scored": len(rows), "episodes": len(traces), "reached": reach, "loops": len(loops)}
+
+    def aggregate(self, metric: Metric, columns, *, n_resamples: int, confidence: float, seed: int):
+        opts = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
+        if metric.key in ("nav", "nav-plan"):
+            steered = "steered" if metric.key == "nav" else "steered-plan"
+            sessions, v = paired(columns, steered, "ablated")
+            return paired_delta_by_session(v["score"][0], v["score"][1], sessions, **opts)
+        if metric.key in ("nav-steered", "nav-abl"):
+            want = "steered" if metric.key == "nav-steered" else "ablated"
+            sel = columns["condition"] == want
+            if not sel.any():
+                raise ValueError(f"no {want} episode")
+            return mean_by_session(columns["score"][sel].astype(float), columns["session_id"][sel], **opts)
+        if metric.key == "nav-cg2":
+            return mean_by_session(columns["score"].astype(float), columns["session_id"], **opts)
+        if metric.key == "nav-cg2-r":
+            return mean_by_session(columns["r_change"].astype(float), columns["session_id"], **opts)
+        raise KeyError(metric.key)
+
+    def describe(self, metric: Metric, columns) -> dict:
+        """The direction reading of the lift; the per-kind holonomy and the red flag of CG-2."""
+        out: dict = {}
+        if metric.key == "nav":
+            sessions, v = paired(columns, "steered", "ablated")
+            lift = float(np.mean(v["score"][0] - v["score"][1]))
+            if lift <= 0:
+                out["flags"] = [f"lift {lift:+.3f} ≤ 0: steering r's goal does not move the agent toward the target — "
+                                "a dashboard light, not a steering wheel"]
+        if metric.key in ("nav-cg2", "nav-cg2-r"):
+            col = columns["score"] if metric.key == "nav-cg2" else columns["r_change"]
+            vals = np.asarray(col, dtype=float)
+            out["by_kind"] = {k: float(np.mean(vals[columns["condition"] == k]))
+                              for k in LOOP_KINDS if (columns["condition"] == k).any()}
+            if metric.key == "nav-cg2" and float(np.max(vals)) > HOLONOMY_TOLERANCE:
+                worst = max(out["by_kind"], key=out["by_kind"].get)
+                out["flags"] = [f"RED: non-zero holonomy (mean TV {float(np.mean(vals)):.3f}, largest for the {worst} "
+                                "loop): the steering wheel behaves differently after a closed loop — path-dependent "
+                                "steering, a red flag on Track 5's out-of-distribution generalisation"]
+                out["red"] = True
+        return out
+
+
+TRACK = register_track(Track5())
