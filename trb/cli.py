@@ -308,6 +308,34 @@ def calibrate(sessions, seed, as_json) -> None:
     check_calibration(rep)
 
 
+@cli.command()
+@click.option("--results", default="results.duckdb", show_default=True, help=_RESULTS_HELP)
+@click.option("--release-sha", "--release", "release_sha", default=None,
+              help="Release SHA of the pilot (default: the latest run's release).")
+@click.option("--split", default="eval", show_default=True, help="The split of the pilot runs.")
+@click.option("--baseline", default=None,
+              help="Plan Tracks 4 and 5 for this baseline only (default: every baseline with their items); "
+                   "Δgov is planned unless it names a baseline other than trace-full or trace-ablation.")
+@click.option("--half-width-delta-gov", type=click.FloatRange(0, min_open=True), default=0.02, show_default=True,
+              help="Target 95% CI half-width of Δgov.")
+@click.option("--half-width-viab", type=click.FloatRange(0, min_open=True), default=0.05, show_default=True,
+              help="Target 95% CI half-width of the Track 4 ratio.")
+@click.option("--half-width-nav", type=click.FloatRange(0, min_open=True), default=0.05, show_default=True,
+              help="Target 95% CI half-width of the Track 5 lift.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def plan(results, release_sha, split, baseline, half_width_delta_gov, half_width_viab, half_width_nav,
+         as_json) -> None:
+    """How many sessions to collect: from a pilot's variance and ICC, the sessions each 95% CI needs (Δgov, Tracks 4, 5)."""
+    from trb.plan import plan_collection, render_plan
+    from trb.results import ResultsStore
+
+    out = plan_collection(ResultsStore(Path(results), create=False), baseline=baseline, split=split,
+                          release_sha=release_sha,
+                          half_width={"delta_gov": half_width_delta_gov, "viab": half_width_viab,
+                                      "nav": half_width_nav})
+    click.echo(json.dumps(out, indent=2, default=str) if as_json else render_plan(out))
+
+
 @cli.group("models")
 def models_group() -> None:
     """Real models the toolkit installs and converts for the proxy adapter (no model hub needed)."""
