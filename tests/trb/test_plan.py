@@ -285,6 +285,10 @@ def test_a_store_without_the_condition_column_plans_delta_gov_only(tmp_path):
     path = tmp_path / "old.duckdb"
     record(path, run_row("trace-ablation"), t1_rows(abl, sess))
     record(path, run_row("trace-full"), t1_rows(full, sess))
+    import duckdb
+
+    with duckdb.connect(str(path)) as con:  # a store written before Tracks 4 and 5 existed
+        con.execute("ALTER TABLE item_scores DROP COLUMN condition")
     got = by_key(plan_collection(ResultsStore(path)))
     assert got[("delta_gov", "trace-full − trace-ablation")]["status"] == "planned"
     for q in ("viab", "nav"):
