@@ -943,7 +943,9 @@ def _figure(report: dict):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    keys = [k for k in _track_keys(report) if _is_main(k)]
+    # a panel per main figure that some baseline has a value for (a track no run scored has nothing to draw)
+    keys = [k for k in _track_keys(report) if _is_main(k)
+            and any((b["tracks"].get(k) or {}).get("score") is not None for b in report["baselines"])]
     panels = keys + (["delta"] if report["delta_gov"] is not None else [])
     nrows = math.ceil(len(panels) / _PLOT_COLUMNS)
     ncols = math.ceil(len(panels) / nrows)

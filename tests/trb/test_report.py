@@ -233,7 +233,9 @@ def test_json_shape(report):
     assert data["smoke_test"] is False and data["banner"] is None
     for b in data["baselines"]:
         assert {"name", "adapter_tier", "run_id", "tracks"} <= set(b)
-        assert set(b["tracks"]) == {"1", "3"}
+        # the profile vector names every track's headline, run or not (Tracks 4 and 5 were not run here)
+        assert set(b["tracks"]) == {"1", "3", "viab", "nav"}
+        assert b["tracks"]["viab"]["note"] == "not run" and b["tracks"]["nav"]["score"] is None
         for entry in b["tracks"].values():
             assert {"score", "ci_low", "ci_high", "n_items", "n_sessions", "synthetic_share"} <= set(entry)
     assert {b["name"]: b["adapter_tier"] for b in data["baselines"]} == {

@@ -135,7 +135,7 @@ def test_tracks_1_and_3_on_the_7f3a_example(smollm2, tmp_path):
     release = _release(tmp_path, EXAMPLE_7F3A, {"train": 0, "dev": 0, "eval": 1})
     n_cf, n_tv, n_attr = _eval_counts(release)
     results = tmp_path / "results.duckdb"
-    run = run_tracks(release, smollm2, baseline=NAME, results=results, progress=False)
+    run = run_tracks(release, smollm2, baseline=NAME, results=results, progress=False, tracks=("1", "3"))
     assert run["smoke_test"] is True and run["adapter_tier"] == "proxy"
     assert run["summary"]["1"]["scored"] == n_cf > 0 and run["summary"]["3"]["scored"] == n_attr > 0
     timings = json.loads(run["timings"])
@@ -173,8 +173,8 @@ def test_beside_the_reference_baselines_on_a_simulated_release(smollm2, tmp_path
     for variant in ("ablation", "full"):
         train_reference(release, variant, tmp_path / variant, epochs=2, progress=False)
         run_tracks(release, NativeAdapter.load(tmp_path / variant), baseline=f"trace-{variant}", results=results,
-                   progress=False)
-    run = run_tracks(release, smollm2, baseline=NAME, results=results, progress=False)
+                   progress=False, tracks=("1", "3"))
+    run = run_tracks(release, smollm2, baseline=NAME, results=results, progress=False, tracks=("1", "3"))
     assert run["summary"]["1"]["scored"] == n_cf and run["summary"]["3"]["scored"] == n_attr
 
     rep = build_report(ResultsStore(results), n_resamples=200)
