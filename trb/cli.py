@@ -130,6 +130,10 @@ def run(release_dir, adapter_name, model, baseline, tracks, split, allow_train_s
     from trb.releases import Release
     from trb.run import load_adapter, run_tracks
 
+    if tasks_file is not None:  # a bad task set is refused before any release or model is opened
+        from environments.tasksets import load_taskset
+
+        tasks_file = load_taskset(tasks_file)
     release = Release(release_dir)  # checked against its manifest before any model is loaded
     try:
         a = load_adapter(adapter_name, model, **adapter_options)

@@ -534,6 +534,8 @@ def _cell(entry: dict | None) -> str:
             text += f" · {label}: {_f(slices[name]['score'])} ({slices[name]['n_items']:,} items)"
     for flag in entry.get("flags") or ():
         text += f" · ⚠ FLAG: {flag}"
+    if entry.get("cg1_reading"):
+        text += f" · {entry['cg1_reading']}"
     return text
 
 
@@ -726,7 +728,7 @@ _CSS = (
     "th>span,td>span{display:block;white-space:nowrap}"
     ".sub{color:#555;font-size:.75rem}"
     "code.run{display:inline-block;width:16ch;word-break:break-all;font-size:.75rem}"
-    "a.flag{color:#b00020;text-decoration:none;font-weight:bold}"
+    "a.flag{color:#b00020;text-decoration:none;font-weight:bold}span.red{color:#b00020;font-weight:bold}"
     "ol.flags{font-size:.8125rem}"
     "img{max-width:100%;height:auto}"
     ".banner{background:#b00020;color:#fff;font-size:1.4rem;font-weight:bold;padding:1rem;margin:1rem 0}"
@@ -781,7 +783,12 @@ def _html_cell(entry: dict | None, notes: _HtmlNotes) -> str:
             return _lines("n/a", e(note))
         return _lines("n/a" + notes.mark(f"n/a: {note}"))
     marks = "".join(notes.mark(f"⚠ FLAG: {flag}") for flag in entry.get("flags") or ())
-    return _lines(e(f"{_f(entry['score'])} {_ci(entry)}") + marks,
+    if entry.get("cg1_reading"):
+        marks += notes.mark(entry["cg1_reading"])
+    value = e(f"{_f(entry['score'])} {_ci(entry)}")
+    if entry.get("red"):  # a red flag (Track 4 ratio below 1, Track 5 holonomy): the figure itself is red
+        value = f'<span class="red">{value}</span>'
+    return _lines(value + marks,
                   e(f"{entry['n_items']:,} items / {entry['n_sessions']:,} sessions"))
 
 

@@ -286,3 +286,80 @@ def test_a_sampled_episode_draws_from_the_distribution_it_reports():
     counts = [first.count(a) for a in traces[0].steps[0].p]
     assert sps.chisquare(counts).pvalue > 0.001
     random.Random(0)  # (the driver never touches the global generator)
+
+
+# -- trb run, the report and rerun -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    from engine_helpers import make_release
+
+    return make_release(tmp_path_factory.mktemp("rollout-release"), sessions=120)
+
+
+def test_a_run_names_its_task_set_and_the_report_flags_red_in_every_format(release, tmp_path):
+    import json
+
+    from trb.report import build_report, render_html, render_json, render_markdown
+    from trb.results import ResultsStore
+    from trb.run import run_tracks
+
+    results = tmp_path / "r.duckdb"
+    run = run_tracks(release, HarmsAgent(), baseline="harms", tracks=("4", "5"), results=results, progress=False)
+    assert run["taskset_sha"] == TS.sha and json.loads(run["taskset"])["name"] == "grid-rollouts"
+    assert run["summary"]["4"]["episodes"] == 96 and run["summary"]["5"]["loops"] == 9
+    rep = build_report(ResultsStore(results), n_resamples=200)
+    viab = rep["baselines"][0]["tracks"]["viab"]
+    assert viab["score"] < 1 and viab["red"] and any(f.startswith("RED") for f in viab["flags"])
+    assert viab["cg1"]["n_used"] == 48 and viab["cg1"]["detectable"]
+    md, page, js = render_markdown(rep), render_html(rep), json.loads(render_json(rep))
+    assert "⚠ FLAG: RED" in md and "CG-1: KL" in md
+    assert '<span class="red">' in page and "legible but harmful" in page
+    assert js["baselines"][0]["tracks"]["viab"]["red"] is True
+    assert js["baselines"][0]["tracks"]["nav"]["n_sessions"] == 48
+    # the same inputs give the same items, bit for bit (seeds recorded per episode)
+    again = run_tracks(release, HarmsAgent(), baseline="harms", tracks=("4", "5"), results=results, progress=False)
+    store = ResultsStore(results)
+
+    def items(run_id):
+        return sorted((r["item_id"], r["score"], r["detail"]) for r in store.items(run_id).to_pylist())
+
+    assert items(again["run_id"]) == items(run["run_id"])
+    from trb.run import _recorded_taskset
+
+    old = next(r for r in store.runs() if r["run_id"] == run["run_id"])
+    assert _recorded_taskset(old).sha == TS.sha  # what trb rerun re-creates the tasks from
+
+
+def test_an_adapter_without_the_ablation_gets_not_applicable(release, tmp_path):
+    from trb.run import run_tracks
+
+    class Plain:  # the two hooks and nothing else
+        tier = "proxy"
+
+        def spec(self):
+            return {"kind": "plain"}
+
+        def emit_r(self, context):
+            return {"caused_by_self": 0.7}
+
+        def act(self, context, r_override=None):
+            return {a: 1 / len(context.action_space) for a in context.action_space}
+
+    run = run_tracks(release, Plain(), baseline="g", tracks=("3", "4", "5"), results=tmp_path / "r.duckdb",
+                     progress=False)
+    assert run["summary"]["4"] == run["summary"]["5"] == {"status": "not_applicable", "needs": ["r_ablation"]}
+    assert run["summary"]["3"]["scored"] > 0
+
+
+def test_a_bad_task_set_on_the_command_line_is_exit_1(release, tmp_path, capsys):
+    from trb.cli import main
+
+    bad = tmp_path / "t.toml"
+    bad.write_text(TOML.replace("eval = 4", "eval = 0"))
+    code = main(["run", "--release", str(release), "--adapter", "native", "--model", str(tmp_path / "nope"),
+                 "--baseline", "x", "--tasks", str(bad), "--results", str(tmp_path / "r.duckdb"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 1 and not (tmp_path / "r.duckdb").exists()
+    assert f"{bad}:" in err and "seeds.eval: missing or 0" in err
