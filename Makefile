@@ -49,6 +49,7 @@ bench: install $(LS_STAMP) install-browser
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/release.py
 	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/rollout.py
 	$(BIN)/python bench/annotate.py
 	$(BIN)/python bench/annotate_ui.py
 	$(BIN)/python bench/review.py
