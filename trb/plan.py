@@ -382,23 +382,9 @@ def plan_collection(store: ResultsStore, *, baseline: str | None = None, split: 
     """
     halves = _half_widths(half_width)
     _check_confidence(confidence)
-    all_runs = store.runs()
-    if not all_runs:
-        raise ResultsError(f"{store.path} holds no runs: there is no pilot to plan from")
-    releases: list = []
-    for r in all_runs:
-        if r["release_sha"] not in releases:
-            releases.append(r["release_sha"])
-    release_choice = None
-    if release_sha is None:
-        release_sha = all_runs[-1]["release_sha"]
-        if len(releases) > 1:
-            release_choice = (f"{len(releases)} releases have runs; this plan uses {release_sha} (the release of "
-                              "the most recent run). Pass a release SHA for another.")
-    on_release = [r for r in all_runs if r["release_sha"] == release_sha]
-    if not on_release:
-        raise ResultsError(f"no runs on release {release_sha} in {store.path}; releases with runs: "
-                           + ", ".join(str(s) for s in releases))
+    from trb.report import runs_on_release
+
+    release_sha, on_release, release_choice = runs_on_release(store, release_sha, "plan")
     runs = [r for r in on_release if r["split"] == split]
     if not runs:
         splits = sorted({str(r["split"]) for r in on_release})

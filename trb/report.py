@@ -372,6 +372,36 @@ def _split_key(split) -> tuple:
     return (SPLIT_ORDER.index(split), "") if split in SPLIT_ORDER else (len(SPLIT_ORDER), str(split))
 
 
+def runs_on_release(store: ResultsStore, release_sha: str | None, what: str) -> tuple[str, list[dict], str | None]:
+    """The runs of one release (oldest first): ``release_sha``'s, or with None the most recent run's release.
+
+    Returns (release SHA, its runs, a note saying which release was picked and why when several have runs, else
+    None). ``what`` names the product in messages ("report", "plan").
+
+    Raises:
+        ResultsError: the store has no runs, or none on ``release_sha``.
+    """
+    all_runs = store.runs()
+    if not all_runs:
+        raise ResultsError(f"{store.path} holds no runs: nothing to {what}")
+    releases: list = []
+    for r in all_runs:
+        if r["release_sha"] not in releases:
+            releases.append(r["release_sha"])
+    choice = None
+    if release_sha is None:
+        release_sha = all_runs[-1]["release_sha"]
+        if len(releases) > 1:
+            others = ", ".join(str(s)[:12] for s in releases if s != release_sha)
+            choice = (f"{len(releases)} releases have runs in this store; this {what} covers {release_sha} "
+                      f"(the release of the most recent run). Others: {others}. Pass a release SHA for another.")
+    runs = [r for r in all_runs if r["release_sha"] == release_sha]
+    if not runs:
+        known = ", ".join(str(s) for s in releases)
+        raise ResultsError(f"no runs on release {release_sha} in {store.path}; releases with runs: {known}")
+    return release_sha, runs, choice
+
+
 def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resamples: int = 2000,
                  seed: int = 0) -> dict:
     """The report for one release: the latest run of each (baseline, split), scored per track, and Δgov.
@@ -387,25 +417,7 @@ def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resam
     Raises:
         ResultsError: the store has no runs, or none on ``release_sha``.
     """
-    all_runs = store.runs()
-    if not all_runs:
-        raise ResultsError(f"{store.path} holds no runs: nothing to report")
-    releases: list = []
-    for r in all_runs:
-        if r["release_sha"] not in releases:
-            releases.append(r["release_sha"])
-    release_choice = None
-    if release_sha is None:
-        release_sha = all_runs[-1]["release_sha"]
-        if len(releases) > 1:
-            others = ", ".join(str(s)[:12] for s in releases if s != release_sha)
-            release_choice = (f"{len(releases)} releases have runs in this store; this report covers {release_sha} "
-                              f"(the release of the most recent run). Others: {others}. "
-                              "Pass a release SHA to report another.")
-    runs = [r for r in all_runs if r["release_sha"] == release_sha]
-    if not runs:
-        known = ", ".join(str(s) for s in releases)
-        raise ResultsError(f"no runs on release {release_sha} in {store.path}; releases with runs: {known}")
+    release_sha, runs, release_choice = runs_on_release(store, release_sha, "report")
 
     latest: dict[tuple[str, str], dict] = {}
     for r in runs:  # oldest first: the last one seen per (baseline, split) wins

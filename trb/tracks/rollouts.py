@@ -17,10 +17,11 @@ import orjson
 import pyarrow as pa
 
 from environments.tasksets import TaskSet
-from trb.rollout import EpisodeTrace
+from trb.adapters.capabilities import bind
+from trb.rollout import EpisodeTrace, run_episodes
 from trb.tracks.base import Column
 
-__all__ = ["EPISODE_COLUMNS", "context_id", "episode_row", "paired", "compact_trace"]
+__all__ = ["EPISODE_COLUMNS", "context_id", "episode_row", "paired", "compact_trace", "roll"]
 
 EPISODE_COLUMNS = (
     Column("condition", pa.string(), "VARCHAR", "Tracks 4 and 5: the rollout condition of the episode (full, "
@@ -40,6 +41,16 @@ def context_id(tasks: TaskSet):
         return f"{task.table.get('stimulus', tasks.environment)}.rollout.{tasks.language}"
 
     return of
+
+
+def roll(adapter, items, tasks: TaskSet, split: str, *, greedy: bool = False, timer=None, progress=None):
+    """Roll a track's episodes (``items``: EpisodeSpecs) through ``adapter`` in the task set's environment.
+
+    Returns (the traces, in the order given; the context-id function the episodes used)."""
+    cx = context_id(tasks)
+    traces = run_episodes(bind(adapter), tasks.env(), list(items), language=tasks.language, split=split,
+                          context_id=cx, greedy=greedy, timer=timer, progress=progress)
+    return traces, cx
 
 
 def compact_trace(trace: EpisodeTrace) -> dict:

@@ -24,12 +24,12 @@ from collections.abc import Iterator
 import numpy as np
 
 from environments.tasksets import TaskSet
-from trb.adapters.capabilities import RAblation, bind
+from trb.adapters.capabilities import RAblation
 from trb.detectability import cg1_calibration, cg1_completion
-from trb.rollout import EpisodeSpec, run_episodes
+from trb.rollout import EpisodeSpec
 from trb.stats import brier_quality_ratio_by_session, mean_by_session, ratio_by_session
 from trb.tracks.base import Metric, register_track
-from trb.tracks.rollouts import EPISODE_COLUMNS, context_id, episode_row, paired
+from trb.tracks.rollouts import EPISODE_COLUMNS, episode_row, paired, roll
 
 __all__ = ["TRACK", "Track4", "track4_items", "CONDITIONS"]
 
@@ -85,11 +85,7 @@ class Track4:
 
     def score(self, adapter, items, timer=None, progress=None, *, tasks: TaskSet, split: str,
               greedy: bool = False):
-        bound = bind(adapter)
-        specs = list(items)
-        cx = context_id(tasks)
-        traces = run_episodes(bound, tasks.env(), specs, language=tasks.language, split=split, context_id=cx,
-                              greedy=greedy, timer=timer, progress=progress)
+        traces, cx = roll(adapter, items, tasks, split, greedy=greedy, timer=timer, progress=progress)
         names = {v: k for k, v in CONDITIONS.items()}
         rows = [episode_row("4", "completion", tr, names[tr.spec.condition], split, cx(tr.spec.task))
                 for tr in traces]

@@ -36,11 +36,11 @@ import orjson
 import pyarrow as pa
 
 from environments.tasksets import TaskSet
-from trb.adapters.capabilities import RAblation, bind
-from trb.rollout import EpisodeSpec, r_change, run_episodes, tv_distance
+from trb.adapters.capabilities import RAblation
+from trb.rollout import EpisodeSpec, r_change, tv_distance
 from trb.stats import mean_by_session, paired_delta_by_session
 from trb.tracks.base import Column, Metric, register_track
-from trb.tracks.rollouts import EPISODE_COLUMNS, context_id, episode_row, paired
+from trb.tracks.rollouts import EPISODE_COLUMNS, episode_row, paired, roll
 
 __all__ = ["TRACK", "Track5", "track5_items", "LOOP_KINDS", "HOLONOMY_TOLERANCE"]
 
@@ -111,11 +111,7 @@ class Track5:
 
     def score(self, adapter, items, timer=None, progress=None, *, tasks: TaskSet, split: str,
               greedy: bool = False):
-        bound = bind(adapter)
-        specs = list(items)
-        cx = context_id(tasks)
-        traces = run_episodes(bound, tasks.env(), specs, language=tasks.language, split=split, context_id=cx,
-                              greedy=greedy, timer=timer, progress=progress)
+        traces, cx = roll(adapter, items, tasks, split, greedy=greedy, timer=timer, progress=progress)
         rows = [episode_row("5", "reach", tr, tr.spec.condition, split, cx(tr.spec.task))
                 for tr in traces if tr.spec.condition != "forced"]
         loops: dict[str, dict] = {}
