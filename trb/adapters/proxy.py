@@ -72,6 +72,39 @@ In both modes a slot that cannot be elicited is absent from the returned r and c
 in ``adapter.missing_counts[slot]`` (``adapter.emit_count`` counts emit_r calls, including
 those ``act`` makes to obtain the model's own r). Nothing crashes on a bad slot.
 
+Greedy decoding refuses, like scoring, a prompt that could run past the model's context
+window: prompt tokens + the tokens it may generate (8 or 64) over ``n_positions`` /
+``max_position_embeddings`` raise AdapterError before any forward pass.
+
+emit_r over many contexts (``emit_r_batch``, capability ``batched_emit``)
+-----------------------------------------------------------------------
+``emit_r_batch(contexts)`` returns ``[emit_r(c) for c in contexts]`` and keeps the same
+counters (``emit_count`` += len(contexts), ``missing_counts`` per slot), computed in
+batches (closed-loop rollouts emit r for N sessions in lockstep). ``prompt_fill`` fills
+slot by slot across all contexts at once: every greedy-decoded span (``goal``; ``planned_next``
+on an open-ended step) in one batched decode, every scored slot in ONE
+``score_continuations`` call over all contexts. ``free_cot`` is one batched generation,
+then :func:`parse_r` per context (``last_cot`` is the last context's). The batched decode
+is greedy argmax with a KV cache over right-padded prompts (attention mask, explicit
+position ids; at most ``GREEDY_BATCH_CONTEXTS`` prompts and ``GREEDY_BATCH_TOKENS``
+padded tokens per forward), stopping at the generation config's eos, and a row early
+once its text holds the delimiter that ends what is kept of it (``;``/newline for a span,
+a newline after some text for free_cot): the kept text is that of ``generate`` on the
+single prompt. Discrete slots equal the single calls'; probability slots agree to float
+rounding (~1e-7). A model whose generation config makes ``generate`` more than greedy
+argmax (a repetition penalty, beams, forced or suppressed tokens, ...) is decoded one
+prompt at a time with ``generate``, so its reports stay those of emit_r.
+
+No-r_t ablation (``act_ablated`` / ``act_ablated_batch``, capability ``r_ablation``)
+------------------------------------------------------------------------------------
+Tracks 4 and 5 compare acting through r_t with acting with r_t routed to zero. For the
+proxy tier that is acting with an EMPTY reasoning span: the act prompt's bare
+``Reasoning:`` line, ``prompt(context, {})``, scored exactly as ``act`` scores actions
+(``act_ablated(c) == act(c, r_override={})``). emit_r is never called, so whatever r_t
+the model would state cannot reach its action. With ``scaffold="none"`` there is no
+span: the ablation is the same as ``act(c)`` (an instruct base's action never reads r,
+so for it the ablation changes nothing, which is the measurement, not a defect).
+
 torch and transformers are imported when a model is loaded, not when this module is imported.
 """
 
@@ -88,7 +121,7 @@ from pathlib import Path
 
 from schemas.hashing import sha256_file
 from trb.adapters.base import check_act_batch
-from trb.adapters.capabilities import BatchedAct, ContinuationScoring, EmitCounters
+from trb.adapters.capabilities import BatchedAct, BatchedEmit, ContinuationScoring, EmitCounters, RAblation
 from trb.adapters.registry import AdapterKind, AdapterOption
 from trb.context import R_SLOTS, StepContext
 from trb.errors import AdapterError
@@ -104,6 +137,10 @@ PROB_SLOTS = ("caused_by_self", "confidence")
 PROB_CANDIDATES = tuple(i / 10 for i in range(11))
 GOAL_MAX_TOKENS = 8
 FREE_COT_MAX_TOKENS = 64
+#: Batched greedy decoding: prompts per forward pass at most ...
+GREEDY_BATCH_CONTEXTS = 64
+#: ... and padded tokens per forward pass (rows x (longest prompt + tokens to generate)).
+GREEDY_BATCH_TOKENS = 16384
 _DTYPES = ("float32", "bfloat16", "float16")
 
 # One "slot = value" pair; the value runs to the next ';' or line end.
@@ -220,7 +257,7 @@ class ProxyAdapter:
     """
 
     tier = "proxy"
-    capabilities = (BatchedAct, ContinuationScoring, EmitCounters)
+    capabilities = (BatchedAct, BatchedEmit, ContinuationScoring, EmitCounters, RAblation)
 
     def __init__(self, model, tokenizer, *, path: Path, sha256: str, hashed: list[str],
                  gguf_file: str | None = None, dtype: str = "float32", mode: str = "prompt_fill",
@@ -356,8 +393,7 @@ class ProxyAdapter:
         try:
             return score_continuations(self.model, self.tokenizer, requests, max_positions=self._window())
         except ContextTooLong as e:
-            raise AdapterError(f"a prompt of {e.tokens} tokens exceeds the model's context window of {e.window} "
-                               "(show fewer earlier steps with --history N)") from e
+            raise _window_error(f"a prompt of {e.tokens} tokens", e.window) from e
         except Exception as e:
             raise AdapterError(f"proxy model failed while scoring: {type(e).__name__}: {e}") from e
 
@@ -369,12 +405,18 @@ class ProxyAdapter:
                 return v
         return None
 
+    def _check_generation_window(self, prompt_tokens: int, max_new_tokens: int) -> None:
+        window = self._window()
+        if window is not None and prompt_tokens + max_new_tokens > window:
+            raise _window_error(f"a prompt of {prompt_tokens} tokens plus {max_new_tokens} to generate", window)
+
     def _greedy(self, prompt: str, max_new_tokens: int) -> str:
         import torch
 
         from trb.adapters.lm_scoring import encode_request
 
         ids, _ = encode_request(self.tokenizer, prompt, [])
+        self._check_generation_window(len(ids), max_new_tokens)
         device = next(self.model.parameters()).device
         inp = torch.tensor([ids], device=device)
         pad = self.tokenizer.pad_token_id
@@ -388,11 +430,127 @@ class ProxyAdapter:
             raise AdapterError(f"proxy model failed while generating: {type(e).__name__}: {e}") from e
         return self.tokenizer.decode(out[0, len(ids):].tolist(), skip_special_tokens=True)
 
+    def _plain_greedy_eos(self) -> tuple[bool, frozenset[int]]:
+        """(whether ``generate(do_sample=False)`` is plain greedy argmax for this model, its eos ids)."""
+        gc = getattr(self.model, "generation_config", None)
+        if gc is None:
+            return False, frozenset()
+        for name, neutral in _GREEDY_NEUTRAL.items():
+            v = getattr(gc, name, None)
+            if v is None or v in neutral or (isinstance(v, (list, tuple, dict, set)) and not v):
+                continue
+            return False, frozenset()
+        eos = gc.eos_token_id
+        if eos is None:
+            return True, frozenset()
+        return True, frozenset(int(x) for x in (eos if isinstance(eos, (list, tuple)) else [eos]))
+
+    def _greedy_batch(self, prompts: Sequence[str], max_new_tokens: int, stop=None) -> list[str]:
+        """``[self._greedy(p, max_new_tokens) for p in prompts]``, in padded batches with a KV cache.
+
+        ``stop(text)`` (optional) says that a row's decoded text already holds everything its
+        caller keeps (the delimiter that ends it): the row stops generating there. The caller's
+        cut of the shorter text is the same as of the full one, since a token never changes
+        the decoded text before it.
+        """
+        if not prompts:
+            return []
+        plain, eos = self._plain_greedy_eos()
+        if not plain:  # generate() does more than argmax for this model: keep its exact semantics
+            return [self._greedy(p, max_new_tokens) for p in prompts]
+        from trb.adapters.lm_scoring import _start_id
+
+        start = None
+        ids = []
+        for row in self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]:
+            row = list(row)
+            if not row:  # encode_request's rule for an empty prompt
+                start = _start_id(self.tokenizer) if start is None else start
+                row = [start]
+            ids.append(row)
+        self._check_generation_window(max(map(len, ids)), max_new_tokens)
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+        out = [""] * len(ids)
+        for group in _chunks(order, [len(x) + max_new_tokens for x in ids], GREEDY_BATCH_TOKENS,
+                             GREEDY_BATCH_CONTEXTS):
+            try:
+                texts = self._decode_group([ids[i] for i in group], max_new_tokens, eos, stop)
+            except AdapterError:
+                raise
+            except Exception as e:
+                raise AdapterError(f"proxy model failed while generating: {type(e).__name__}: {e}") from e
+            for i, text in zip(group, texts):
+                out[i] = text
+        return out
+
+    def _decode_group(self, rows: list[list[int]], max_new_tokens: int, eos: frozenset[int], stop) -> list[str]:
+        import torch
+
+        from trb.adapters.lm_scoring import _accepts, _cache_kwarg, _cache_of, _forward
+
+        model = self.model
+        device = next(model.parameters()).device
+        K = len(rows)
+        P = torch.tensor([len(x) for x in rows])
+        Pmax = int(P.max())
+        inp = torch.zeros((K, Pmax), dtype=torch.long)
+        mask = torch.zeros((K, Pmax), dtype=torch.long)
+        for b, x in enumerate(rows):  # right-padded: real tokens keep positions 0..P-1, pads are masked
+            inp[b, : len(x)] = torch.tensor(x)
+            mask[b, : len(x)] = 1
+        mask = mask.to(device)
+        pos = torch.arange(Pmax).unsqueeze(0).expand(K, Pmax)
+        last = (P - 1).unsqueeze(1)
+        kwargs = {"logits_to_keep": last.to(device)} if _accepts(model, "logits_to_keep") else {}
+        cache_kw = _cache_kwarg(model)
+        gen: list[list[int]] = [[] for _ in rows]
+        done = [False] * K
+        with torch.inference_mode():
+            out = _forward(model, input_ids=inp.to(device), attention_mask=mask, position_ids=pos.to(device),
+                           use_cache=True, **kwargs)
+            logits = out.logits
+            if logits.shape[1] == 1:
+                step_logits = logits[:, 0]
+            else:  # the model ignored logits_to_keep
+                step_logits = logits.gather(1, last.to(logits.device).unsqueeze(-1)
+                                            .expand(K, 1, logits.shape[-1]))[:, 0]
+            for step in range(max_new_tokens):
+                nxt = step_logits.float().argmax(dim=-1).tolist()
+                for b in range(K):
+                    if done[b]:
+                        continue
+                    gen[b].append(int(nxt[b]))
+                    if nxt[b] in eos or (stop is not None and stop(self._decode(gen[b]))):
+                        done[b] = True
+                if all(done) or step == max_new_tokens - 1:
+                    break
+                # each row's new token sits at its own position P + step (pads between are masked)
+                cache = _cache_of(out)
+                mask = torch.cat([mask, torch.ones((K, 1), dtype=mask.dtype, device=device)], dim=1)
+                out = _forward(model, input_ids=torch.tensor(nxt, device=device).unsqueeze(1), attention_mask=mask,
+                               position_ids=(P + step).unsqueeze(1).to(device), use_cache=True, **{cache_kw: cache})
+                step_logits = out.logits[:, -1]
+        return [self._decode(g) for g in gen]
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
     # -- emit_r ----------------------------------------------------------------------
 
     def emit_r(self, context: StepContext) -> dict:
         """The model's r at this step, as schema slots (only those it produced validly; see the module docstring)."""
         r = self._emit_free(context) if self.mode == "free_cot" else self._emit_fill(context)
+        return self._count(r)
+
+    def emit_r_batch(self, contexts: Sequence[StepContext]) -> list[dict]:
+        """``[emit_r(c) for c in contexts]`` computed in batches, with the same counters (see the module docstring)."""
+        contexts = list(contexts)
+        if not contexts:
+            return []
+        rs = self._emit_free_batch(contexts) if self.mode == "free_cot" else self._emit_fill_batch(contexts)
+        return [self._count(r) for r in rs]
+
+    def _count(self, r: dict) -> dict:
         self.emit_count += 1
         for slot in R_SLOTS:
             if r.get(slot) is None:
@@ -400,46 +558,72 @@ class ProxyAdapter:
                 self.missing_counts[slot] += 1
         return r
 
+    def _emit_base(self, context: StepContext) -> str:
+        return f"{context.render(last=self.emit_history)}\nReasoning:"
+
     def _emit_free(self, context: StepContext) -> dict:
-        text = self._greedy(f"{context.render(last=self.emit_history)}\nReasoning:", FREE_COT_MAX_TOKENS)
-        stripped = text.lstrip()
-        cut = stripped.find("\n")
-        cot = stripped if cut < 0 else stripped[:cut]
+        cot = _first_line(self._greedy(self._emit_base(context), FREE_COT_MAX_TOKENS))
         self.last_cot = cot
         r, _ = parse_r(cot, context.action_space)
         return r
 
+    def _emit_free_batch(self, contexts: list[StepContext]) -> list[dict]:
+        texts = self._greedy_batch([self._emit_base(c) for c in contexts], FREE_COT_MAX_TOKENS, stop=_line_done)
+        rs = []
+        for c, text in zip(contexts, texts):
+            self.last_cot = _first_line(text)
+            rs.append(parse_r(self.last_cot, c.action_space)[0])
+        return rs
+
     def _emit_fill(self, context: StepContext) -> dict:
-        base = f"{context.render(last=self.emit_history)}\nReasoning: "
+        base = self._emit_base(context) + " "
         r: dict = {}
 
         def prefix(slot: str) -> str:
-            done = format_r(r)
-            return base + (done + "; " if done else "") + slot + "="
-
-        def decode_span(slot: str):
-            text = self._greedy(prefix(slot), GOAL_MAX_TOKENS)
-            span = re.split(r"[;\n]", text, maxsplit=1)[0].strip()
-            return _parse_text(span)
+            return _fill_prefix(base, r, slot)
 
         for slot in R_SLOTS:
-            last = slot == R_SLOTS[-1]
-            delim = "\n" if last else ";"
+            delim = _delim(slot)
             if slot == "goal" or (slot == "planned_next" and not context.action_space):
-                value = decode_span(slot)
+                value = _span_value(self._greedy(prefix(slot), GOAL_MAX_TOKENS))
             elif slot == "planned_next":
                 space = list(context.action_space)
-                scores = self._score([(prefix(slot), [a + delim for a in space])])[0]
-                value = space[max(range(len(space)), key=lambda i: scores[i])]
+                value = _argmax_action(space, self._score([(prefix(slot), [a + delim for a in space])])[0])
             else:
-                cands = [f"{v:.2f}" for v in PROB_CANDIDATES]
-                scores = self._score([(prefix(slot), [c + delim for c in cands])])[0]
-                w = _softmax(scores)
-                value = float(sum(p * v for p, v in zip(w, PROB_CANDIDATES)))
-                value = min(1.0, max(0.0, value)) if math.isfinite(value) else None  # float rounding only
+                value = _expected_prob(self._score([(prefix(slot), [c + delim for c in _PROB_TEXTS])])[0])
             if value is not None:
                 r[slot] = value
         return r
+
+    def _emit_fill_batch(self, contexts: list[StepContext]) -> list[dict]:
+        bases = [self._emit_base(c) + " " for c in contexts]
+        rs: list[dict] = [{} for _ in contexts]
+        everyone = range(len(contexts))
+        for slot in R_SLOTS:
+            delim = _delim(slot)
+            values: dict[int, object] = {}
+            if slot == "goal":
+                decoded, scored = list(everyone), []
+            elif slot == "planned_next":
+                decoded = [i for i in everyone if not contexts[i].action_space]
+                scored = [i for i in everyone if contexts[i].action_space]
+            else:
+                decoded, scored = [], list(everyone)
+            if decoded:
+                texts = self._greedy_batch([_fill_prefix(bases[i], rs[i], slot) for i in decoded], GOAL_MAX_TOKENS,
+                                           stop=_span_done)
+                values.update((i, _span_value(t)) for i, t in zip(decoded, texts))
+            if scored and slot == "planned_next":
+                spaces = {i: list(contexts[i].action_space) for i in scored}
+                requests = [(_fill_prefix(bases[i], rs[i], slot), [a + delim for a in spaces[i]]) for i in scored]
+                values.update((i, _argmax_action(spaces[i], s)) for i, s in zip(scored, self._score(requests)))
+            elif scored:
+                requests = [(_fill_prefix(bases[i], rs[i], slot), [c + delim for c in _PROB_TEXTS]) for i in scored]
+                values.update((i, _expected_prob(s)) for i, s in zip(scored, self._score(requests)))
+            for i, value in values.items():
+                if value is not None:
+                    rs[i][slot] = value
+        return rs
 
     # -- act -------------------------------------------------------------------------
 
@@ -466,6 +650,20 @@ class ProxyAdapter:
             out.append(dict(zip(c.action_space, _softmax(scores))))
         return out
 
+    def act_ablated(self, context: StepContext) -> dict[str, float]:
+        """The no-r_t ablation: act with an empty reasoning span (``act(context, r_override={})``; never emit_r).
+
+        With ``scaffold="none"`` there is no span, and this is ``act(context)``.
+        Raises:
+            AdapterError: as ``act``.
+        """
+        return self.act_ablated_batch([context])[0]
+
+    def act_ablated_batch(self, contexts: Sequence[StepContext]) -> list[dict[str, float]]:
+        """``[act_ablated(c) for c in contexts]`` in one scoring call."""
+        contexts = list(contexts)
+        return self.act_batch(contexts, [{} for _ in contexts])
+
     def score_continuation(self, context: StepContext, text: str, r_override: dict | None = None) -> float:
         """``log p(text | prompt(context, r))`` (natural log), r = r_override or the model's own emit_r."""
         if self.scaffold == "none":
@@ -474,6 +672,85 @@ class ProxyAdapter:
             r = r_override if r_override is not None else self.emit_r(context)
         cont = text if text[:1].isspace() else " " + text
         return float(self._score([(self.prompt(context, r, self.scaffold, self.history), [cont])])[0][0])
+
+
+def _window_error(what: str, window: int) -> AdapterError:
+    return AdapterError(f"{what} exceeds the model's context window of {window} "
+                        "(show fewer earlier steps with --history N)")
+
+
+#: generation-config fields that make ``generate(do_sample=False)`` more than greedy argmax decoding, with their
+#: neutral values (None, or an empty list, is always neutral). A model with another value is decoded one prompt
+#: at a time by ``generate``.
+_GREEDY_NEUTRAL: dict[str, tuple] = {
+    "num_beams": (1,), "num_beam_groups": (1,), "penalty_alpha": (), "dola_layers": (), "guidance_scale": (1.0,),
+    "repetition_penalty": (1.0,), "encoder_repetition_penalty": (1.0,), "no_repeat_ngram_size": (0,),
+    "encoder_no_repeat_ngram_size": (0,), "bad_words_ids": (), "force_words_ids": (), "sequence_bias": (),
+    "min_length": (0,), "min_new_tokens": (0,), "forced_bos_token_id": (), "forced_eos_token_id": (),
+    "suppress_tokens": (), "begin_suppress_tokens": (), "forced_decoder_ids": (),
+    "exponential_decay_length_penalty": (), "stop_strings": (), "max_time": (), "watermarking_config": (),
+    "prompt_lookup_num_tokens": (), "assistant_early_exit": (), "custom_generate": (), "constraints": (),
+    "token_healing": (False,), "num_return_sequences": (1,),
+}
+
+
+def _chunks(order: list[int], widths: list[int], max_tokens: int, max_rows: int) -> list[list[int]]:
+    """Consecutive runs of ``order`` (widest first) of at most ``max_rows`` rows and ``max_tokens`` padded tokens."""
+    out: list[list[int]] = []
+    cur: list[int] = []
+    for i in order:
+        if cur and ((len(cur) + 1) * widths[cur[0]] > max_tokens or len(cur) >= max_rows):
+            out.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        out.append(cur)
+    return out
+
+
+_PROB_TEXTS = tuple(f"{v:.2f}" for v in PROB_CANDIDATES)
+
+
+def _delim(slot: str) -> str:
+    """What follows a slot's value in the Reasoning line: ``";"``, or a newline after the last slot."""
+    return "\n" if slot == R_SLOTS[-1] else ";"
+
+
+def _fill_prefix(base: str, r: Mapping, slot: str) -> str:
+    """prompt_fill's prompt for ``slot``: base, the slots filled so far, then ``slot=``."""
+    done = format_r(r)
+    return base + (done + "; " if done else "") + slot + "="
+
+
+def _span_done(text: str) -> bool:
+    return ";" in text or "\n" in text
+
+
+def _span_value(text: str) -> str | None:
+    """A greedy-decoded slot value: the text up to the first ``;`` or newline, stripped (None if malformed)."""
+    return _parse_text(re.split(r"[;\n]", text, maxsplit=1)[0].strip())
+
+
+def _line_done(text: str) -> bool:
+    return "\n" in text.lstrip()
+
+
+def _first_line(text: str) -> str:
+    """free_cot's chain of thought: the generation up to the first newline after some text."""
+    stripped = text.lstrip()
+    cut = stripped.find("\n")
+    return stripped if cut < 0 else stripped[:cut]
+
+
+def _argmax_action(space: list[str], scores: Sequence[float]) -> str:
+    return space[max(range(len(space)), key=lambda i: scores[i])]
+
+
+def _expected_prob(scores: Sequence[float]) -> float | None:
+    """The expectation of the candidates ``0.00 .. 1.00`` under the softmax of their scores (None if not finite)."""
+    w = _softmax(scores)
+    value = float(sum(p * v for p, v in zip(w, PROB_CANDIDATES)))
+    return min(1.0, max(0.0, value)) if math.isfinite(value) else None  # float rounding only
 
 
 def _softmax(scores: Sequence[float]) -> list[float]:
@@ -492,7 +769,7 @@ ADAPTER = AdapterKind(
     name="proxy", tier="proxy", load=_load, accepts=("path",),
     summary="any local Hugging Face causal LM: r elicited from its chain of thought, do(r') edits that span",
     model_help="a local Hugging Face model directory, or a .gguf file",
-    capabilities=("batched_act", "continuation_scoring", "emit_counters"),
+    capabilities=("batched_act", "batched_emit", "continuation_scoring", "emit_counters", "r_ablation"),
     options=(
         AdapterOption("dtype", "weights dtype (default float32)", choices=_DTYPES),
         AdapterOption("mode", "how r is elicited (default prompt_fill)", choices=MODES, flag="--elicit"),
