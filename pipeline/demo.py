@@ -1,7 +1,7 @@
 """`trb-demo`: the whole pipeline on the simulated world, end to end (a SMOKE TEST).
 
 simulate → ingest → smoke release → train both native references and the two LM
-baselines on the train split → Tracks 1 and 3 on all five spec baselines (§4: instruct
+baselines on the train split → Tracks 1, 3, 4 and 5 on all five spec baselines (§4: instruct
 base, CoT-prompted base and CoT-supervised finetune through the proxy adapter; the
 Trace-AI ablation and full model through the native adapter) → the report. Deterministic for a seed; leaves the
 corpus, the release, the checkpoints and ``results.duckdb`` in the work directory
@@ -26,10 +26,9 @@ __all__ = ["DEMO_SESSIONS", "demo_baseline_settings", "run_demo"]
 #: Sessions the demo simulates: 600 keeps `make demo` within its 8 minutes now that Track 1 also asks each
 #: model's own policy at every step (the proxy's own r is elicited slot by slot: the runs' largest cost).
 DEMO_SESSIONS = 600
-#: The tracks the demo runs. Tracks 4 and 5 (closed-loop rollouts) are not in it yet: on the three proxy
-#: baselines they would take the demo well past its 8 minutes on this machine (issue 15 is open on this);
-#: `trb run` runs them by default.
-DEMO_TRACKS = ("1", "3")
+#: The tracks the demo runs on every baseline: 1 and 3 on the release, 4 and 5 as closed-loop rollouts on the
+#: built-in task set (environments/tasksets/grid-rollouts-v1.toml).
+DEMO_TRACKS = ("1", "3", "4", "5")
 
 
 def demo_baseline_settings(max_pairs: int | None = None):

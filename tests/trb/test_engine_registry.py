@@ -221,7 +221,9 @@ def test_the_registry_lists_the_builtins_with_their_options(capsys):
     assert {"native", "proxy"} <= set(kinds)
     assert main(["adapters", "--json"]) == 0
     listed = {a["name"]: a for a in json.loads(capsys.readouterr().out)["adapters"]}
-    assert listed["proxy"]["capabilities"] == ["batched_act", "continuation_scoring", "emit_counters"]
+    assert listed["proxy"]["capabilities"] == ["batched_act", "batched_emit", "continuation_scoring", "emit_counters",
+                                              "r_ablation"]
+    assert listed["native"]["capabilities"] == ["batched_act", "batched_emit", "r_ablation"]
     assert {o["flag"] for o in listed["proxy"]["options"]} == {"--dtype", "--elicit", "--scaffold", "--history",
                                                                "--device"}
     assert listed["native"]["options"] == [] and listed["native"]["accepts"] == ["path"]

@@ -641,8 +641,11 @@ class ProxyAdapter:
         r_overrides = check_act_batch(contexts, r_overrides, "proxy model")
         if self.scaffold == "none":  # no span for r: the model's own r is never needed to act
             rs = list(r_overrides)
-        else:
-            rs = [r if r is not None else self.emit_r(c) for c, r in zip(contexts, r_overrides)]
+        else:  # the model's own r where no override is given, elicited in one batch
+            rs = list(r_overrides)
+            own = [i for i, r in enumerate(rs) if r is None]
+            for i, r in zip(own, self.emit_r_batch([contexts[i] for i in own]) if own else []):
+                rs[i] = r
         requests = [(self.prompt(c, r, self.scaffold, self.history), [" " + a for a in c.action_space])
                     for c, r in zip(contexts, rs)]
         out = []
