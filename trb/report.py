@@ -561,7 +561,10 @@ def _track_keys(report: dict, baselines: list[dict] | None = None) -> list[str]:
     """Report keys to show, in registry order: headline metrics always, others where any row has them."""
     rows = report["baselines"] if baselines is None else baselines
     present = {k for b in rows for k in b["tracks"]}
-    return [m.key for m in _metrics() if m.key in present or m.headline]
+    # a headline no row ran at all is left out of the tables (json keeps it: "not run"); one that some row could
+    # not run ("not applicable (needs X)") or scored is shown for every row
+    ran = {k for b in rows for k, e in b["tracks"].items() if (e or {}).get("note") != "not run"}
+    return [m.key for m in _metrics() if m.key in present and (not m.headline or m.key in ran)]
 
 
 def _has_share(key: str) -> bool:
@@ -582,6 +585,8 @@ def _is_main(key: str) -> bool:
     m = _metric(key)
     if m.headline:
         return True
+    if m.main is not None:
+        return m.main
     headline = next((h for h in registered_tracks()[m.track].metrics if h.headline), None)
     return headline is None or m.metric != headline.metric
 

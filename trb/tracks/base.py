@@ -80,6 +80,7 @@ class Metric:
         needs: capabilities without which this metric's items cannot be scored.
         requires: the item column the figure is computed from, beyond ``score``; a run whose
             items lack it (an older run) does not show the figure.
+        main: whether the report shows it in its main table (None: its default rule).
     """
 
     key: str
@@ -92,6 +93,9 @@ class Metric:
     chance: float | None = None
     needs: tuple[type, ...] = ()
     requires: str | None = None
+    #: In the report's main table and the plot (None: the default rule of ``trb.report``: headlines, and figures of
+    #: other items than the headline's); False sends it to the second table.
+    main: bool | None = None
 
 
 class ItemRow(TypedDict, total=False):

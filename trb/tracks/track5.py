@@ -96,7 +96,7 @@ class Track5:
                chance=0.0),
         Metric("nav-cg2-r", "5", "holonomy", "Track 5 — CG-2 change of the emitted r",
                "change of the emitted r at the same state and goal after a closed loop (trb.rollout.r_change)",
-               headline=False, bounds=(0.0, 1.0), requires="r_change"),
+               headline=False, bounds=(0.0, 1.0), requires="r_change", main=False),
     )
     columns = (*EPISODE_COLUMNS,
                Column("r_change", pa.float64(), "DOUBLE", "Track 5 (CG-2): change of the emitted r after a loop"))
