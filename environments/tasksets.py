@@ -131,6 +131,8 @@ class TaskSet:
     tasks: tuple[RolloutTask, ...]
     sha: str
     source: str = field(default="", compare=False)
+    #: For a task set derived by :meth:`with_seeds`: the SHA of the one it was derived from.
+    derived_from: str | None = None
 
     def of_kind(self, kind: str) -> list[RolloutTask]:
         return [t for t in self.tasks if t.kind == kind]
@@ -143,11 +145,25 @@ class TaskSet:
     def env(self) -> Environment:
         return get_environment(self.environment)
 
+    def with_seeds(self, **seeds: int) -> TaskSet:
+        """The same tasks with other episode counts per split (e.g. ``eval=1`` for a quick smoke run): a task set of
+        its own, with its own content SHA, that records the SHA it was derived from. The seeds of the episodes it
+        keeps are the same strings (episode k of a task in a split does not depend on how many there are)."""
+        bad = {k: v for k, v in seeds.items() if k not in SPLITS or not isinstance(v, int) or not 0 <= v <= MAX_SEEDS}
+        if bad or not {**self.seeds, **seeds}.get("eval"):
+            raise TaskSetInvalid([f"{self.source}: seeds {bad or seeds}: expected {', '.join(SPLITS)} = 0..{MAX_SEEDS}"
+                                  ", eval at least 1"], self.source)
+        new = {**self.seeds, **seeds}
+        content = {"name": self.name, "version": self.version, "environment": self.environment,
+                   "language": self.language, "seeds": new, "tasks": [_content(t) for t in self.tasks]}
+        return TaskSet(self.name, self.version, self.environment, self.language, new, self.tasks,
+                       taskset_sha(content), self.source, derived_from=self.sha)
+
     def describe(self) -> dict:
         """What a run row records of it."""
         return {"name": self.name, "version": self.version, "sha": self.sha, "environment": self.environment,
                 "language": self.language, "seeds": dict(self.seeds), "source": self.source,
-                "tasks": {k: len(self.of_kind(k)) for k in KINDS}}
+                "derived_from": self.derived_from, "tasks": {k: len(self.of_kind(k)) for k in KINDS}}
 
 
 def taskset_sha(content: dict) -> str:

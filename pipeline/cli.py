@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from pipeline.demo import DEMO_SESSIONS
+from pipeline.demo import DEMO_ROLLOUT_SEEDS, DEMO_SESSIONS
 
 __all__ = ["cli", "main"]
 
@@ -19,14 +19,16 @@ __all__ = ["cli", "main"]
               help="Simulated sessions.")
 @click.option("--baseline-pairs", type=click.IntRange(10, None), default=None,
               help="Train each LM baseline on at most this many train steps (a seeded subset; default: all).")
+@click.option("--rollout-seeds", type=click.IntRange(1, 1000), default=DEMO_ROLLOUT_SEEDS, show_default=True,
+              help="Tracks 4 and 5: held-out episodes per task of the built-in task set (it defines 4).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
-def cli(workdir, seed, sessions, baseline_pairs, quiet) -> None:
+def cli(workdir, seed, sessions, baseline_pairs, rollout_seeds, quiet) -> None:
     """The whole pipeline on the simulated world (a SMOKE TEST): simulate, ingest, release, train the five
-    baselines, run Tracks 1 and 3 on each, report."""
+    baselines, run Tracks 1, 3, 4 and 5 on each, report."""
     from pipeline.demo import demo_baseline_settings, run_demo
 
     result = run_demo(workdir, seed=seed, sessions=sessions, progress=not quiet,
-                      baseline_settings=demo_baseline_settings(max_pairs=baseline_pairs))
+                      baseline_settings=demo_baseline_settings(max_pairs=baseline_pairs), rollout_seeds=rollout_seeds)
     click.echo(result["markdown"])
 
 

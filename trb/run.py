@@ -195,6 +195,11 @@ def _recorded_taskset(old: dict):
     info = old.get("taskset") or {}
     source = str(info.get("source") or "")
     ts = default_taskset() if source.endswith("(built in)") else load_taskset(source)
+    if info.get("derived_from"):  # the same tasks with other episode counts (TaskSet.with_seeds)
+        if ts.sha != info["derived_from"]:
+            raise UsageError(f"run {old['run_id']} used a task set derived from {info['derived_from'][:12]}, but "
+                             f"{source or 'the built-in'} is now {ts.sha[:12]}: the run cannot be re-created from it")
+        ts = ts.with_seeds(**info.get("seeds") or {})
     if ts.sha != old["taskset_sha"]:
         raise UsageError(f"run {old['run_id']} used task set {old['taskset_sha'][:12]}, but {source or 'the built-in'} "
                          f"is now {ts.sha[:12]}: the tasks changed, the run cannot be re-created from it")

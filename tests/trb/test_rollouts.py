@@ -363,3 +363,16 @@ def test_a_bad_task_set_on_the_command_line_is_exit_1(release, tmp_path, capsys)
     err = capsys.readouterr().err
     assert code == 1 and not (tmp_path / "r.duckdb").exists()
     assert f"{bad}:" in err and "seeds.eval: missing or 0" in err
+
+
+def test_a_task_set_with_fewer_seeds_is_its_own_and_is_re_created_from_its_record():
+    from trb.run import _recorded_taskset
+
+    one = TS.with_seeds(eval=1)
+    assert one.sha != TS.sha and one.derived_from == TS.sha and one.seeds == {"eval": 1, "train": 2}
+    task = TS.tasks[0]
+    assert [s.text for s in one.seeds_for(task, "eval")] == [TS.seeds_for(task, "eval")[0].text]
+    record = {"run_id": "r", "taskset_sha": one.sha, "taskset": one.describe()}
+    assert _recorded_taskset(record).sha == one.sha
+    with pytest.raises(TaskSetInvalid):
+        TS.with_seeds(eval=0)
