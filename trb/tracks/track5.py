@@ -24,7 +24,8 @@ At the end state the model is probed: ``emit_r(c)`` and ``act(c, r_override = em
 g1)``. The holonomy of a loop is TV(act at the end of A, act at the end of the loop) (``nav-cg2``:
 mean over loops of both kinds, CI over loop tasks) and the change of the emitted r (``nav-cg2-r``:
 :func:`trb.rollout.r_change`). A steering that depends only on the current state and goal gives 0
-exactly; a non-zero value is flagged red on Track 5's out-of-distribution behaviour.
+exactly; a mean above :data:`HOLONOMY_TOLERANCE` (0.01 TV) is flagged red on Track 5's
+out-of-distribution behaviour.
 """
 
 from __future__ import annotations
@@ -46,8 +47,10 @@ __all__ = ["TRACK", "Track5", "track5_items", "LOOP_KINDS", "HOLONOMY_TOLERANCE"
 
 REACH = ("steered", "steered-plan", "ablated")
 LOOP_KINDS = ("route", "goal")
-#: A holonomy above this is "non-zero" (float rounding of a Markov steerer stays far below it).
-HOLONOMY_TOLERANCE = 1e-6
+#: A mean holonomy above this TV is flagged as non-zero. A Markov steerer gives exactly 0; a text model's probe goes
+#: through its own emitted r and batched float arithmetic, which can move its distribution by far less than this
+#: without the steering depending on the route; 0.01 TV is the smallest change the flag calls material.
+HOLONOMY_TOLERANCE = 0.01
 
 
 def track5_items(tasks: TaskSet, split: str) -> Iterator[EpisodeSpec]:
@@ -167,9 +170,10 @@ class Track5:
             vals = np.asarray(col, dtype=float)
             out["by_kind"] = {k: float(np.mean(vals[columns["condition"] == k]))
                               for k in LOOP_KINDS if (columns["condition"] == k).any()}
-            if metric.key == "nav-cg2" and float(np.max(vals)) > HOLONOMY_TOLERANCE:
+            if metric.key == "nav-cg2" and float(np.mean(vals)) > HOLONOMY_TOLERANCE:
                 worst = max(out["by_kind"], key=out["by_kind"].get)
-                out["flags"] = [f"RED: non-zero holonomy (mean TV {float(np.mean(vals)):.3f}, largest for the {worst} "
+                out["flags"] = [f"RED: non-zero holonomy (mean TV {float(np.mean(vals)):.3f} > {HOLONOMY_TOLERANCE}, "
+                                f"largest for the {worst} "
                                 "loop): the steering wheel behaves differently after a closed loop — path-dependent "
                                 "steering, a red flag on Track 5's out-of-distribution generalisation"]
                 out["red"] = True
