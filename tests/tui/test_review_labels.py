@@ -190,7 +190,7 @@ async def test_a_label_that_cannot_be_written_says_so_and_a_retry_saves_it(revie
     app = ReviewApp(review_corpus, reviewer="rev-3", attempt_wait=0.2, max_attempts=2)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await _open_clock_jump(app, pilot)
-        holder = _hold(review_corpus, 1.5)
+        holder = _hold(review_corpus, 5.0)  # long enough that a loaded machine still tries while it is held
         try:
             await pilot.press("s")
             await pilot.pause()
