@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml Makefile
 
 demo: install
 	rm -rf $(DEMO_DIR)
-	# simulate -> ingest -> smoke release -> train the five baselines -> Tracks 1 and 3 on each -> report (a SMOKE TEST)
+	# simulate -> ingest -> smoke release -> train the five baselines -> Tracks 1, 3, 4 and 5 on each -> report (a SMOKE TEST)
 	$(BIN)/trb-demo --workdir $(DEMO_DIR) --seed 1
 
 # The Label Studio server the annotate tests start: its own venv (its pins clash with ours).

@@ -46,7 +46,9 @@ def track4_items(tasks: TaskSet, split: str) -> Iterator[EpisodeSpec]:
 
 
 def _flags_ratio(value: float, low: float | None, high: float | None, what: str) -> list[str]:
-    if value < 1.0:
+    """The red flag of a ratio below 1 at the report's precision (three decimals: a ratio that prints as 1.000 is
+    float noise of two equal conditions, not harm)."""
+    if round(value, 3) < 1.0:
         sure = " (its CI lies below 1)" if high is not None and high < 1.0 else " (its CI reaches 1)"
         return [f"RED: {what} ratio {value:.3f} < 1{sure}: acting through r_t degrades the system — legible but "
                 "harmful"]
