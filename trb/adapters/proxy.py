@@ -458,7 +458,7 @@ class ProxyAdapter:
         plain, eos = self._plain_greedy_eos()
         if not plain:  # generate() does more than argmax for this model: keep its exact semantics
             return [self._greedy(p, max_new_tokens) for p in prompts]
-        from trb.adapters.lm_scoring import _start_id
+        from trb.adapters.lm_scoring import _groups, _start_id
 
         start = None
         ids = []
@@ -471,7 +471,7 @@ class ProxyAdapter:
         self._check_generation_window(max(map(len, ids)), max_new_tokens)
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         out = [""] * len(ids)
-        for group in _chunks(order, [len(x) + max_new_tokens for x in ids], GREEDY_BATCH_TOKENS,
+        for group in _groups(order, [len(x) + max_new_tokens for x in ids], GREEDY_BATCH_TOKENS,
                              GREEDY_BATCH_CONTEXTS):
             try:
                 texts = self._decode_group([ids[i] for i in group], max_new_tokens, eos, stop)
@@ -695,20 +695,6 @@ _GREEDY_NEUTRAL: dict[str, tuple] = {
     "prompt_lookup_num_tokens": (), "assistant_early_exit": (), "custom_generate": (), "constraints": (),
     "token_healing": (False,), "num_return_sequences": (1,),
 }
-
-
-def _chunks(order: list[int], widths: list[int], max_tokens: int, max_rows: int) -> list[list[int]]:
-    """Consecutive runs of ``order`` (widest first) of at most ``max_rows`` rows and ``max_tokens`` padded tokens."""
-    out: list[list[int]] = []
-    cur: list[int] = []
-    for i in order:
-        if cur and ((len(cur) + 1) * widths[cur[0]] > max_tokens or len(cur) >= max_rows):
-            out.append(cur)
-            cur = []
-        cur.append(i)
-    if cur:
-        out.append(cur)
-    return out
 
 
 _PROB_TEXTS = tuple(f"{v:.2f}" for v in PROB_CANDIDATES)
