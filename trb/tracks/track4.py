@@ -45,13 +45,11 @@ def track4_items(tasks: TaskSet, split: str) -> Iterator[EpisodeSpec]:
                 yield EpisodeSpec(f"{pair}/{name}", pair, task, seed, cond)
 
 
-def _flags_ratio(value: float, low: float | None, high: float | None, what: str) -> list[str]:
+def _flags_ratio(value: float, what: str) -> list[str]:
     """The red flag of a ratio below 1 at the report's precision (three decimals: a ratio that prints as 1.000 is
-    float noise of two equal conditions, not harm)."""
+    float noise of two equal conditions, not harm). The figure's CI stands beside it in the report."""
     if round(value, 3) < 1.0:
-        sure = " (its CI lies below 1)" if high is not None and high < 1.0 else " (its CI reaches 1)"
-        return [f"RED: {what} ratio {value:.3f} < 1{sure}: acting through r_t degrades the system — legible but "
-                "harmful"]
+        return [f"RED: {what} ratio {value:.3f} < 1: acting through r_t degrades the system — legible but harmful"]
     return []
 
 
@@ -140,7 +138,7 @@ class Track4:
                               f"{cg['n_used']} used ({n_note}): this run "
                               f"{'could' if cg['detectable'] else 'could NOT'} detect the {what} difference; "
                               f"power {cg['power']:.2f}")
-        flags = _flags_ratio(value, None, None, what) if not np.isnan(value) else []
+        flags = _flags_ratio(value, what) if not np.isnan(value) else []
         if flags:
             out["flags"] = flags
             out["red"] = True
