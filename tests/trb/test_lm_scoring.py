@@ -189,3 +189,46 @@ def test_batching_across_contexts_equals_naive_whatever_the_grouping(arch, tiny_
         assert worst < 1e-4, (arch, max_tokens, max_contexts, bs, worst)
     with pytest.raises(ValueError):
         score_continuations(model, tok, reqs, max_batch_tokens=0)
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_requests_extending_cached_prompts_score_as_if_run_whole(arch, tiny_lm, tiny_llama):
+    """prefix=(cache, rows): a request reuses its prompt's keys/values and scores exactly as without them.
+
+    The mix: requests that extend their prompt by words (the common case), whose first ids
+    differ from the prompt's last ones (a BPE merge across the join), that equal their prompt
+    (its last id must still run), that share nothing with it, and rows used twice or not at all.
+    """
+    from trb.adapters.lm_scoring import prefix_cache
+
+    model, tok = tiny_lm if arch == "gpt2" else tiny_llama
+    rng = random.Random(11)
+    prompts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 10))) for _ in range(7)]
+    cache = prefix_cache(model, tok, prompts)
+    assert len(cache) == 7
+    rows = [0, 1, 2, 3, 3, 5, 6, 0]  # row 4 unused, rows 0 and 3 twice
+    contexts = [prompts[0] + " the cat sat on",
+                prompts[1] + "s",  # glued to the last word: the join is inside a token
+                prompts[2],  # the prompt itself
+                prompts[3] + " and then",
+                prompts[3] + " quickly",
+                "green house",  # shares nothing with prompt 5
+                prompts[6] + " ",
+                prompts[0] + " red"]
+    reqs = [(c, [" " + rng.choice(WORDS) for _ in range(2)]
+             + [" " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(4)])
+            for c in contexts]
+    ref = score_naive(model, tok, reqs)
+    # a BPE merge across the join really happens for some request: it cannot reuse all of its prompt's ids
+    joins = [(encode_request(tok, c, [])[0], encode_request(tok, prompts[r], [])[0]) for c, r in zip(contexts, rows)]
+    assert any(ctx[:len(base)] != base for ctx, base in joins)
+    for max_tokens, max_contexts, bs in ((4096, 32, 16), (30, 2, 3)):
+        got = score_continuations(model, tok, reqs, batch_size=bs, max_batch_tokens=max_tokens,
+                                  max_contexts=max_contexts, prefix=(cache, rows))
+        worst = max(abs(g - r) for gr, rr in zip(got, ref) for g, r in zip(gr, rr))
+        assert worst < 1e-4, (arch, max_tokens, max_contexts, bs, worst)
+    # the cached prompts were not changed by being extended: scoring again gives the same
+    again = score_continuations(model, tok, reqs, prefix=(cache, rows))
+    assert again == score_continuations(model, tok, reqs, prefix=(cache, rows))
+    with pytest.raises(ValueError, match="prefix rows"):
+        score_continuations(model, tok, reqs, prefix=(cache, rows[:-1]))

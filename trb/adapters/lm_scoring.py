@@ -45,6 +45,16 @@ continuations, and batching across contexts):
 
 Padding changes only the shapes of the matrix products, so results equal
 ``score_naive``'s to float rounding (≤ 1e-4 in the tests).
+
+Prompts that later requests extend (``prefix_cache`` and ``prefix=``): a caller that
+scores several requests growing one prompt (the proxy adapter fills the Reasoning slots
+one after another, each prompt the last one plus a few tokens) runs the prompts forward
+once with :func:`prefix_cache`, then passes ``prefix=(cache, rows)``. Each request's
+context is still encoded whole; its ids up to the longest common token prefix with its
+cached prompt (at most all but its last) are not run again: step 2 runs only the ids past
+it, at their true positions, attending to the cached keys/values of that common part
+(the attention mask hides the cached prompt's columns past it and its pads). Step 3 is
+unchanged. The token ids scored are exactly those of ``score_naive``.
 """
 
 from __future__ import annotations
@@ -55,7 +65,7 @@ from collections.abc import Sequence
 import torch
 from transformers import DynamicCache
 
-__all__ = ["score_continuations", "score_naive", "encode_request", "ContextTooLong"]
+__all__ = ["score_continuations", "score_naive", "encode_request", "ContextTooLong", "PrefixCache", "prefix_cache"]
 
 Request = tuple[str, Sequence[str]]
 
@@ -175,10 +185,108 @@ class ContextTooLong(ValueError):
         self.window = window
 
 
+class PrefixCache:
+    """Prompts run forward once, whose keys/values later requests that extend them reuse.
+
+    ``prefix_cache(model, tokenizer, prompts)`` runs ``prompts`` (encoded by the module's rule)
+    in one right-padded forward pass and keeps every layer's keys and values. A later
+    ``score_continuations(..., prefix=(cache, rows))`` scores request ``i`` as an extension
+    of prompt ``rows[i]``: the request's context is still encoded whole (so its token ids
+    are exactly those :func:`score_naive` uses), and only the ids past the longest common
+    token prefix with that prompt (at least the last one) are run forward, attending to the
+    prompt's cached keys/values for the common part. Results equal the uncached ones to float
+    rounding. The caller bounds how many prompts one cache holds (they are one forward pass).
+    """
+
+    def __init__(self, ids: list[list[int]], kv: list[tuple[torch.Tensor, torch.Tensor]]):
+        self.ids = ids
+        self.kv = kv
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def start(self, rows: Sequence[int], contexts: Sequence[list[int]]) -> tuple["_Prefilled", list[list[int]]]:
+        """The cached part each context reuses (as a start for :func:`_prefill`) and the ids left to run."""
+        reuse, rest = [], []
+        for r, ctx in zip(rows, contexts):
+            base = self.ids[r]
+            n = 0
+            limit = min(len(base), len(ctx) - 1)  # at least one id is run: its logits score what follows
+            while n < limit and base[n] == ctx[n]:
+                n += 1
+            reuse.append(n)
+            rest.append(ctx[n:])
+        idx = torch.tensor(list(rows))
+        width = max(reuse)
+        kv = [(k[:, :, :width].index_select(0, idx.to(k.device)), v[:, :, :width].index_select(0, idx.to(v.device)))
+              for k, v in self.kv]
+        lengths = torch.tensor(reuse)
+        mask = (torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)).long()
+        return _Prefilled(kv=kv, cache=None, mask=mask, lengths=lengths, ends=lengths.clone(), last_logits=None), rest
+
+
 @torch.inference_mode()
-def score_continuations(model, tokenizer, requests: list[Request], *, batch_size: int = 16,
+def prefix_cache(model, tokenizer, prompts: Sequence[str]) -> PrefixCache:
+    """Run ``prompts`` forward in one pass and keep their keys/values (see :class:`PrefixCache`)."""
+    ids = [ctx for ctx, _ in _encode_all(tokenizer, [(p, ()) for p in prompts])]
+    pre = _prefill(model, ids, _model_device(model), _accepts(model, "logits_to_keep"), _cache_kwarg(model))
+    return PrefixCache(ids, pre.kv)
+
+
+class _Prefilled:
+    """K token rows after one forward pass: the cache, where each row's real tokens are, and its next-token logits.
+
+    ``mask`` (K, W) marks the columns of the cache holding a row's real tokens (a start's
+    reused prefix, then its own ids; pads and unused prefix columns are 0); ``lengths`` is
+    how many tokens each row holds (the position of its next token); ``ends`` the column
+    after each row's last real token.
+    """
+
+    def __init__(self, *, kv, cache, mask, lengths, ends, last_logits):
+        self.kv, self.cache, self.mask, self.lengths, self.ends, self.last_logits = (
+            kv, cache, mask, lengths, ends, last_logits)
+
+
+def _prefill(model, rows: list[list[int]], device, keep_arg: bool, cache_kw: str,
+             start: _Prefilled | None = None) -> _Prefilled:
+    """Run the token ``rows`` (each non-empty) forward in one right-padded pass, each after its ``start`` row if given.
+
+    Real tokens of row i sit at positions ``start.lengths[i] + 0..len-1`` (0.. without a
+    start); the attention mask hides pads and the start's unused columns.
+    """
+    K = len(rows)
+    E = max(len(x) for x in rows)
+    inp = torch.zeros((K, E), dtype=torch.long)
+    own = torch.zeros((K, E), dtype=torch.long)
+    for b, x in enumerate(rows):
+        inp[b, : len(x)] = torch.tensor(x)
+        own[b, : len(x)] = 1
+    n = torch.tensor([len(x) for x in rows])
+    before = start.lengths if start is not None else torch.zeros(K, dtype=torch.long)
+    width = start.mask.shape[1] if start is not None else 0
+    mask = own if start is None else torch.cat([start.mask, own], dim=1)
+    pos = before.unsqueeze(1) + torch.arange(E).unsqueeze(0)
+    last = (n - 1).unsqueeze(1)  # (K, 1): each row's last real token among the ids fed
+    kwargs = {"logits_to_keep": last.to(device)} if keep_arg else {}
+    if start is not None and width:
+        kwargs[cache_kw] = DynamicCache(ddp_cache_data=start.kv, config=model.config)
+    out = _forward(model, input_ids=inp.to(device), attention_mask=mask.to(device), position_ids=pos.to(device),
+                   use_cache=True, **kwargs)
+    logits = out.logits
+    if logits.shape[1] == 1:
+        last_logits = logits[:, 0]
+    else:  # the model ignored logits_to_keep: pick the rows' last positions from the full logits
+        last_logits = logits.gather(1, last.to(logits.device).unsqueeze(-1).expand(K, 1, logits.shape[-1]))[:, 0]
+    cache = _cache_of(out)
+    return _Prefilled(kv=_layer_kv(cache), cache=cache, mask=mask, lengths=before + n, ends=width + n,
+                      last_logits=last_logits)
+
+
+@torch.inference_mode()
+def score_continuations(model, tokenizer, requests: list[Request], *, batch_size: int = 64,
                         max_batch_tokens: int = MAX_BATCH_TOKENS, max_contexts: int = MAX_CONTEXTS,
-                        max_positions: int | None = None) -> list[list[float]]:
+                        max_positions: int | None = None,
+                        prefix: tuple[PrefixCache, Sequence[int]] | None = None) -> list[list[float]]:
     """Total log p(continuation | context) for every continuation, sharing each context's KV cache.
 
     Args:
@@ -187,6 +295,8 @@ def score_continuations(model, tokenizer, requests: list[Request], *, batch_size
         max_batch_tokens: padded context tokens per forward pass (contexts are batched up to it).
         max_contexts: contexts per forward pass at most.
         max_positions: the model's context window; a longer request raises before any pass.
+        prefix: ``(cache, rows)``: request i extends prompt ``rows[i]`` of ``cache`` (:class:`PrefixCache`),
+            whose keys/values it reuses for their common token prefix.
     Returns:
         One list of floats per request, in the order of its continuations.
     Raises:
@@ -194,6 +304,8 @@ def score_continuations(model, tokenizer, requests: list[Request], *, batch_size
     """
     if batch_size < 1 or max_batch_tokens < 1 or max_contexts < 1:
         raise ValueError("batch_size, max_batch_tokens and max_contexts must be >= 1")
+    if prefix is not None and len(prefix[1]) != len(requests):
+        raise ValueError(f"prefix rows: {len(prefix[1])} for {len(requests)} requests")
     device = _model_device(model)
     encoded = _encode_all(tokenizer, requests)
     if max_positions is not None:
@@ -206,32 +318,20 @@ def score_continuations(model, tokenizer, requests: list[Request], *, batch_size
     keep_arg = _accepts(model, "logits_to_keep")
     cache_kw = _cache_kwarg(model)
     for group in _groups(order, lengths, max_batch_tokens, max_contexts):
-        _score_group(model, group, encoded, results, lengths, device, batch_size, keep_arg, cache_kw)
+        contexts = [encoded[i][0] for i in group]
+        if prefix is None:
+            pre = _prefill(model, contexts, device, keep_arg, cache_kw)
+        else:
+            start, rest = prefix[0].start([prefix[1][i] for i in group], contexts)
+            pre = _prefill(model, rest, device, keep_arg, cache_kw, start)
+        _score_group(model, group, encoded, results, pre, device, batch_size, cache_kw)
     return results
 
 
-def _score_group(model, group, encoded, results, lengths, device, batch_size, keep_arg, cache_kw) -> None:
-    K = len(group)
-    P = torch.tensor([lengths[i] for i in group])
-    Pmax = int(P.max())
-    inp = torch.zeros((K, Pmax), dtype=torch.long)
-    mask = torch.zeros((K, Pmax), dtype=torch.long)
-    for r, i in enumerate(group):
-        inp[r, : lengths[i]] = torch.tensor(encoded[i][0])
-        mask[r, : lengths[i]] = 1
-    pos = torch.arange(Pmax).unsqueeze(0).expand(K, Pmax)
-    last = (P - 1).unsqueeze(1)  # (K, 1): each row's last real position
-    kwargs = {"logits_to_keep": last.to(device)} if keep_arg else {}
-    out = _forward(model, input_ids=inp.to(device), attention_mask=mask.to(device), position_ids=pos.to(device),
-                   use_cache=True, **kwargs)
-    logits = out.logits
-    if logits.shape[1] == 1:
-        last_logits = logits[:, 0]
-    else:  # the model ignored logits_to_keep: pick the rows' last positions from the full logits
-        last_logits = logits.gather(1, last.to(logits.device).unsqueeze(-1).expand(K, 1, logits.shape[-1]))[:, 0]
-    first_logp = torch.log_softmax(last_logits.float(), dim=-1).cpu()  # (K, V)
-    kv = _layer_kv(_cache_of(out))
-    del out, logits, last_logits
+def _score_group(model, group, encoded, results, pre: _Prefilled, device, batch_size, cache_kw) -> None:
+    first_logp = torch.log_softmax(pre.last_logits.float(), dim=-1).cpu()  # (K, V)
+    kv, mask, lengths, ends = pre.kv, pre.mask, pre.lengths, pre.ends
+    del pre
 
     multi: list[tuple[int, int, int]] = []  # (group row, request index, continuation index)
     for r, i in enumerate(group):
@@ -247,7 +347,7 @@ def _score_group(model, group, encoded, results, lengths, device, batch_size, ke
         B = len(chunk)
         conts = [encoded[i][1][j] for _, i, j in chunk]
         rows = torch.tensor([r for r, _, _ in chunk])
-        Pc = int(P[rows].max())  # the chunk's longest context: keys past it are pads of every row
+        Pc = int(ends[rows].max())  # the chunk's last real column: keys past it are pads of every row
         Lmax = max(len(ids) for ids in conts) - 1  # tokens fed: c[0..L-2]
         fed = torch.zeros((B, Lmax), dtype=torch.long)
         targets = torch.zeros((B, Lmax), dtype=torch.long)
@@ -260,7 +360,7 @@ def _score_group(model, group, encoded, results, lengths, device, batch_size, ke
             targets[b, :n] = torch.tensor(ids[1:])
             tmask[b, :n] = True
             amask[b, Pc : Pc + n] = 1
-        pos = P[rows].unsqueeze(1) + torch.arange(Lmax).unsqueeze(0)
+        pos = lengths[rows].unsqueeze(1) + torch.arange(Lmax).unsqueeze(0)
         cache = _row_cache(kv, rows.to(kv[0][0].device), Pc, model.config)
         out = _forward(model, input_ids=fed.to(device), attention_mask=amask.to(device), position_ids=pos.to(device),
                        use_cache=True, **{cache_kw: cache})

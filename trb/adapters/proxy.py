@@ -141,6 +141,8 @@ FREE_COT_MAX_TOKENS = 64
 GREEDY_BATCH_CONTEXTS = 64
 #: ... and padded tokens per forward pass (rows x (longest prompt + tokens to generate)).
 GREEDY_BATCH_TOKENS = 16384
+#: emit_r_batch (prompt_fill) groups contexts by their base prompt's tokens plus this many for the slots filled after it.
+_FILL_SLACK_TOKENS = 32
 _DTYPES = ("float32", "bfloat16", "float16")
 
 # One "slot = value" pair; the value runs to the next ';' or line end.
@@ -386,12 +388,13 @@ class ProxyAdapter:
         reasoning = "Reasoning: " + slots if slots else "Reasoning:"
         return f"{context.render(last=history)}\n{reasoning}\nAction:"
 
-    def _score(self, requests):
+    def _score(self, requests, prefix=None):
         from trb.adapters.lm_scoring import ContextTooLong, score_continuations
 
         # Past its window a model fails, or (rotary positions) silently degrades: refuse first.
         try:
-            return score_continuations(self.model, self.tokenizer, requests, max_positions=self._window())
+            return score_continuations(self.model, self.tokenizer, requests, max_positions=self._window(),
+                                       prefix=prefix)
         except ContextTooLong as e:
             raise _window_error(f"a prompt of {e.tokens} tokens", e.window) from e
         except Exception as e:
@@ -445,13 +448,14 @@ class ProxyAdapter:
             return True, frozenset()
         return True, frozenset(int(x) for x in (eos if isinstance(eos, (list, tuple)) else [eos]))
 
-    def _greedy_batch(self, prompts: Sequence[str], max_new_tokens: int, stop=None) -> list[str]:
+    def _greedy_batch(self, prompts: Sequence[str], max_new_tokens: int, stop=None, prefix=None) -> list[str]:
         """``[self._greedy(p, max_new_tokens) for p in prompts]``, in padded batches with a KV cache.
 
         ``stop(text)`` (optional) says that a row's decoded text already holds everything its
         caller keeps (the delimiter that ends it): the row stops generating there. The caller's
         cut of the shorter text is the same as of the full one, since a token never changes
-        the decoded text before it.
+        the decoded text before it. ``prefix=(cache, rows)``: prompt i extends prompt ``rows[i]``
+        of a :class:`~trb.adapters.lm_scoring.PrefixCache`, whose keys/values it reuses.
         """
         if not prompts:
             return []
@@ -473,8 +477,12 @@ class ProxyAdapter:
         out = [""] * len(ids)
         for group in _groups(order, [len(x) + max_new_tokens for x in ids], GREEDY_BATCH_TOKENS,
                              GREEDY_BATCH_CONTEXTS):
+            start = None
+            rows = [ids[i] for i in group]
+            if prefix is not None:
+                start, rows = prefix[0].start([prefix[1][i] for i in group], rows)
             try:
-                texts = self._decode_group([ids[i] for i in group], max_new_tokens, eos, stop)
+                texts = self._decode_group(rows, max_new_tokens, eos, stop, start)
             except AdapterError:
                 raise
             except Exception as e:
@@ -483,37 +491,23 @@ class ProxyAdapter:
                 out[i] = text
         return out
 
-    def _decode_group(self, rows: list[list[int]], max_new_tokens: int, eos: frozenset[int], stop) -> list[str]:
+    def _decode_group(self, rows: list[list[int]], max_new_tokens: int, eos: frozenset[int], stop,
+                      start=None) -> list[str]:
         import torch
 
-        from trb.adapters.lm_scoring import _accepts, _cache_kwarg, _cache_of, _forward
+        from trb.adapters.lm_scoring import _accepts, _cache_kwarg, _cache_of, _forward, _prefill
 
         model = self.model
         device = next(model.parameters()).device
         K = len(rows)
-        P = torch.tensor([len(x) for x in rows])
-        Pmax = int(P.max())
-        inp = torch.zeros((K, Pmax), dtype=torch.long)
-        mask = torch.zeros((K, Pmax), dtype=torch.long)
-        for b, x in enumerate(rows):  # right-padded: real tokens keep positions 0..P-1, pads are masked
-            inp[b, : len(x)] = torch.tensor(x)
-            mask[b, : len(x)] = 1
-        mask = mask.to(device)
-        pos = torch.arange(Pmax).unsqueeze(0).expand(K, Pmax)
-        last = (P - 1).unsqueeze(1)
-        kwargs = {"logits_to_keep": last.to(device)} if _accepts(model, "logits_to_keep") else {}
         cache_kw = _cache_kwarg(model)
         gen: list[list[int]] = [[] for _ in rows]
         done = [False] * K
         with torch.inference_mode():
-            out = _forward(model, input_ids=inp.to(device), attention_mask=mask, position_ids=pos.to(device),
-                           use_cache=True, **kwargs)
-            logits = out.logits
-            if logits.shape[1] == 1:
-                step_logits = logits[:, 0]
-            else:  # the model ignored logits_to_keep
-                step_logits = logits.gather(1, last.to(logits.device).unsqueeze(-1)
-                                            .expand(K, 1, logits.shape[-1]))[:, 0]
+            # right-padded (after a reused prefix, if any): real tokens keep their positions, pads are masked
+            pre = _prefill(model, rows, device, _accepts(model, "logits_to_keep"), cache_kw, start)
+            cache, mask, P, step_logits = pre.cache, pre.mask.to(device), pre.lengths, pre.last_logits
+            del pre
             for step in range(max_new_tokens):
                 nxt = step_logits.float().argmax(dim=-1).tolist()
                 for b in range(K):
@@ -525,10 +519,10 @@ class ProxyAdapter:
                 if all(done) or step == max_new_tokens - 1:
                     break
                 # each row's new token sits at its own position P + step (pads between are masked)
-                cache = _cache_of(out)
                 mask = torch.cat([mask, torch.ones((K, 1), dtype=mask.dtype, device=device)], dim=1)
                 out = _forward(model, input_ids=torch.tensor(nxt, device=device).unsqueeze(1), attention_mask=mask,
                                position_ids=(P + step).unsqueeze(1).to(device), use_cache=True, **{cache_kw: cache})
+                cache = _cache_of(out)
                 step_logits = out.logits[:, -1]
         return [self._decode(g) for g in gen]
 
@@ -596,8 +590,25 @@ class ProxyAdapter:
         return r
 
     def _emit_fill_batch(self, contexts: list[StepContext]) -> list[dict]:
+        """prompt_fill over many contexts: group by group, each group's prompts run once and extended slot by slot."""
+        from trb.adapters.lm_scoring import MAX_BATCH_TOKENS, MAX_CONTEXTS, _groups, prefix_cache
+
         bases = [self._emit_base(c) + " " for c in contexts]
         rs: list[dict] = [{} for _ in contexts]
+        lengths = [len(x) for x in self.tokenizer(bases, add_special_tokens=False)["input_ids"]]
+        self._check_generation_window(max(lengths), GOAL_MAX_TOKENS)
+        order = sorted(range(len(contexts)), key=lambda i: -lengths[i])
+        # room for the slots filled after the prompt (a Reasoning line is some twenty tokens)
+        for group in _groups(order, [n + _FILL_SLACK_TOKENS for n in lengths], MAX_BATCH_TOKENS, MAX_CONTEXTS):
+            try:
+                cache = prefix_cache(self.model, self.tokenizer, [bases[i] for i in group])
+            except Exception as e:
+                raise AdapterError(f"proxy model failed while scoring: {type(e).__name__}: {e}") from e
+            self._fill_group([contexts[i] for i in group], [bases[i] for i in group], [rs[i] for i in group], cache)
+        return rs
+
+    def _fill_group(self, contexts: list[StepContext], bases: list[str], rs: list[dict], cache) -> None:
+        """Fill ``rs`` slot by slot; every prompt extends its context's base prompt, held in ``cache``."""
         everyone = range(len(contexts))
         for slot in R_SLOTS:
             delim = _delim(slot)
@@ -611,19 +622,19 @@ class ProxyAdapter:
                 decoded, scored = [], list(everyone)
             if decoded:
                 texts = self._greedy_batch([_fill_prefix(bases[i], rs[i], slot) for i in decoded], GOAL_MAX_TOKENS,
-                                           stop=_span_done)
+                                           stop=_span_done, prefix=(cache, decoded))
                 values.update((i, _span_value(t)) for i, t in zip(decoded, texts))
             if scored and slot == "planned_next":
                 spaces = {i: list(contexts[i].action_space) for i in scored}
                 requests = [(_fill_prefix(bases[i], rs[i], slot), [a + delim for a in spaces[i]]) for i in scored]
-                values.update((i, _argmax_action(spaces[i], s)) for i, s in zip(scored, self._score(requests)))
+                values.update((i, _argmax_action(spaces[i], s))
+                              for i, s in zip(scored, self._score(requests, prefix=(cache, scored))))
             elif scored:
                 requests = [(_fill_prefix(bases[i], rs[i], slot), [c + delim for c in _PROB_TEXTS]) for i in scored]
-                values.update((i, _expected_prob(s)) for i, s in zip(scored, self._score(requests)))
+                values.update((i, _expected_prob(s)) for i, s in zip(scored, self._score(requests, prefix=(cache, scored))))
             for i, value in values.items():
                 if value is not None:
                     rs[i][slot] = value
-        return rs
 
     # -- act -------------------------------------------------------------------------
 
