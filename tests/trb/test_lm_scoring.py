@@ -97,7 +97,7 @@ def _requests(tokenizer, n_ctx: int = 8, n_cont: int = 10, seed: int = 1):
     return reqs
 
 
-def test_shared_cache_equals_naive(tiny_lm):
+def test_packed_scoring_equals_naive(tiny_lm):
     model, tok = tiny_lm
     reqs = _requests(tok)
     lengths = {len(ids) for _, conts in reqs for ids in encode_request(tok, "x", conts)[1]}
@@ -110,7 +110,7 @@ def test_shared_cache_equals_naive(tiny_lm):
     worst = 0.0
     for bs in (1, 3, 16):
         t0 = time.perf_counter()
-        got = score_continuations(model, tok, reqs, batch_size=bs)
+        got = score_continuations(model, tok, reqs, max_batch_tokens=bs * 64, max_scored_positions=bs * 8)
         dt = time.perf_counter() - t0
         assert [len(g) for g in got] == [len(c) for _, c in reqs]
         for g_row, r_row in zip(got, ref):
@@ -118,7 +118,7 @@ def test_shared_cache_equals_naive(tiny_lm):
                 assert g < 0 and abs(g - r) < 1e-4, (bs, g, r)
                 worst = max(worst, abs(g - r))
         print(
-            f"batch_size={bs}: {n_pairs} pairs, naive {t_naive:.3f}s, shared {dt:.3f}s, "
+            f"budget {bs}: {n_pairs} pairs, naive {t_naive:.3f}s, shared {dt:.3f}s, "
             f"naive/shared = {t_naive / dt:.2f}"
         )
     print(f"max |delta log p| = {worst:.2e}")
@@ -134,16 +134,16 @@ def test_hand_check_against_one_logits_tensor(tiny_lm):
     logp = torch.log_softmax(logits, dim=-1)
     P = len(ctx_ids)
     expected = sum(float(logp[P - 1 + j, t]) for j, t in enumerate(cont_ids))
-    (got,) = score_continuations(model, tok, [(ctx, [cont])], batch_size=2)[0]
+    (got,) = score_continuations(model, tok, [(ctx, [cont])])[0]
     assert abs(got - expected) < 1e-4
 
 
-def test_shared_cache_not_mutated_between_batches(tiny_lm):
-    """Order of batches must not matter: the same continuation scores alike alone or among others."""
+def test_a_continuation_scores_alike_alone_or_packed_with_others(tiny_lm):
+    """Packed behind one context, continuations never see each other: each scores as it does alone."""
     model, tok = tiny_lm
     ctx = "the dog ran over the"
     conts = [" river and then", " big house near the tree", " cat", " green roof"]
-    together = score_continuations(model, tok, [(ctx, conts)], batch_size=1)[0]
+    together = score_continuations(model, tok, [(ctx, conts)], max_scored_positions=1)[0]
     alone = [score_continuations(model, tok, [(ctx, [c])])[0][0] for c in conts]
     for a, b in zip(together, alone):
         assert abs(a - b) < 1e-4
@@ -182,7 +182,7 @@ def test_batching_across_contexts_equals_naive_whatever_the_grouping(arch, tiny_
     ctx_lengths = {len(encode_request(tok, c, [])[0]) for c, _ in reqs}
     assert len(ctx_lengths) >= 5  # really different lengths in one group
     for max_tokens, max_contexts, bs in ((1, 32, 4), (40, 3, 2), (4096, 32, 16), (4096, 32, 64)):
-        got = score_continuations(model, tok, reqs, batch_size=bs, max_batch_tokens=max_tokens,
+        got = score_continuations(model, tok, reqs, max_scored_positions=bs, max_batch_tokens=max_tokens,
                                   max_contexts=max_contexts)
         assert [len(g) for g in got] == [len(r) for r in ref]
         worst = max(abs(g - r) for gr, rr in zip(got, ref) for g, r in zip(gr, rr))
@@ -223,7 +223,7 @@ def test_requests_extending_cached_prompts_score_as_if_run_whole(arch, tiny_lm, 
     joins = [(encode_request(tok, c, [])[0], encode_request(tok, prompts[r], [])[0]) for c, r in zip(contexts, rows)]
     assert any(ctx[:len(base)] != base for ctx, base in joins)
     for max_tokens, max_contexts, bs in ((4096, 32, 16), (30, 2, 3)):
-        got = score_continuations(model, tok, reqs, batch_size=bs, max_batch_tokens=max_tokens,
+        got = score_continuations(model, tok, reqs, max_scored_positions=bs, max_batch_tokens=max_tokens,
                                   max_contexts=max_contexts, prefix=(cache, rows))
         worst = max(abs(g - r) for gr, rr in zip(got, ref) for g, r in zip(gr, rr))
         assert worst < 1e-4, (arch, max_tokens, max_contexts, bs, worst)

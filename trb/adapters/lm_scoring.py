@@ -1,4 +1,4 @@
-"""Continuation log-likelihood scoring for causal LMs, with a shared prefix KV cache.
+"""Continuation log-likelihood scoring for causal LMs: each context run once for all its continuations.
 
 ``score_continuations(model, tokenizer, requests)`` returns, for every
 ``(context, [continuation, ...])`` request, the total ``log p(continuation | context)``
@@ -20,31 +20,30 @@ Tokenisation rule (shared by both functions, so their results are comparable):
   predicted from.  A continuation that encodes to no tokens scores ``0.0``.
 * no truncation is done: context + continuation must fit the model's positions.
 
-How ``score_continuations`` works (a prefix KV cache shared by each context's
-continuations, and batching across contexts):
+How ``score_continuations`` works (each context run once for all its continuations,
+packed into its row, and batching across contexts):
 
 1. Every request is tokenised (one batched tokenizer call for all contexts, one for all
-   continuations).  Contexts with at least one non-empty continuation are sorted by
-   token length, longest first, and cut into groups of at most ``max_batch_tokens``
-   padded tokens (and at most ``max_contexts``).
-2. Each group's contexts are run in one forward pass, **right-padded** (the attention
-   mask hides the pads; real tokens keep positions ``0..P-1``), with ``use_cache=True``
-   and ``logits_to_keep`` set to each row's last real position, so the vocabulary
-   projection is computed once per context, not once per token.  That row's
-   log-softmax scores every continuation's first token: one-token continuations need
-   nothing more.
-3. The group's continuations of two or more tokens, from all its contexts, are sorted by
-   length (longest first) and scored in batches of ``batch_size`` rows: each batch gets
-   a fresh ``DynamicCache`` holding, per row, the cached keys/values of that row's
-   context (``index_select`` of the group's cache rows, cut to the batch's longest
-   context; the group's cache is never mutated), and only the continuation tokens
-   ``c[0..L-2]`` are fed, right-padded, with an attention mask covering the context's
-   real tokens and the row's own tokens, and explicit ``position_ids`` starting at the
-   context's length.  Pad keys in the cache sit *after* a row's real context and are
-   masked, so each row attends to exactly ``context + its own continuation``.
+   continuations).  A context's row is its ids followed, one after another, by the ids
+   ``c[0..L-2]`` of each of its continuations of two or more tokens (what must be run to
+   score ``c[1..L-1]``).  Rows with at least one non-empty continuation are sorted by
+   that packed length, longest first, and cut into groups of at most ``max_batch_tokens``
+   padded tokens, ``max_contexts`` rows and ``max_scored_positions`` kept logits.
+2. Each group is ONE forward pass, right-padded, with explicit ``position_ids`` and a 4-D
+   attention mask: a context id attends to the context ids before it; a continuation id
+   to the whole context and to the ids of its own continuation before it, never to
+   another continuation's; every continuation's positions start at the context's length
+   ``P``. So each continuation sees exactly ``context + its own prefix`` at the positions
+   it would have alone.  ``logits_to_keep`` keeps only the context's last position (which
+   scores every continuation's first token: one-token continuations need nothing more)
+   and the packed ids' positions, so the vocabulary projection is computed for those only.
+3. ``log p(c) = log p(c[0] | context) + sum_t log p(c[t] | context, c[<t])`` from the
+   kept log-softmaxes.
 
-Padding changes only the shapes of the matrix products, so results equal
-``score_naive``'s to float rounding (≤ 1e-4 in the tests).
+Padding and packing change only the shapes of the matrix products, so results equal
+``score_naive``'s to float rounding (≤ 1e-4 in the tests, for GPT-2 and Llama).
+A model must honour a custom 4-D attention mask and ``position_ids`` (transformers'
+attention models do: a 4-D mask is used as given).
 
 Prompts that later requests extend (``prefix_cache`` and ``prefix=``): a caller that
 scores several requests growing one prompt (the proxy adapter fills the Reasoning slots
@@ -52,9 +51,9 @@ one after another, each prompt the last one plus a few tokens) runs the prompts 
 once with :func:`prefix_cache`, then passes ``prefix=(cache, rows)``. Each request's
 context is still encoded whole; its ids up to the longest common token prefix with its
 cached prompt (at most all but its last) are not run again: step 2 runs only the ids past
-it, at their true positions, attending to the cached keys/values of that common part
-(the attention mask hides the cached prompt's columns past it and its pads). Step 3 is
-unchanged. The token ids scored are exactly those of ``score_naive``.
+it (and the packed continuations), at their true positions, attending to the cached
+keys/values of that common part (the mask hides the cached prompt's columns past it and
+its pads). The token ids scored are exactly those of ``score_naive``.
 """
 
 from __future__ import annotations
@@ -119,23 +118,6 @@ def _layer_kv(cache) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return [(k, v) for k, v in cache]  # legacy tuple-of-tuples
 
 
-def _row_cache(kv: list[tuple[torch.Tensor, torch.Tensor]], rows: torch.Tensor, length: int, config) -> DynamicCache:
-    """A fresh DynamicCache whose row i holds cache row ``rows[i]`` of ``kv``, cut to ``length`` positions.
-
-    When every row comes from one cache row, ``expand`` makes views (no copy); otherwise
-    ``index_select`` copies.  ``DynamicLayer.update`` concatenates into new tensors, so the
-    group's cache tensors are never written to.
-    """
-    B = int(rows.numel())
-    if bool((rows == rows[0]).all()):
-        r = int(rows[0])
-        data = [(k[r : r + 1, :, :length].expand(B, -1, -1, -1), v[r : r + 1, :, :length].expand(B, -1, -1, -1))
-                for k, v in kv]
-    else:
-        data = [(k[:, :, :length].index_select(0, rows), v[:, :, :length].index_select(0, rows)) for k, v in kv]
-    return DynamicCache(ddp_cache_data=data, config=config)
-
-
 def _accepts(model, name: str) -> bool:
     return name in inspect.signature(model.forward).parameters
 
@@ -174,6 +156,8 @@ def _encode_all(tokenizer, requests: list[Request]) -> list[tuple[list[int], lis
 MAX_BATCH_TOKENS = 4096
 #: Contexts per forward pass at most.
 MAX_CONTEXTS = 32
+#: Positions whose logits one forward pass keeps, at most (rows x positions x vocabulary floats).
+MAX_SCORED_POSITIONS = 2048
 
 
 class ContextTooLong(ValueError):
@@ -222,7 +206,7 @@ class PrefixCache:
               for k, v in self.kv]
         lengths = torch.tensor(reuse)
         mask = (torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)).long()
-        return _Prefilled(kv=kv, cache=None, mask=mask, lengths=lengths, ends=lengths.clone(), last_logits=None), rest
+        return _Prefilled(kv=kv, cache=None, mask=mask, lengths=lengths, last_logits=None), rest
 
 
 @torch.inference_mode()
@@ -238,13 +222,11 @@ class _Prefilled:
 
     ``mask`` (K, W) marks the columns of the cache holding a row's real tokens (a start's
     reused prefix, then its own ids; pads and unused prefix columns are 0); ``lengths`` is
-    how many tokens each row holds (the position of its next token); ``ends`` the column
-    after each row's last real token.
+    how many tokens each row holds (the position of its next token).
     """
 
-    def __init__(self, *, kv, cache, mask, lengths, ends, last_logits):
-        self.kv, self.cache, self.mask, self.lengths, self.ends, self.last_logits = (
-            kv, cache, mask, lengths, ends, last_logits)
+    def __init__(self, *, kv, cache, mask, lengths, last_logits):
+        self.kv, self.cache, self.mask, self.lengths, self.last_logits = kv, cache, mask, lengths, last_logits
 
 
 def _prefill(model, rows: list[list[int]], device, keep_arg: bool, cache_kw: str,
@@ -278,22 +260,22 @@ def _prefill(model, rows: list[list[int]], device, keep_arg: bool, cache_kw: str
     else:  # the model ignored logits_to_keep: pick the rows' last positions from the full logits
         last_logits = logits.gather(1, last.to(logits.device).unsqueeze(-1).expand(K, 1, logits.shape[-1]))[:, 0]
     cache = _cache_of(out)
-    return _Prefilled(kv=_layer_kv(cache), cache=cache, mask=mask, lengths=before + n, ends=width + n,
-                      last_logits=last_logits)
+    return _Prefilled(kv=_layer_kv(cache), cache=cache, mask=mask, lengths=before + n, last_logits=last_logits)
 
 
 @torch.inference_mode()
-def score_continuations(model, tokenizer, requests: list[Request], *, batch_size: int = 64,
-                        max_batch_tokens: int = MAX_BATCH_TOKENS, max_contexts: int = MAX_CONTEXTS,
+def score_continuations(model, tokenizer, requests: list[Request], *, max_batch_tokens: int = MAX_BATCH_TOKENS,
+                        max_contexts: int = MAX_CONTEXTS, max_scored_positions: int = MAX_SCORED_POSITIONS,
                         max_positions: int | None = None,
                         prefix: tuple[PrefixCache, Sequence[int]] | None = None) -> list[list[float]]:
-    """Total log p(continuation | context) for every continuation, sharing each context's KV cache.
+    """Total log p(continuation | context) for every continuation, each context run once for all of its continuations.
 
     Args:
         requests: ``(context, [continuation, ...])`` pairs (see the module docstring for tokenisation).
-        batch_size: continuations of two or more tokens scored per forward pass.
-        max_batch_tokens: padded context tokens per forward pass (contexts are batched up to it).
+        max_batch_tokens: padded tokens per forward pass (a row is a context and its packed continuations).
         max_contexts: contexts per forward pass at most.
+        max_scored_positions: positions whose next-token logits one forward pass computes, at most
+            (unless one context alone needs more): it bounds the logits tensor, rows x vocabulary.
         max_positions: the model's context window; a longer request raises before any pass.
         prefix: ``(cache, rows)``: request i extends prompt ``rows[i]`` of ``cache`` (:class:`PrefixCache`),
             whose keys/values it reuses for their common token prefix.
@@ -302,8 +284,8 @@ def score_continuations(model, tokenizer, requests: list[Request], *, batch_size
     Raises:
         ContextTooLong: a context plus its longest continuation exceeds ``max_positions``.
     """
-    if batch_size < 1 or max_batch_tokens < 1 or max_contexts < 1:
-        raise ValueError("batch_size, max_batch_tokens and max_contexts must be >= 1")
+    if max_batch_tokens < 1 or max_contexts < 1 or max_scored_positions < 1:
+        raise ValueError("max_batch_tokens, max_contexts and max_scored_positions must be >= 1")
     if prefix is not None and len(prefix[1]) != len(requests):
         raise ValueError(f"prefix rows: {len(prefix[1])} for {len(requests)} requests")
     device = _model_device(model)
@@ -313,64 +295,113 @@ def score_continuations(model, tokenizer, requests: list[Request], *, batch_size
         if longest > max_positions:
             raise ContextTooLong(longest, max_positions)
     results: list[list[float]] = [[0.0] * len(conts) for _, conts in encoded]
-    lengths = [len(ctx) for ctx, _ in encoded]
-    order = sorted((i for i, (_, conts) in enumerate(encoded) if any(conts)), key=lambda i: -lengths[i])
+    packed = [len(ctx) + sum(len(c) - 1 for c in conts if len(c) >= 2) for ctx, conts in encoded]
+    scored = [1 + sum(len(c) - 1 for c in conts if len(c) >= 2) for _, conts in encoded]
+    order = sorted((i for i, (_, conts) in enumerate(encoded) if any(conts)), key=lambda i: -packed[i])
     keep_arg = _accepts(model, "logits_to_keep")
     cache_kw = _cache_kwarg(model)
-    for group in _groups(order, lengths, max_batch_tokens, max_contexts):
+    for group in _packed_groups(order, packed, scored, max_batch_tokens, max_contexts, max_scored_positions):
         contexts = [encoded[i][0] for i in group]
         if prefix is None:
-            pre = _prefill(model, contexts, device, keep_arg, cache_kw)
+            start, rest = None, contexts
         else:
             start, rest = prefix[0].start([prefix[1][i] for i in group], contexts)
-            pre = _prefill(model, rest, device, keep_arg, cache_kw, start)
-        _score_group(model, group, encoded, results, pre, device, batch_size, cache_kw)
+        _score_packed(model, [encoded[i][1] for i in group], rest, start, [results[i] for i in group], device,
+                      keep_arg, cache_kw)
     return results
 
 
-def _score_group(model, group, encoded, results, pre: _Prefilled, device, batch_size, cache_kw) -> None:
-    first_logp = torch.log_softmax(pre.last_logits.float(), dim=-1).cpu()  # (K, V)
-    kv, mask, lengths, ends = pre.kv, pre.mask, pre.lengths, pre.ends
-    del pre
+def _packed_groups(order, packed, scored, max_tokens: int, max_contexts: int, max_scored: int) -> list[list[int]]:
+    """Consecutive runs of ``order`` (longest first) within the budgets: padded tokens, contexts, kept positions.
 
-    multi: list[tuple[int, int, int]] = []  # (group row, request index, continuation index)
-    for r, i in enumerate(group):
-        scores = results[i]
-        for j, ids in enumerate(encoded[i][1]):
-            if len(ids) == 1:
-                scores[j] = float(first_logp[r, ids[0]])
-            elif len(ids) >= 2:
-                multi.append((r, i, j))
-    multi.sort(key=lambda x: -len(encoded[x[1]][1][x[2]]))
-    for start in range(0, len(multi), batch_size):
-        chunk = multi[start : start + batch_size]
-        B = len(chunk)
-        conts = [encoded[i][1][j] for _, i, j in chunk]
-        rows = torch.tensor([r for r, _, _ in chunk])
-        Pc = int(ends[rows].max())  # the chunk's last real column: keys past it are pads of every row
-        Lmax = max(len(ids) for ids in conts) - 1  # tokens fed: c[0..L-2]
-        fed = torch.zeros((B, Lmax), dtype=torch.long)
-        targets = torch.zeros((B, Lmax), dtype=torch.long)
-        tmask = torch.zeros((B, Lmax), dtype=torch.bool)
-        amask = torch.zeros((B, Pc + Lmax), dtype=torch.long)
-        amask[:, :Pc] = mask[rows, :Pc]
-        for b, ids in enumerate(conts):
-            n = len(ids) - 1
-            fed[b, :n] = torch.tensor(ids[:-1])
-            targets[b, :n] = torch.tensor(ids[1:])
-            tmask[b, :n] = True
-            amask[b, Pc : Pc + n] = 1
-        pos = lengths[rows].unsqueeze(1) + torch.arange(Lmax).unsqueeze(0)
-        cache = _row_cache(kv, rows.to(kv[0][0].device), Pc, model.config)
-        out = _forward(model, input_ids=fed.to(device), attention_mask=amask.to(device), position_ids=pos.to(device),
-                       use_cache=True, **{cache_kw: cache})
-        logits = out.logits.float()  # (B, Lmax, V)
-        lse = torch.logsumexp(logits, dim=-1)
-        tok_logp = logits.gather(-1, targets.to(logits.device).unsqueeze(-1))[..., 0] - lse
-        rest = (tok_logp.cpu() * tmask).sum(dim=1)
-        for b, (r, i, j) in enumerate(chunk):
-            results[i][j] = float(first_logp[r, conts[b][0]] + rest[b])
-        del out, cache, logits, lse, tok_logp
+    A row's packed length is its context plus its packed continuation ids; its kept positions
+    are one plus those ids (rows are padded to the group's most). A context that alone exceeds
+    a budget is a group of its own.
+    """
+    groups: list[list[int]] = []
+    cur: list[int] = []
+    most = 0
+    for i in order:
+        width = packed[cur[0]] if cur else packed[i]  # the first is the longest
+        m = max(most, scored[i])
+        if cur and ((len(cur) + 1) * width > max_tokens or len(cur) >= max_contexts or (len(cur) + 1) * m > max_scored):
+            groups.append(cur)
+            cur, m = [], scored[i]
+        cur.append(i)
+        most = m
+    if cur:
+        groups.append(cur)
+    return groups
+
+
+def _score_packed(model, conts: list[list[list[int]]], rest: list[list[int]], start: _Prefilled | None,
+                  results: list[list[float]], device, keep_arg: bool, cache_kw: str) -> None:
+    """Score every continuation of K contexts in one forward pass, writing into ``results``.
+
+    Row r holds the context's ids still to run (``rest[r]``, after its ``start`` prefix),
+    then, packed one after another, every continuation c of two or more tokens as its ids
+    ``c[0..L-2]``. A 4-D attention mask lets a context id see the start's reused columns and
+    the context ids before it; a continuation id sees those, the whole context and the ids of
+    its own continuation before it: never another continuation. Position ids restart at the
+    context's length for every continuation, so each is scored as if it alone followed.
+    """
+    K = len(rest)
+    W = start.mask.shape[1] if start is not None else 0
+    before = start.lengths.tolist() if start is not None else [0] * K
+    rows, positions, segments, plans, keeps = [], [], [], [], []
+    for r in range(K):
+        ids, e = list(rest[r]), len(rest[r])
+        P = before[r] + e  # the context's length: every continuation starts at this position
+        pos, seg = list(range(before[r], P)), [0] * e
+        plan, keep = [], [e - 1]  # logits kept: the context's last id, then every packed id
+        for j, c in enumerate(conts[r]):
+            if len(c) >= 2:
+                n = len(c) - 1
+                plan.append((j, len(keep), n))
+                keep.extend(range(len(ids), len(ids) + n))
+                ids.extend(c[:-1])
+                pos.extend(range(P, P + n))
+                seg.extend([j + 1] * n)
+        rows.append(ids), positions.append(pos), segments.append(seg), plans.append(plan), keeps.append(keep)
+    E, M = max(map(len, rows)), max(map(len, keeps))
+    inp = torch.zeros((K, E), dtype=torch.long)
+    pos = torch.zeros((K, E), dtype=torch.long)
+    seg = torch.full((K, E), -1, dtype=torch.long)  # -1: a pad
+    keep = torch.zeros((K, M), dtype=torch.long)
+    for r in range(K):
+        n = len(rows[r])
+        inp[r, :n], pos[r, :n], seg[r, :n] = torch.tensor(rows[r]), torch.tensor(positions[r]), torch.tensor(segments[r])
+        keep[r, : len(keeps[r])] = torch.tensor(keeps[r])
+        keep[r, len(keeps[r]):] = keeps[r][0]
+    q, k = seg.unsqueeze(2), seg.unsqueeze(1)  # (K, E, 1), (K, 1, E)
+    causal = torch.ones((E, E), dtype=torch.bool).tril()
+    own = causal & (k >= 0) & ((k == 0) | (k == q))
+    own |= torch.eye(E, dtype=torch.bool) & (q < 0)  # a pad attends to itself only (never to nothing)
+    if start is not None and W:
+        seen = torch.cat([start.mask.bool().unsqueeze(1).expand(K, E, W) & (q >= 0), own], dim=2)
+    else:
+        seen = own
+    dtype = next(model.parameters()).dtype
+    mask = torch.zeros(seen.shape, dtype=dtype).masked_fill(~seen, torch.finfo(dtype).min).unsqueeze(1)
+    kwargs = {"logits_to_keep": keep.to(device)} if keep_arg else {}
+    if start is not None and W:
+        kwargs[cache_kw] = DynamicCache(ddp_cache_data=start.kv, config=model.config)
+    out = _forward(model, input_ids=inp.to(device), attention_mask=mask.to(device), position_ids=pos.to(device),
+                   use_cache=False, **kwargs)
+    logits = out.logits
+    if logits.shape[1] != M:  # the model ignored logits_to_keep: pick the kept positions from the full logits
+        logits = logits.gather(1, keep.to(logits.device).unsqueeze(-1).expand(K, M, logits.shape[-1]))
+    logp = torch.log_softmax(logits.float(), dim=-1).cpu()  # (K, M, V)
+    del out, logits
+    for r in range(K):
+        scores, first = results[r], logp[r, 0]
+        for j, c in enumerate(conts[r]):
+            if len(c) == 1:
+                scores[j] = float(first[c[0]])
+        for j, at, n in plans[r]:
+            c = conts[r][j]
+            tail = logp[r, at : at + n].gather(-1, torch.tensor(c[1:]).unsqueeze(-1)).sum()
+            scores[j] = float(first[c[0]] + tail)
 
 
 @torch.inference_mode()

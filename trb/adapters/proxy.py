@@ -21,8 +21,8 @@ Prompt template (``TEMPLATE_VERSION = "trb-proxy-cot-1"``; scaffold ``"cot"``, t
   follow in sorted key order as ``key=value``.
 * ``act(context)`` scores each action ``a`` of ``context.action_space`` as the
   continuation ``" " + a`` of :meth:`ProxyAdapter.prompt` with
-  :func:`trb.adapters.lm_scoring.score_continuations` (the prompt's KV cache is shared by
-  all actions) and returns the softmax of the summed log-likelihoods.
+  :func:`trb.adapters.lm_scoring.score_continuations` (the prompt is run once for all
+  actions) and returns the softmax of the summed log-likelihoods.
 * With ``r_override=r'`` the Reasoning line is ``format_r(r')`` (the intervention);
   without it, it is ``format_r(emit_r(context))`` (the model acts through its own r).
 * ``score_continuation(context, text, r_override)`` is ``log p(text | prompt)`` on the
@@ -80,10 +80,14 @@ emit_r over many contexts (``emit_r_batch``, capability ``batched_emit``)
 -----------------------------------------------------------------------
 ``emit_r_batch(contexts)`` returns ``[emit_r(c) for c in contexts]`` and keeps the same
 counters (``emit_count`` += len(contexts), ``missing_counts`` per slot), computed in
-batches (closed-loop rollouts emit r for N sessions in lockstep). ``prompt_fill`` fills
-slot by slot across all contexts at once: every greedy-decoded span (``goal``; ``planned_next``
-on an open-ended step) in one batched decode, every scored slot in ONE
-``score_continuations`` call over all contexts. ``free_cot`` is one batched generation,
+batches (closed-loop rollouts emit r for N sessions in lockstep). ``prompt_fill`` takes
+the contexts in groups (their prompts sorted by length, at most
+``lm_scoring.MAX_CONTEXTS`` and ``MAX_BATCH_TOKENS``); a group's base prompts
+(``{render}\nReasoning: ``) are run forward ONCE (:func:`~trb.adapters.lm_scoring.prefix_cache`)
+and every slot's prompt reuses their keys/values, running only the tokens it adds. Slot by
+slot across the group: every greedy-decoded span (``goal``; ``planned_next`` on an
+open-ended step) in one batched decode, every scored slot in ONE ``score_continuations``
+call. ``free_cot`` is one batched generation,
 then :func:`parse_r` per context (``last_cot`` is the last context's). The batched decode
 is greedy argmax with a KV cache over right-padded prompts (attention mask, explicit
 position ids; at most ``GREEDY_BATCH_CONTEXTS`` prompts and ``GREEDY_BATCH_TOKENS``
