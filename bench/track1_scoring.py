@@ -6,8 +6,8 @@ The same (context, continuation) requests, scored three ways in one process:
     (``trb.adapters.lm_scoring.score_naive``);
 (b) lm-evaluation-harness ``HFLM(pretrained=model, tokenizer=tok, batch_size=B).loglikelihood``
     at several batch sizes; the best is reported (``lm-eval[hf]``, ``pip install -e '.[bench]'``);
-(c) this toolkit's ``score_continuations`` (the proxy adapter's scorer: a context's KV cache
-    shared by its continuations, contexts batched across requests).
+(c) this toolkit's ``score_continuations`` (the proxy adapter's scorer: a context run once,
+    its continuations packed behind it in the same row, contexts batched across requests).
 
 On two models: a tiny GPT-2 (byte-level BPE trained here, about 3.4M parameters, random
 weights: throughput only) and SmolLM2-135M-Instruct (``trb models fetch smollm2``).
