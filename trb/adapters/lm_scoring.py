@@ -189,7 +189,7 @@ class PrefixCache:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def start(self, rows: Sequence[int], contexts: Sequence[list[int]]) -> tuple["_Prefilled", list[list[int]]]:
+    def start(self, rows: Sequence[int], contexts: Sequence[list[int]]) -> tuple[_Prefilled, list[list[int]]]:
         """The cached part each context reuses (as a start for :func:`_prefill`) and the ids left to run."""
         reuse, rest = [], []
         for r, ctx in zip(rows, contexts):
@@ -229,6 +229,20 @@ class _Prefilled:
         self.kv, self.cache, self.mask, self.lengths, self.last_logits = kv, cache, mask, lengths, last_logits
 
 
+def _forward_kept(model, inp, mask, pos, keep, start: _Prefilled | None, device, keep_arg: bool, cache_kw: str, *,
+                  use_cache: bool):
+    """One forward pass (after ``start``'s cached columns, if any); the logits at ``keep`` (K, M) positions of each row."""
+    kwargs = {"logits_to_keep": keep.to(device)} if keep_arg else {}
+    if start is not None and start.mask.shape[1]:
+        kwargs[cache_kw] = DynamicCache(ddp_cache_data=start.kv, config=model.config)
+    out = _forward(model, input_ids=inp.to(device), attention_mask=mask.to(device), position_ids=pos.to(device),
+                   use_cache=use_cache, **kwargs)
+    logits = out.logits
+    if not (keep_arg and logits.shape[1] == keep.shape[1]):  # all positions came back: pick the kept ones
+        logits = logits.gather(1, keep.to(logits.device).unsqueeze(-1).expand(*keep.shape, logits.shape[-1]))
+    return out, logits
+
+
 def _prefill(model, rows: list[list[int]], device, keep_arg: bool, cache_kw: str,
              start: _Prefilled | None = None) -> _Prefilled:
     """Run the token ``rows`` (each non-empty) forward in one right-padded pass, each after its ``start`` row if given.
@@ -245,20 +259,11 @@ def _prefill(model, rows: list[list[int]], device, keep_arg: bool, cache_kw: str
         own[b, : len(x)] = 1
     n = torch.tensor([len(x) for x in rows])
     before = start.lengths if start is not None else torch.zeros(K, dtype=torch.long)
-    width = start.mask.shape[1] if start is not None else 0
     mask = own if start is None else torch.cat([start.mask, own], dim=1)
     pos = before.unsqueeze(1) + torch.arange(E).unsqueeze(0)
     last = (n - 1).unsqueeze(1)  # (K, 1): each row's last real token among the ids fed
-    kwargs = {"logits_to_keep": last.to(device)} if keep_arg else {}
-    if start is not None and width:
-        kwargs[cache_kw] = DynamicCache(ddp_cache_data=start.kv, config=model.config)
-    out = _forward(model, input_ids=inp.to(device), attention_mask=mask.to(device), position_ids=pos.to(device),
-                   use_cache=True, **kwargs)
-    logits = out.logits
-    if logits.shape[1] == 1:
-        last_logits = logits[:, 0]
-    else:  # the model ignored logits_to_keep: pick the rows' last positions from the full logits
-        last_logits = logits.gather(1, last.to(logits.device).unsqueeze(-1).expand(K, 1, logits.shape[-1]))[:, 0]
+    out, logits = _forward_kept(model, inp, mask, pos, last, start, device, keep_arg, cache_kw, use_cache=True)
+    last_logits = logits[:, 0]
     cache = _cache_of(out)
     return _Prefilled(kv=_layer_kv(cache), cache=cache, mask=mask, lengths=before + n, last_logits=last_logits)
 
@@ -383,14 +388,7 @@ def _score_packed(model, conts: list[list[list[int]]], rest: list[list[int]], st
         seen = own
     dtype = next(model.parameters()).dtype
     mask = torch.zeros(seen.shape, dtype=dtype).masked_fill(~seen, torch.finfo(dtype).min).unsqueeze(1)
-    kwargs = {"logits_to_keep": keep.to(device)} if keep_arg else {}
-    if start is not None and W:
-        kwargs[cache_kw] = DynamicCache(ddp_cache_data=start.kv, config=model.config)
-    out = _forward(model, input_ids=inp.to(device), attention_mask=mask.to(device), position_ids=pos.to(device),
-                   use_cache=False, **kwargs)
-    logits = out.logits
-    if logits.shape[1] != M:  # the model ignored logits_to_keep: pick the kept positions from the full logits
-        logits = logits.gather(1, keep.to(logits.device).unsqueeze(-1).expand(K, M, logits.shape[-1]))
+    out, logits = _forward_kept(model, inp, mask, pos, keep, start, device, keep_arg, cache_kw, use_cache=False)
     logp = torch.log_softmax(logits.float(), dim=-1).cpu()  # (K, M, V)
     del out, logits
     for r in range(K):
