@@ -100,7 +100,7 @@ def test_a_subject_in_a_browser_sees_the_consent_steps_and_leaves_a_draft(server
     page.keyboard.type("reach E2")
     for key in ("Enter", "4", "Enter", "ArrowRight", "ArrowRight", "Enter", "4", "Enter"):
         page.keyboard.press(key)
-        page.wait_for_timeout(60)  # a person's pace: keys sent in one burst right after an arrow's escape
+        page.wait_for_timeout(250)  # a person's pace: keys sent in one burst right after an arrow's escape
         # sequence can reach the app's input parser as one chunk and be read as part of it
     screen.wait_for("After your move (right)")  # (Textual redraws only what changed: the header's "2" alone)
     [(draft_id, draft)] = drafts(corpus_dir).items()

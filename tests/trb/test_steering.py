@@ -1,0 +1,94 @@
+"""Residual-stream injection for any causal LM (proxy-tier grounding): checked against a plain forward pass.
+
+Tiny GPT-2 and Llama models on a locally trained tokenizer (the fixtures of test_lm_scoring).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from tests.trb import test_lm_scoring as _lm  # noqa: E402
+from trb.adapters.lm_scoring import encode_request  # noqa: E402
+from trb.adapters.steering import (  # noqa: E402
+    SteeringError,
+    add_at_first,
+    decoder_layers,
+    last_states,
+    score_injected,
+)
+
+tiny_lm, tiny_llama = _lm.tiny_lm, _lm.tiny_llama  # the module fixtures of test_lm_scoring
+PROMPT = "the cat sat on the mat and then it"
+CANDIDATES = [" ran", " was very happy", " sat under the blue roof", " quickly"]
+
+
+def _plain(model, tok, prompt, candidates, layer, vector):
+    """log p(candidate | prompt), one full forward pass each, ``vector`` added after ``layer`` at the prompt's last id."""
+    ctx, conts = encode_request(tok, prompt, candidates)
+    P = len(ctx)
+    block = decoder_layers(model)[layer]
+
+    def hook(_m, _a, out):
+        h = (out[0] if isinstance(out, tuple) else out).clone()
+        h[:, P - 1] += torch.as_tensor(vector, dtype=h.dtype)
+        return (h, *out[1:]) if isinstance(out, tuple) else h
+
+    handle = block.register_forward_hook(hook)
+    try:
+        scores = []
+        with torch.no_grad():
+            for ids in conts:
+                logits = model(input_ids=torch.tensor([ctx + ids])).logits[0]
+                logp = torch.log_softmax(logits[P - 1: P - 1 + len(ids)].double(), dim=-1)
+                scores.append(float(logp.gather(-1, torch.tensor(ids).unsqueeze(-1)).sum()))
+        return scores
+    finally:
+        handle.remove()
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_injected_trials_equal_a_plain_forward_pass_with_the_same_addition(arch, tiny_lm, tiny_llama):
+    model, tok = tiny_lm if arch == "gpt2" else tiny_llama
+    size = model.config.hidden_size
+    rng = np.random.default_rng(0)
+    direction = rng.normal(size=size)
+    vectors = np.stack([np.zeros(size), 4.0 * direction, -4.0 * direction, rng.normal(size=size) * 2])
+    hooks = {i: len(b._forward_hooks) for i, b in enumerate(decoder_layers(model))}
+    for layer in (0, 1):
+        got = score_injected(model, tok, PROMPT, CANDIDATES, layer, vectors)
+        assert got.shape == (4, len(CANDIDATES))
+        for t, v in enumerate(vectors):
+            want = _plain(model, tok, PROMPT, CANDIDATES, layer, v)
+            assert np.max(np.abs(got[t] - want)) < 1e-4, (arch, layer, t)
+        # the injection reaches the candidates: a strong vector changes their scores, the zero one does not
+        assert np.max(np.abs(got[1] - got[0])) > 1e-3
+    # no hook is left behind: a plain call afterwards is un-injected
+    assert {i: len(b._forward_hooks) for i, b in enumerate(decoder_layers(model))} == hooks
+
+
+def test_last_states_are_the_hidden_state_after_the_layer_at_the_last_token(tiny_lm):
+    model, tok = tiny_lm
+    prompts = [PROMPT, "a big dog", "the bird sat on the roof near the river today"]
+    z = last_states(model, tok, prompts, 1, batch=2)  # two passes, padded rows
+    for i, p in enumerate(prompts):
+        ids = encode_request(tok, p, [])[0]
+        with torch.no_grad():
+            hs = model(input_ids=torch.tensor([ids]), output_hidden_states=True).hidden_states
+        assert np.max(np.abs(z[i] - hs[2][0, -1].double().numpy())) < 1e-5
+
+
+def test_bad_layers_and_shapes_are_refused_and_the_hook_is_removed_on_error(tiny_lm):
+    model, tok = tiny_lm
+    hooks = len(decoder_layers(model)[0]._forward_hooks)
+    with pytest.raises(SteeringError, match="not one of the model's decoder layers 0..1"):
+        score_injected(model, tok, PROMPT, CANDIDATES, 2, np.zeros((1, model.config.hidden_size)))
+    with pytest.raises(SteeringError, match="does not fit"):
+        with add_at_first(model, 0, torch.zeros((3, model.config.hidden_size))):
+            model(input_ids=torch.tensor([[1, 2, 3]]))
+    assert len(decoder_layers(model)[0]._forward_hooks) == hooks
+    with pytest.raises(SteeringError, match="no candidate"):
+        score_injected(model, tok, PROMPT, [], 0, np.zeros((1, model.config.hidden_size)))

@@ -1,0 +1,156 @@
+"""Residual-stream access for Hugging Face causal LMs: read a layer's state, add a vector to it.
+
+What proxy-tier grounding (Track 2 beyond the native tier) needs from any causal LM:
+
+* :func:`decoder_layers`: the model's stack of decoder layers (the ``nn.ModuleList`` whose
+  length is the config's number of hidden layers: ``model.transformer.h`` for GPT-2,
+  ``model.model.layers`` for Llama and SmolLM2, and so on).
+* :func:`last_states`: z of a prompt at layer L, the residual stream after decoder layer
+  ``L`` (``hidden_states[L + 1]``) at the prompt's last token, for many prompts at once.
+* :func:`add_at_first`: a context manager holding a forward hook on decoder layer ``L``
+  that adds ``vectors[b]`` to row b's output at the FIRST position fed in that forward
+  pass. It accepts both forms a layer's output takes (a tensor in transformers 5, a tuple
+  whose first element is the hidden state before it).
+* :func:`score_injected`: the trial itself. A prompt's ids but its last are run once
+  (:func:`~trb.adapters.lm_scoring.prefix_cache`, no injection); each trial then runs
+  the last prompt id with its vector added at layer L, and the candidates packed behind
+  it (:func:`~trb.adapters.lm_scoring.score_continuations` with ``prefix=``), so the
+  injection reaches the candidates only through the prompt's last position, where z was
+  read. Every trial of a prompt (null, random, each concept, each strength) shares the
+  prompt's cached ids: a trial costs one token plus its candidates, not the prompt again.
+
+No library beyond torch and transformers: a forward hook is all it takes, and it is
+checked against a plain forward pass with the same addition in ``tests/trb/test_steering.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+
+from trb.adapters.lm_scoring import encode_request, prefix_cache, score_continuations
+
+__all__ = ["decoder_layers", "last_states", "add_at_first", "score_injected", "SteeringError"]
+
+
+class SteeringError(ValueError):
+    """The model's decoder layers cannot be found, or a layer index or vector does not fit."""
+
+
+def _n_layers(model) -> int | None:
+    cfg = getattr(model, "config", None)
+    for name in ("num_hidden_layers", "n_layer"):
+        v = getattr(cfg, name, None)
+        if isinstance(v, int):
+            return v
+    return None
+
+
+def decoder_layers(model) -> torch.nn.ModuleList:
+    """The decoder layers of ``model``: the one ``nn.ModuleList`` as long as the config's layer count.
+
+    Raises:
+        SteeringError: the config has no layer count, or no (or more than one) such list exists.
+    """
+    n = _n_layers(model)
+    if n is None:
+        raise SteeringError(f"{type(model).__name__}: its config names no number of hidden layers")
+    found = [m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == n]
+    if len(found) != 1:
+        raise SteeringError(f"{type(model).__name__}: {len(found)} module lists of {n} layers; expected exactly one "
+                            "(the decoder layers)")
+    return found[0]
+
+
+def _check_layer(model, layer: int) -> torch.nn.Module:
+    layers = decoder_layers(model)
+    if not 0 <= layer < len(layers):
+        raise SteeringError(f"layer {layer} is not one of the model's decoder layers 0..{len(layers) - 1}")
+    return layers[layer]
+
+
+@torch.inference_mode()
+def last_states(model, tokenizer, prompts: Sequence[str], layer: int, *, batch: int = 16) -> np.ndarray:
+    """z at ``layer`` of each prompt: the residual stream after decoder layer ``layer`` at its last token.
+
+    Returns a float64 array of shape (len(prompts), hidden size). Prompts are run one
+    group of ``batch`` at a time, right-padded (the last token's state does not see the pads).
+    """
+    _check_layer(model, layer)
+    device = next(model.parameters()).device
+    out = []
+    for start in range(0, len(prompts), batch):
+        ids = [encode_request(tokenizer, p, [])[0] for p in prompts[start:start + batch]]
+        E = max(map(len, ids))
+        inp = torch.zeros((len(ids), E), dtype=torch.long)
+        mask = torch.zeros((len(ids), E), dtype=torch.long)
+        for b, x in enumerate(ids):
+            inp[b, : len(x)] = torch.tensor(x)
+            mask[b, : len(x)] = 1
+        res = model(input_ids=inp.to(device), attention_mask=mask.to(device), output_hidden_states=True,
+                    return_dict=True)
+        hidden = res.hidden_states[layer + 1]
+        last = torch.tensor([len(x) - 1 for x in ids], device=hidden.device)
+        out.append(hidden[torch.arange(len(ids), device=hidden.device), last].double().cpu().numpy())
+    size = getattr(model.config, "hidden_size", None) or getattr(model.config, "n_embd", 0)
+    return np.concatenate(out) if out else np.zeros((0, size))
+
+
+@contextmanager
+def add_at_first(model, layer: int, vectors: torch.Tensor) -> Iterator[None]:
+    """While active, decoder layer ``layer`` adds ``vectors[b]`` to row b of its output at the first position fed.
+
+    ``vectors`` is (rows, hidden size). Every forward pass inside the block must have
+    exactly that many rows. The hook is removed on leaving the block, also on an error.
+    """
+    module = _check_layer(model, layer)
+    if vectors.ndim != 2:
+        raise SteeringError(f"vectors must be (rows, hidden size), got shape {tuple(vectors.shape)}")
+
+    def hook(_module, _args, output):
+        hidden = output[0] if isinstance(output, tuple) else output
+        if hidden.shape[0] != vectors.shape[0] or hidden.shape[-1] != vectors.shape[1]:
+            raise SteeringError(f"layer {layer} output {tuple(hidden.shape)} does not fit vectors "
+                                f"{tuple(vectors.shape)}")
+        hidden = hidden.clone()
+        hidden[:, 0] = hidden[:, 0] + vectors.to(hidden.dtype).to(hidden.device)
+        return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
+
+    handle = module.register_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def score_injected(model, tokenizer, prompt: str, candidates: Sequence[str], layer: int,
+                   vectors: np.ndarray | torch.Tensor, *, max_positions: int | None = None) -> np.ndarray:
+    """log p(candidate | prompt) for each trial: row t with ``vectors[t]`` added to z at ``layer``.
+
+    z is the residual stream after decoder layer ``layer`` at the prompt's last token; the
+    vector is added there, and only there, so the candidates see it through that position.
+    A zero vector is the null trial. Returns an array (trials, candidates) of natural-log
+    likelihoods, each row equal to a plain forward pass over prompt + candidate with the same
+    addition at the prompt's last position (to float rounding; tested).
+    """
+    vecs = torch.as_tensor(np.asarray(vectors, dtype=np.float64) if not torch.is_tensor(vectors) else vectors)
+    if vecs.ndim != 2 or len(vecs) == 0:
+        raise SteeringError("vectors must be a non-empty (trials, hidden size) array")
+    if not candidates:
+        raise SteeringError("no candidate to score")
+    ids, _ = encode_request(tokenizer, prompt, [])
+    if len(ids) < 2:
+        raise SteeringError("the prompt must have at least two tokens (its last one carries the injection)")
+    cache = prefix_cache(model, tokenizer, [prompt])  # run once, without the injection
+    requests = [(prompt, list(candidates))] * len(vecs)
+    with add_at_first(model, layer, vecs):
+        # every trial reuses the cached prompt but its last id (a request never reuses its own last id), so
+        # the pass feeds, per row, the last prompt id first (where the hook adds) and then the packed
+        # candidates; one group holds every trial, in order, so row t is trial t
+        scores = score_continuations(model, tokenizer, requests, max_positions=max_positions,
+                                     max_contexts=len(vecs), max_batch_tokens=1 << 30,
+                                     max_scored_positions=1 << 30, prefix=(cache, [0] * len(vecs)))
+    return np.asarray(scores, dtype=np.float64)
