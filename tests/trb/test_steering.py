@@ -26,15 +26,17 @@ PROMPT = "the cat sat on the mat and then it"
 CANDIDATES = [" ran", " was very happy", " sat under the blue roof", " quickly"]
 
 
-def _plain(model, tok, prompt, candidates, layer, vector):
-    """log p(candidate | prompt), one full forward pass each, ``vector`` added after ``layer`` at the prompt's last id."""
-    ctx, conts = encode_request(tok, prompt, candidates)
+def _plain(model, tok, prompt, suffix, candidates, layer, vector):
+    """log p(candidate | prompt + suffix), one full forward pass each, ``vector`` added after ``layer`` at the prompt's
+    last id."""
+    at = len(encode_request(tok, prompt, [])[0]) - 1
+    ctx, conts = encode_request(tok, prompt + suffix, candidates)
     P = len(ctx)
     block = decoder_layers(model)[layer]
 
     def hook(_m, _a, out):
         h = (out[0] if isinstance(out, tuple) else out).clone()
-        h[:, P - 1] += torch.as_tensor(vector, dtype=h.dtype)
+        h[:, at] += torch.as_tensor(vector, dtype=h.dtype)
         return (h, *out[1:]) if isinstance(out, tuple) else h
 
     handle = block.register_forward_hook(hook)
@@ -52,20 +54,28 @@ def _plain(model, tok, prompt, candidates, layer, vector):
 
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_injected_trials_equal_a_plain_forward_pass_with_the_same_addition(arch, tiny_lm, tiny_llama):
+    """Trials of two prompts (one with a suffix read after the injection), null and injected, in chunks."""
     model, tok = tiny_lm if arch == "gpt2" else tiny_llama
     size = model.config.hidden_size
     rng = np.random.default_rng(0)
     direction = rng.normal(size=size)
-    vectors = np.stack([np.zeros(size), 4.0 * direction, -4.0 * direction, rng.normal(size=size) * 2])
+    other = "a big dog ran over the"
+    rows = [(PROMPT, "", CANDIDATES), (PROMPT, "", CANDIDATES), (PROMPT, "", CANDIDATES),
+            (other, " river and", CANDIDATES[:2]), (other, " river and", CANDIDATES[:2]), (PROMPT, "", CANDIDATES)]
+    vectors = np.stack([np.zeros(size), 4.0 * direction, -4.0 * direction, np.zeros(size), 4.0 * direction,
+                        rng.normal(size=size) * 2])
     hooks = {i: len(b._forward_hooks) for i, b in enumerate(decoder_layers(model))}
     for layer in (0, 1):
-        got = score_injected(model, tok, PROMPT, CANDIDATES, layer, vectors)
-        assert got.shape == (4, len(CANDIDATES))
-        for t, v in enumerate(vectors):
-            want = _plain(model, tok, PROMPT, CANDIDATES, layer, v)
-            assert np.max(np.abs(got[t] - want)) < 1e-4, (arch, layer, t)
-        # the injection reaches the candidates: a strong vector changes their scores, the zero one does not
-        assert np.max(np.abs(got[1] - got[0])) > 1e-3
+        for chunk in (32, 4):
+            got = score_injected(model, tok, rows, layer, vectors, chunk=chunk)
+            assert [len(g) for g in got] == [len(c) for _, _, c in rows]
+            for t, ((prompt, suffix, cands), v) in enumerate(zip(rows, vectors)):
+                want = _plain(model, tok, prompt, suffix, cands, layer, v)
+                assert np.max(np.abs(np.subtract(got[t], want))) < 1e-4, (arch, layer, chunk, t)
+        # the injection reaches what follows: a strong vector changes the scores; through the suffix only from a
+        # layer below the last (after the last layer, z at the prompt's last id feeds only that id's own logits)
+        assert np.max(np.abs(np.subtract(got[1], got[0]))) > 1e-3
+        assert (np.max(np.abs(np.subtract(got[4], got[3]))) > 1e-3) == (layer < model.config.num_hidden_layers - 1)
     # no hook is left behind: a plain call afterwards is un-injected
     assert {i: len(b._forward_hooks) for i, b in enumerate(decoder_layers(model))} == hooks
 
@@ -84,11 +94,16 @@ def test_last_states_are_the_hidden_state_after_the_layer_at_the_last_token(tiny
 def test_bad_layers_and_shapes_are_refused_and_the_hook_is_removed_on_error(tiny_lm):
     model, tok = tiny_lm
     hooks = len(decoder_layers(model)[0]._forward_hooks)
+    z = np.zeros((1, model.config.hidden_size))
     with pytest.raises(SteeringError, match="not one of the model's decoder layers 0..1"):
-        score_injected(model, tok, PROMPT, CANDIDATES, 2, np.zeros((1, model.config.hidden_size)))
+        score_injected(model, tok, [(PROMPT, "", CANDIDATES)], 2, z)
     with pytest.raises(SteeringError, match="does not fit"):
         with add_at_first(model, 0, torch.zeros((3, model.config.hidden_size))):
             model(input_ids=torch.tensor([[1, 2, 3]]))
     assert len(decoder_layers(model)[0]._forward_hooks) == hooks
     with pytest.raises(SteeringError, match="no candidate"):
-        score_injected(model, tok, PROMPT, [], 0, np.zeros((1, model.config.hidden_size)))
+        score_injected(model, tok, [(PROMPT, "", [])], 0, z)
+    with pytest.raises(SteeringError, match="one row per trial"):
+        score_injected(model, tok, [(PROMPT, "", CANDIDATES)] * 2, 0, z)
+    with pytest.raises(SteeringError, match="merges with the prompt's last token"):
+        score_injected(model, tok, [("the cat sat on the ma", "t", CANDIDATES)], 0, z)

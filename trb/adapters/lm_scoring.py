@@ -59,7 +59,7 @@ its pads). The token ids scored are exactly those of ``score_naive``.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from transformers import DynamicCache
@@ -210,9 +210,18 @@ class PrefixCache:
 
 
 @torch.inference_mode()
-def prefix_cache(model, tokenizer, prompts: Sequence[str]) -> PrefixCache:
-    """Run ``prompts`` forward in one pass and keep their keys/values (see :class:`PrefixCache`)."""
+def prefix_cache(model, tokenizer, prompts: Sequence[str], *, drop_last: bool = False) -> PrefixCache:
+    """Run ``prompts`` forward in one pass and keep their keys/values (see :class:`PrefixCache`).
+
+    ``drop_last``: cache each prompt's ids but its last (a prompt needs at least two), so a
+    request extending the prompt runs the prompt's last id again, first among the ids it feeds
+    (where :func:`trb.adapters.steering.add_at_first` adds a vector).
+    """
     ids = [ctx for ctx, _ in _encode_all(tokenizer, [(p, ()) for p in prompts])]
+    if drop_last:
+        if any(len(x) < 2 for x in ids):
+            raise ValueError("drop_last needs prompts of at least two tokens")
+        ids = [x[:-1] for x in ids]
     pre = _prefill(model, ids, _model_device(model), _accepts(model, "logits_to_keep"), _cache_kwarg(model))
     return PrefixCache(ids, pre.kv)
 
@@ -272,7 +281,8 @@ def _prefill(model, rows: list[list[int]], device, keep_arg: bool, cache_kw: str
 def score_continuations(model, tokenizer, requests: list[Request], *, max_batch_tokens: int = MAX_BATCH_TOKENS,
                         max_contexts: int = MAX_CONTEXTS, max_scored_positions: int = MAX_SCORED_POSITIONS,
                         max_positions: int | None = None,
-                        prefix: tuple[PrefixCache, Sequence[int]] | None = None) -> list[list[float]]:
+                        prefix: tuple[PrefixCache, Sequence[int]] | None = None,
+                        before_group: Callable[[list[int]], None] | None = None) -> list[list[float]]:
     """Total log p(continuation | context) for every continuation, each context run once for all of its continuations.
 
     Args:
@@ -284,6 +294,8 @@ def score_continuations(model, tokenizer, requests: list[Request], *, max_batch_
         max_positions: the model's context window; a longer request raises before any pass.
         prefix: ``(cache, rows)``: request i extends prompt ``rows[i]`` of ``cache`` (:class:`PrefixCache`),
             whose keys/values it reuses for their common token prefix.
+        before_group: called with the request indices of each forward pass, in the order of its rows, just
+            before the pass (a forward hook that treats rows differently learns which row is which).
     Returns:
         One list of floats per request, in the order of its continuations.
     Raises:
@@ -311,6 +323,8 @@ def score_continuations(model, tokenizer, requests: list[Request], *, max_batch_
             start, rest = None, contexts
         else:
             start, rest = prefix[0].start([prefix[1][i] for i in group], contexts)
+        if before_group is not None:
+            before_group(list(group))
         _score_packed(model, [encoded[i][1] for i in group], rest, start, [results[i] for i in group], device,
                       keep_arg, cache_kw)
     return results

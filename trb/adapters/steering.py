@@ -11,13 +11,14 @@ What proxy-tier grounding (Track 2 beyond the native tier) needs from any causal
   that adds ``vectors[b]`` to row b's output at the FIRST position fed in that forward
   pass. It accepts both forms a layer's output takes (a tensor in transformers 5, a tuple
   whose first element is the hidden state before it).
-* :func:`score_injected`: the trial itself. A prompt's ids but its last are run once
+* :func:`score_injected`: the trials. A prompt's ids but its last are run once
   (:func:`~trb.adapters.lm_scoring.prefix_cache`, no injection); each trial then runs
-  the last prompt id with its vector added at layer L, and the candidates packed behind
-  it (:func:`~trb.adapters.lm_scoring.score_continuations` with ``prefix=``), so the
-  injection reaches the candidates only through the prompt's last position, where z was
-  read. Every trial of a prompt (null, random, each concept, each strength) shares the
-  prompt's cached ids: a trial costs one token plus its candidates, not the prompt again.
+  the last prompt id with its vector added at layer L, a suffix (``" goal="``) and the
+  candidates packed behind it (:func:`~trb.adapters.lm_scoring.score_continuations` with
+  ``prefix=``), so the injection reaches what follows only through the prompt's last
+  position, where z was read. Every trial of a prompt (null, random, each concept, each
+  strength) shares the prompt's cached ids: a trial costs its suffix and candidates and one
+  token, not the prompt again.
 
 No library beyond torch and transformers: a forward hook is all it takes, and it is
 checked against a plain forward pass with the same addition in ``tests/trb/test_steering.py``.
@@ -100,57 +101,83 @@ def last_states(model, tokenizer, prompts: Sequence[str], layer: int, *, batch: 
 
 
 @contextmanager
-def add_at_first(model, layer: int, vectors: torch.Tensor) -> Iterator[None]:
+def add_at_first(model, layer: int, vectors: torch.Tensor) -> Iterator[dict]:
     """While active, decoder layer ``layer`` adds ``vectors[b]`` to row b of its output at the first position fed.
 
-    ``vectors`` is (rows, hidden size). Every forward pass inside the block must have
-    exactly that many rows. The hook is removed on leaving the block, also on an error.
+    ``vectors`` is (rows, hidden size). The block yields a dict whose ``"vectors"`` entry may be
+    replaced between forward passes (e.g. by the rows of the next pass); every pass must have as
+    many rows as the current vectors. The hook is removed on leaving the block, also on an error.
     """
     module = _check_layer(model, layer)
     if vectors.ndim != 2:
         raise SteeringError(f"vectors must be (rows, hidden size), got shape {tuple(vectors.shape)}")
+    current = {"vectors": vectors}
 
     def hook(_module, _args, output):
+        vecs = current["vectors"]
         hidden = output[0] if isinstance(output, tuple) else output
-        if hidden.shape[0] != vectors.shape[0] or hidden.shape[-1] != vectors.shape[1]:
+        if hidden.shape[0] != vecs.shape[0] or hidden.shape[-1] != vecs.shape[1]:
             raise SteeringError(f"layer {layer} output {tuple(hidden.shape)} does not fit vectors "
-                                f"{tuple(vectors.shape)}")
+                                f"{tuple(vecs.shape)}")
         hidden = hidden.clone()
-        hidden[:, 0] = hidden[:, 0] + vectors.to(hidden.dtype).to(hidden.device)
+        hidden[:, 0] = hidden[:, 0] + vecs.to(hidden.dtype).to(hidden.device)
         return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
 
     handle = module.register_forward_hook(hook)
     try:
-        yield
+        yield current
     finally:
         handle.remove()
 
 
-def score_injected(model, tokenizer, prompt: str, candidates: Sequence[str], layer: int,
-                   vectors: np.ndarray | torch.Tensor, *, max_positions: int | None = None) -> np.ndarray:
-    """log p(candidate | prompt) for each trial: row t with ``vectors[t]`` added to z at ``layer``.
+def score_injected(model, tokenizer, rows: Sequence[tuple[str, str, Sequence[str]]], layer: int,
+                   vectors: np.ndarray | torch.Tensor, *, chunk: int = 32,
+                   max_positions: int | None = None) -> list[list[float]]:
+    """log p(candidate | prompt + suffix) for each trial row, with the row's vector added to z at ``layer``.
 
-    z is the residual stream after decoder layer ``layer`` at the prompt's last token; the
-    vector is added there, and only there, so the candidates see it through that position.
-    A zero vector is the null trial. Returns an array (trials, candidates) of natural-log
-    likelihoods, each row equal to a plain forward pass over prompt + candidate with the same
-    addition at the prompt's last position (to float rounding; tested).
+    Row t is ``(prompt, suffix, candidates)`` and ``vectors[t]``: z is the residual stream after
+    decoder layer ``layer`` at the prompt's LAST token; the vector is added there and only there,
+    then the suffix (e.g. ``" goal="``) and each candidate are read as the model goes on, seeing
+    the injection through that position. A zero vector is the null trial. Each returned row
+    equals a plain forward pass over prompt + suffix + candidate with the same addition at the
+    prompt's last position (to float rounding; tested).
+
+    The prompts but their last ids are run once per ``chunk`` rows and shared by every trial of
+    the same prompt (:func:`~trb.adapters.lm_scoring.prefix_cache` with ``drop_last``); a trial
+    runs the prompt's last id, its suffix and its packed candidates.
+
+    Raises:
+        SteeringError: a bad layer, vectors of the wrong shape, a row without candidates, a prompt
+            under two tokens, or a suffix that merges with the prompt's last token.
     """
-    vecs = torch.as_tensor(np.asarray(vectors, dtype=np.float64) if not torch.is_tensor(vectors) else vectors)
-    if vecs.ndim != 2 or len(vecs) == 0:
-        raise SteeringError("vectors must be a non-empty (trials, hidden size) array")
-    if not candidates:
-        raise SteeringError("no candidate to score")
-    ids, _ = encode_request(tokenizer, prompt, [])
-    if len(ids) < 2:
-        raise SteeringError("the prompt must have at least two tokens (its last one carries the injection)")
-    cache = prefix_cache(model, tokenizer, [prompt])  # run once, without the injection
-    requests = [(prompt, list(candidates))] * len(vecs)
-    with add_at_first(model, layer, vecs):
-        # every trial reuses the cached prompt but its last id (a request never reuses its own last id), so
-        # the pass feeds, per row, the last prompt id first (where the hook adds) and then the packed
-        # candidates; one group holds every trial, in order, so row t is trial t
-        scores = score_continuations(model, tokenizer, requests, max_positions=max_positions,
-                                     max_contexts=len(vecs), max_batch_tokens=1 << 30,
-                                     max_scored_positions=1 << 30, prefix=(cache, [0] * len(vecs)))
-    return np.asarray(scores, dtype=np.float64)
+    vecs = vectors if torch.is_tensor(vectors) else torch.as_tensor(np.asarray(vectors, dtype=np.float64))
+    if vecs.ndim != 2 or len(vecs) != len(rows):
+        raise SteeringError(f"vectors must be (rows, hidden size) with one row per trial: got {tuple(vecs.shape)} "
+                            f"for {len(rows)} trials")
+    _check_layer(model, layer)
+    out: list[list[float]] = []
+    for start in range(0, len(rows), chunk):
+        part = rows[start:start + chunk]
+        prompts = list(dict.fromkeys(p for p, _, _ in part))
+        index = {p: i for i, p in enumerate(prompts)}
+        requests = []
+        for prompt, suffix, candidates in part:
+            if not candidates:
+                raise SteeringError("a trial has no candidate to score")
+            base = encode_request(tokenizer, prompt, [])[0]
+            if len(base) < 2:
+                raise SteeringError("a prompt must have at least two tokens (its last one carries the injection)")
+            if encode_request(tokenizer, prompt + suffix, [])[0][: len(base)] != base:
+                raise SteeringError(f"the suffix {suffix!r} merges with the prompt's last token: z would move")
+            requests.append((prompt + suffix, list(candidates)))
+        cache = prefix_cache(model, tokenizer, prompts, drop_last=True)  # without the injection
+        mine = vecs[start:start + chunk]
+        with add_at_first(model, layer, mine) as current:
+            # each row feeds its prompt's last id first (where the hook adds), then its suffix and packed
+            # candidates; before each pass the hook is handed that pass's rows' vectors, in its row order
+            out.extend(score_continuations(
+                model, tokenizer, requests, max_positions=max_positions,
+                prefix=(cache, [index[p] for p, _, _ in part]),
+                before_group=lambda group, mine=mine, current=current: current.update(
+                    vectors=mine[torch.tensor(group)])))
+    return out
