@@ -26,6 +26,8 @@ __all__ = ["NativeAdapter", "ADAPTER"]
 
 #: Contexts per forward pass in the batched hooks.
 CHUNK = 512
+#: Rows (context x injected vector) per forward pass of ``slot_probs_injected``.
+INJECT_CHUNK = 8192
 
 
 class NativeAdapter:
@@ -216,7 +218,7 @@ class NativeAdapter:
         :meth:`trb.adapters.capabilities.ActivationAccess.slot_probs_injected`. Probabilities at float32 precision."""
         import torch
 
-        from trb.reference.model import collate
+        from trb.reference.model import NEG, collate
 
         if slot not in ("goal", "planned_next"):
             raise AdapterError(f"slot {slot!r} has no distribution to read (slots: goal, planned_next)")
@@ -229,18 +231,33 @@ class NativeAdapter:
                                f"({len(contexts)}, {d})")
         if not (np.all(np.isfinite(v)) and np.isfinite(strength)):
             raise AdapterError("injection vectors and strength must be finite")
-        vocab = self._model.cfg.goal_vocab
+        model = self._model
+        vocab = model.cfg.goal_vocab
         out: list[dict[str, float]] = []
-        for i in range(0, len(contexts), CHUNK):
-            chunk = contexts[i:i + CHUNK]
-            b = collate(self._items(chunk, [None] * len(chunk)), self._model.cfg, self._goal_index, self._dtype)
-            add = torch.from_numpy(np.ascontiguousarray(v[i:i + CHUNK] * float(strength))).to(self._dtype)
+        for i in range(0, len(contexts), INJECT_CHUNK):
+            chunk = contexts[i:i + INJECT_CHUNK]
+            # a context repeated in the batch (one row per concept) is encoded once, then indexed
+            first: dict[int, int] = {}
+            uniq: list[StepContext] = []
+            for c in chunk:
+                if id(c) not in first:
+                    first[id(c)] = len(uniq)
+                    uniq.append(c)
+            rows = torch.tensor([first[id(c)] for c in chunk], dtype=torch.long)
+            b = collate(self._items(uniq, [None] * len(uniq)), model.cfg, self._goal_index, self._dtype)
+            add = torch.from_numpy(np.ascontiguousarray(v[i:i + INJECT_CHUNK] * float(strength))).to(self._dtype)
             try:
                 with torch.no_grad():
-                    _, h = self._model.encode_at(b, site, add)
-                    acts, _ = self._model.strings(b)
-                    heads = self._model.r_head(h, self._model.space_embeddings(acts, b), b)
-                    logits = heads["plan"] if slot == "planned_next" else heads["goal"]
+                    z, h = model.encode_at(b, site)
+                    h = model.encoder(z[rows] + add) if site == "embed" else h[rows] + add
+                    if slot == "planned_next":
+                        acts, _ = model.strings(b)
+                        space = model.space_embeddings(acts, b)[rows]
+                        logits = torch.einsum("bs,bas->ba", model.plan_query(h), space).masked_fill(
+                            ~b.space_mask[rows], NEG)
+                    else:
+                        vemb = model.vocab_embeddings()
+                        logits = model.goal_query(h) @ vemb.T if vemb is not None else None
                     probs = torch.softmax(logits, dim=-1).float().tolist() if logits is not None else None
             except RuntimeError as e:
                 raise AdapterError(f"native model failed on a batch of {len(chunk)} contexts: {e}") from e
