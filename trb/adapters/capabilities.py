@@ -29,6 +29,8 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
 from trb.context import StepContext
 from trb.errors import AdapterError
 
@@ -38,6 +40,7 @@ __all__ = [
     "ContinuationScoring",
     "EmitCounters",
     "RAblation",
+    "ActivationAccess",
     "ActivationInjection",
     "CAPABILITIES",
     "capability_name",
@@ -107,16 +110,50 @@ class RAblation(Protocol):
 
 
 @runtime_checkable
-class ActivationInjection(Protocol):
-    """Activation-level access: inject a concept direction and read the report (Track 2, native tier)."""
+class ActivationAccess(Protocol):
+    """Activation-level access: read the representation z_t a model acts from, and read its report's slot
+    distribution with a vector added to z_t (Track 2, grounding by concept injection).
 
-    def concept_directions(self) -> Mapping[str, Sequence[float]]:
-        """The known concept directions in activation space, by concept name."""
+    Tier-neutral: vectors are numpy float arrays, sites are strings, every call is batched over contexts. The
+    native reference models expose their context encoding (sites ``"h"``, what the r-head and action head read,
+    and ``"embed"``, the summed feature embeddings before the encoder); a proxy model would name residual-stream
+    layers (``"layers.12"``) and read the last prompt token.
+    """
+
+    def activation_sites(self) -> tuple[str, ...]:
+        """The sites z can be read and injected at, the default (headline) site first."""
         ...
 
-    def emit_r_injected(self, context: StepContext, direction: Sequence[float], scale: float) -> dict:
-        """``emit_r(context)`` with ``scale * direction`` added to the state z_t."""
+    def read_activations(self, contexts: Sequence[StepContext], site: str) -> np.ndarray:
+        """z at ``site`` for each context: a float64 array of shape (len(contexts), d), no injection.
+
+        Raises:
+            AdapterError: an unknown site, or the model fails.
+        """
         ...
+
+    def slot_probs_injected(self, contexts: Sequence[StepContext], slot: str, site: str, vectors: np.ndarray,
+                            strength: float) -> list[dict[str, float]]:
+        """The distribution the report puts over ``slot``'s values with ``strength * vector`` added to z at ``site``.
+
+        ``slot`` is ``"goal"`` (values: the goals the model can state) or ``"planned_next"`` (the step's actions).
+        ``vectors`` is one vector of shape (d,) for every context or one per context, (len(contexts), d); a zero
+        vector or ``strength`` 0 gives the uninjected distribution. Returns one ``{value: p}`` per context, summing
+        to 1 (empty when the slot has no values there, e.g. an open-ended step for ``planned_next``).
+
+        Raises:
+            AdapterError: an unknown slot or site, a vector of the wrong shape or not finite, or the model fails.
+        """
+        ...
+
+    def concept_directions(self):
+        """The concept directions stored with this checkpoint (a :class:`trb.grounding.ConceptDirections`), or
+        None when it has none (Track 2 then cannot run: make them with ``trb concepts``)."""
+        ...
+
+
+#: The pre-Track-2 name of :class:`ActivationAccess`.
+ActivationInjection = ActivationAccess
 
 
 #: Capability name -> Protocol. Names are what run records, reports and ``trb adapters`` show.
@@ -126,7 +163,7 @@ CAPABILITIES: dict[str, type] = {
     "continuation_scoring": ContinuationScoring,
     "emit_counters": EmitCounters,
     "r_ablation": RAblation,
-    "activation_injection": ActivationInjection,
+    "activation_access": ActivationAccess,
 }
 _NAMES = {proto: name for name, proto in CAPABILITIES.items()}
 

@@ -14,8 +14,10 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from trb.adapters.base import check_act_batch
-from trb.adapters.capabilities import BatchedAct, BatchedEmit, RAblation
+from trb.adapters.capabilities import ActivationAccess, BatchedAct, BatchedEmit, RAblation
 from trb.adapters.registry import AdapterKind
 from trb.context import StepContext
 from trb.errors import AdapterError
@@ -24,6 +26,8 @@ __all__ = ["NativeAdapter", "ADAPTER"]
 
 #: Contexts per forward pass in the batched hooks.
 CHUNK = 512
+#: Rows (context x injected vector) per forward pass of ``slot_probs_injected``.
+INJECT_CHUNK = 8192
 
 
 class NativeAdapter:
@@ -36,7 +40,7 @@ class NativeAdapter:
     """
 
     tier = "native"
-    capabilities = (BatchedAct, BatchedEmit, RAblation)
+    capabilities = (BatchedAct, BatchedEmit, RAblation, ActivationAccess)
 
     def __init__(self, model, config: dict, path: Path, sha256: str):
         import torch
@@ -171,6 +175,112 @@ class NativeAdapter:
         return self.act_batch(contexts, [{} for _ in contexts])
 
 
+    # -- activation access (capability activation_access, Track 2) ----------------------
+
+    def activation_sites(self) -> tuple[str, ...]:
+        """``("h", "embed")``: the encoder's output h (what the r-head and the action head read; the default) and
+        the summed context-feature embeddings before the encoder."""
+        from trb.reference.model import SITES
+
+        return SITES
+
+    def _check_site(self, site: str) -> int:
+        from trb.reference.model import SITES
+
+        if site not in SITES:
+            raise AdapterError(f"unknown activation site {site!r} of the native model (sites: {', '.join(SITES)})")
+        return self._model.site_dim(site)
+
+    def read_activations(self, contexts: Sequence[StepContext], site: str) -> np.ndarray:
+        """z at ``site`` for each context, shape (len(contexts), d), float64 (rounded to float32 precision, so a
+        context's z does not depend on its batch)."""
+        import torch
+
+        from trb.reference.model import collate
+
+        d = self._check_site(site)
+        out = [np.zeros((0, d))]
+        for i in range(0, len(contexts), CHUNK):
+            chunk = contexts[i:i + CHUNK]
+            b = collate(self._items(chunk, [None] * len(chunk)), self._model.cfg, self._goal_index, self._dtype)
+            try:
+                with torch.no_grad():
+                    z, _ = self._model.encode_at(b, site)
+            except RuntimeError as e:
+                raise AdapterError(f"native model failed on a batch of {len(chunk)} contexts: {e}") from e
+            out.append(z.float().double().numpy())
+        return np.concatenate(out)
+
+    def slot_probs_injected(self, contexts: Sequence[StepContext], slot: str, site: str, vectors,
+                            strength: float) -> list[dict[str, float]]:
+        """The r-head's distribution over ``slot`` (``goal``: the goal vocabulary; ``planned_next``: the step's
+        actions) with ``strength * vector`` added to z at ``site``; see
+        :meth:`trb.adapters.capabilities.ActivationAccess.slot_probs_injected`. Probabilities at float32 precision."""
+        import torch
+
+        from trb.reference.model import NEG, collate
+
+        if slot not in ("goal", "planned_next"):
+            raise AdapterError(f"slot {slot!r} has no distribution to read (slots: goal, planned_next)")
+        d = self._check_site(site)
+        v = np.asarray(vectors, dtype=np.float64)
+        if v.shape == (d,):
+            v = np.broadcast_to(v, (len(contexts), d))
+        if v.shape != (len(contexts), d):
+            raise AdapterError(f"injection vectors have shape {np.shape(vectors)}; site {site!r} needs ({d},) or "
+                               f"({len(contexts)}, {d})")
+        if not (np.all(np.isfinite(v)) and np.isfinite(strength)):
+            raise AdapterError("injection vectors and strength must be finite")
+        model = self._model
+        vocab = model.cfg.goal_vocab
+        out: list[dict[str, float]] = []
+        for i in range(0, len(contexts), INJECT_CHUNK):
+            chunk = contexts[i:i + INJECT_CHUNK]
+            # a context repeated in the batch (one row per concept) is encoded once, then indexed
+            first: dict[int, int] = {}
+            uniq: list[StepContext] = []
+            for c in chunk:
+                if id(c) not in first:
+                    first[id(c)] = len(uniq)
+                    uniq.append(c)
+            rows = torch.tensor([first[id(c)] for c in chunk], dtype=torch.long)
+            b = collate(self._items(uniq, [None] * len(uniq)), model.cfg, self._goal_index, self._dtype)
+            add = torch.from_numpy(np.ascontiguousarray(v[i:i + INJECT_CHUNK] * float(strength))).to(self._dtype)
+            try:
+                with torch.no_grad():
+                    z, h = model.encode_at(b, site)
+                    h = model.encoder(z[rows] + add) if site == "embed" else h[rows] + add
+                    if slot == "planned_next":
+                        acts, _ = model.strings(b)
+                        space = model.space_embeddings(acts, b)[rows]
+                        logits = torch.einsum("bs,bas->ba", model.plan_query(h), space).masked_fill(
+                            ~b.space_mask[rows], NEG)
+                    else:
+                        vemb = model.vocab_embeddings()
+                        logits = model.goal_query(h) @ vemb.T if vemb is not None else None
+                    probs = torch.softmax(logits, dim=-1).float().tolist() if logits is not None else None
+            except RuntimeError as e:
+                raise AdapterError(f"native model failed on a batch of {len(chunk)} contexts: {e}") from e
+            for j, c in enumerate(chunk):
+                if probs is None or (slot == "planned_next" and not c.action_space):
+                    out.append({})
+                elif slot == "planned_next":
+                    out.append(dict(zip(c.action_space, probs[j][:len(c.action_space)])))
+                else:
+                    out.append(dict(zip(vocab, probs[j])))
+        return out
+
+    def concept_directions(self):
+        """The concept directions stored in ``<model>/concepts`` (:func:`trb.grounding.load_concepts`), or None.
+
+        Raises:
+            AdapterError: they are unreadable, or were made for other weights than this checkpoint's.
+        """
+        from trb.grounding import load_concepts
+
+        return load_concepts(self.path, expect_sha256=self.sha256)
+
+
 def _load(model: str) -> NativeAdapter:
     return NativeAdapter.load(model)
 
@@ -180,5 +290,5 @@ ADAPTER = AdapterKind(
     name="native", tier="native", load=_load, accepts=("path",),
     summary="a model with an explicit r_t pathway (the reference models of trb train-reference): a true do(r_t := r')",
     model_help="a reference model directory (config.json + model.safetensors)",
-    capabilities=("batched_act", "batched_emit", "r_ablation"),
+    capabilities=("batched_act", "batched_emit", "r_ablation", "activation_access"),
 )

@@ -46,12 +46,15 @@ from schemas.hashing import sha256_file
 from trb.errors import AdapterError
 from trb.reference.features import string_features
 
-__all__ = ["ModelConfig", "ReferenceModel", "Batch", "collate", "RItem", "NEG", "FORMAT", "FORMAT_VERSION",
+__all__ = ["ModelConfig", "ReferenceModel", "SITES", "Batch", "collate", "RItem", "NEG", "FORMAT", "FORMAT_VERSION",
            "save_checkpoint", "load_checkpoint", "file_sha256"]
 
 #: ``format`` of a reference model's config.json, and its version.
 FORMAT = "trb-reference-model"
 FORMAT_VERSION = 1
+
+#: Where z can be read and injected (:meth:`ReferenceModel.encode_at`): the heads' input first.
+SITES = ("h", "embed")
 
 #: Logit of a padded (absent) action slot.
 NEG = -1e9
@@ -242,6 +245,28 @@ class ReferenceModel(nn.Module):
         rows = F.embedding(uniq, self.ctx_emb.weight, sparse=True)
         bag = F.embedding_bag(inv, rows, b.ctx_offsets, mode="sum", per_sample_weights=feature_weights)
         return self.encoder(bag)
+
+    def encode_at(self, b: Batch, site: str, add: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(z, h): the activation z at ``site`` (one of :data:`SITES`) and the h the heads read, with ``add``
+        (B, d) added to z first when given. ``"embed"`` is the summed feature embeddings before the encoder
+        (d = ``context_dim``), ``"h"`` the encoder's output (d = ``hidden``). Inference only (no feature dropout)."""
+        if site not in SITES:
+            raise ValueError(f"unknown activation site {site!r} (sites: {', '.join(SITES)})")
+        uniq, inv = torch.unique(b.ctx_ids, return_inverse=True)
+        rows = F.embedding(uniq, self.ctx_emb.weight)
+        bag = F.embedding_bag(inv, rows, b.ctx_offsets, mode="sum")
+        if site == "embed":
+            z = bag if add is None else bag + add
+            return z, self.encoder(z)
+        h = self.encoder(bag)
+        z = h if add is None else h + add
+        return z, z
+
+    def site_dim(self, site: str) -> int:
+        """The width of z at ``site``."""
+        if site not in SITES:
+            raise ValueError(f"unknown activation site {site!r} (sites: {', '.join(SITES)})")
+        return self.cfg.context_dim if site == "embed" else self.cfg.hidden
 
     def strings(self, b: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Embeddings of the batch's unique action strings and unique goal strings."""

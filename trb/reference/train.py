@@ -258,9 +258,11 @@ def train_reference(release_dir: str | os.PathLike, variant: str, out_dir: str |
     improved for :attr:`TrainSettings.patience` epochs and keeps the best epoch's
     weights; with ``epochs=N`` it runs exactly N epochs and keeps the last.
 
-    Writes ``out_dir/model.safetensors`` and ``out_dir/config.json`` (architecture,
+    Writes ``out_dir/model.safetensors``, ``out_dir/config.json`` (architecture,
     feature hashing sizes, variant, seed, the release's SHA and version, the TRB
-    version, and the training record: losses per epoch, train items used, wall time).
+    version, and the training record: losses per epoch, train items used, wall time), and
+    the Track 2 concept directions learned on the same train split, ``out_dir/concepts/``
+    (:func:`trb.grounding.write_concepts`; none when no slot value is recorded often enough).
 
     Returns:
         The contents of config.json, plus ``path`` and ``sha256`` of the weights.
@@ -397,6 +399,12 @@ def train_reference(release_dir: str | os.PathLike, variant: str, out_dir: str |
         },
     }
     sha = save_checkpoint(model, config, out_dir)
+    from trb.grounding import write_concepts  # Track 2's concept directions, from the same train split
+
+    try:
+        write_concepts(out_dir, release_dir)
+    except UsageError as e:  # a train split without enough recorded slot values: the model simply has none
+        print(f"no concept directions: {e}", file=sys.stderr)
     return {**load_config(out_dir), "path": str(Path(out_dir)), "sha256": sha}
 
 

@@ -128,6 +128,11 @@ class ItemRow(TypedDict, total=False):
     n_conf: int | None
     confidences: str | None
     r_change: float | None
+    concept: str | None
+    site: str | None
+    site_rank: int | None
+    strength: float | None
+    cos_max: float | None
 
 
 #: The columns every track fills (besides ``run_id``).
@@ -251,6 +256,7 @@ def item_columns() -> tuple[Column, ...]:
 def _load_builtins() -> None:
     """Import the built-in track modules (each registers itself on import)."""
     import trb.tracks.track1  # noqa: F401
+    import trb.tracks.track2  # noqa: F401
     import trb.tracks.track3  # noqa: F401
     import trb.tracks.track4  # noqa: F401
     import trb.tracks.track5  # noqa: F401

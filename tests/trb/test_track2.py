@@ -1,0 +1,175 @@
+"""Track 2 (grounding by concept injection) on the native tier: directions, trials, AUC, strength choice."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from engine_helpers import make_release  # noqa: E402
+
+from trb.adapters.native import NativeAdapter  # noqa: E402
+from trb.errors import AdapterError, UsageError  # noqa: E402
+from trb.grounding import detection_auc_by_session, load_concepts, write_concepts  # noqa: E402
+from trb.reference import train_reference  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    return make_release(tmp_path_factory.mktemp("t2-release"), sessions=240, seed=7)
+
+
+@pytest.fixture(scope="module")
+def models(release, tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("t2-models")
+    for v in ("full", "ablation"):
+        train_reference(release, v, out / v, seed=0, epochs=2, progress=False)
+    return {v: out / v for v in ("full", "ablation")}
+
+
+def test_detection_auc_matches_sklearn():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(3)
+    n = 400
+    scores = np.round(rng.random(n), 2)  # ties on purpose
+    injected = rng.random(n) < 0.5
+    scores[injected] += 0.1
+    sessions = rng.integers(0, 20, n).astype(str)
+    est = detection_auc_by_session(scores, injected, ["c"] * n, sessions, n_resamples=200)
+    assert est.value == pytest.approx(roc_auc_score(injected, scores), abs=1e-12)
+    assert est.ci_low < est.value < est.ci_high
+    strata = rng.integers(0, 3, n)
+    want = np.mean([roc_auc_score(injected[strata == k], scores[strata == k]) for k in range(3)])
+    assert detection_auc_by_session(scores, injected, strata, sessions, n_resamples=0).value == \
+        pytest.approx(want, abs=1e-12)
+    with pytest.raises(ValueError):
+        detection_auc_by_session(scores, np.ones(n, bool), strata, sessions)
+
+
+def test_directions_are_stored_with_the_checkpoint_and_rewritten_atomically(models, release, tmp_path):
+    d = models["full"] / "concepts"
+    rec = json.loads((d / "concepts.json").read_text())
+    adapter = NativeAdapter.load(models["full"])
+    assert rec["split"] == "train" and rec["model_sha256"] == adapter.sha256
+    assert rec["release"]["sha"] == adapter.config["release"]["sha"]
+    assert set(rec["sites"]) == {"h", "embed"} and all(c["n_with"] >= 5 for c in rec["concepts"])
+    assert {c["slot"] for c in rec["concepts"]} == {"goal", "planned_next"}
+    before = {f.name: f.read_bytes() for f in d.iterdir()}
+    write_concepts(models["full"], release)  # deterministic: byte-identical
+    assert {f.name: f.read_bytes() for f in d.iterdir()} == before
+    # another checkpoint's directions are refused, not silently used
+    copy = tmp_path / "m"
+    shutil.copytree(models["ablation"], copy)
+    shutil.rmtree(copy / "concepts")
+    shutil.copytree(d, copy / "concepts")
+    with pytest.raises(AdapterError, match="re-make them"):
+        NativeAdapter.load(copy).concept_directions()
+    # a release the model was not trained on is refused and leaves the old directions in place
+    other = make_release(tmp_path / "other", sessions=40, seed=11)
+    with pytest.raises(UsageError, match="trained on release"):
+        write_concepts(models["full"], other)
+    assert {f.name: f.read_bytes() for f in d.iterdir()} == before
+    assert not [p for p in models["full"].iterdir() if p.name.startswith(".concepts")]
+
+
+def _profile(results: Path):
+    from trb.report import run_profile
+    from trb.results import ResultsStore
+
+    store = ResultsStore(results)
+    run = store.runs()[-1]
+    return run, run_profile(store, run, n_resamples=500), store.items(run["run_id"]).to_pylist()
+
+
+def test_track2_runs_full_vs_ablation_reproducibly(models, release, tmp_path, capsys):
+    from trb.run import run_tracks
+
+    figs = {}
+    for v in ("full", "ablation"):
+        run_tracks(release, NativeAdapter.load(models[v]), baseline=v, tracks=("2",), results=tmp_path / f"{v}.duckdb",
+                   progress=False)
+        run, prof, items = _profile(tmp_path / f"{v}.duckdb")
+        g, gr = prof["ground"], prof["ground-rand"]
+        figs[v] = (g, gr)
+        assert g["score"] > 0.5 and g["ci_low"] <= g["score"] <= g["ci_high"]
+        assert g["strength"]["split"] == "dev" and g["strength"]["strength"] in (1.0, 2.0, 4.0, 8.0)
+        assert set(g["sweep"]) == {"h", "embed"} and g["per_concept"]
+        assert {r["split"] for r in items} == {"eval", "dev"}
+        assert {r["condition"] for r in items} == {"injected", "zero", "random"}
+        # the eval figure uses eval trials only: eval rows = n_sessions of the eval split
+        assert g["n_sessions"] == len({r["session_id"] for r in items if r["split"] == "eval"})
+    # reproducible bit for bit
+    run_tracks(release, NativeAdapter.load(models["full"]), baseline="full", tracks=("2",),
+               results=tmp_path / "again.duckdb", progress=False)
+    _, prof2, items2 = _profile(tmp_path / "again.duckdb")
+    _, prof1, items1 = _profile(tmp_path / "full.duckdb")
+    assert [(r["item_id"], r["score"]) for r in items1] == [(r["item_id"], r["score"]) for r in items2]
+    assert prof1["ground"]["score"] == prof2["ground"]["score"]
+    with capsys.disabled():
+        for v, (g, gr) in figs.items():
+            print(f"\n{v}: ground {g['score']:.3f} [{g['ci_low']:.3f}, {g['ci_high']:.3f}]  ground-rand "
+                  f"{gr['score']:.3f} [{gr['ci_low']:.3f}, {gr['ci_high']:.3f}] strength {g['strength']['strength']}")
+
+
+def test_strength_choice_ignores_eval(models, release, tmp_path):
+    from trb.run import run_tracks
+    from trb.tracks.track2 import choose_strength
+
+    run_tracks(release, NativeAdapter.load(models["full"]), baseline="full", tracks=("2",),
+               results=tmp_path / "x.duckdb", progress=False)
+    _, _, items = _profile(tmp_path / "x.duckdb")
+    cols = {k: np.asarray([r[k] for r in items], dtype=object) for k in ("split", "site_rank", "condition", "strength",
+                                                                          "score", "concept", "session_id")}
+    cols["strength"] = cols["strength"].astype(float)
+    cols["score"] = cols["score"].astype(float)
+    before = choose_strength(cols)
+    ev = cols["split"] == "eval"
+    cols["score"] = np.where(ev, np.random.default_rng(0).random(ev.size), cols["score"])
+    assert choose_strength(cols) == before
+
+
+def test_not_applicable_without_activation_access(release, models, tmp_path):
+    from trb.run import run_tracks
+
+    class NoAccess:
+        tier = "native"
+
+        def __init__(self):
+            self._a = NativeAdapter.load(models["full"])
+
+        def spec(self):
+            return self._a.spec()
+
+        def emit_r(self, c):
+            return self._a.emit_r(c)
+
+        def act(self, c, r_override=None):
+            return self._a.act(c, r_override)
+
+    run = run_tracks(release, NoAccess(), baseline="x", tracks=("2", "3"), results=tmp_path / "r.duckdb",
+                     progress=False)
+    assert run["summary"]["2"] == {"status": "not_applicable", "needs": ["activation_access"]}
+
+
+def test_calibration_separates_grounded_from_ungrounded(release):
+    from trb.calibrate_grounding import GroundedAgent, run_grounding_calibration
+
+    rows, reasons = run_grounding_calibration(release, n_resamples=300)
+    by = {r["agent"]: r["figures"] for r in rows}
+    assert not reasons, reasons
+    assert by["grounded"]["ground"].ci_low > 0.5
+    assert by["ungrounded"]["ground"].value == pytest.approx(0.5)
+    # the check can fail: an "ungrounded" slot filled by a grounded agent is caught
+    rows, reasons = run_grounding_calibration(release, n_resamples=100,
+                                              agents={"ungrounded": GroundedAgent(release, 0)})
+    assert any("ungrounded" in r for r in reasons)
+
+
+def test_load_concepts_absent_is_none(tmp_path):
+    assert load_concepts(tmp_path) is None

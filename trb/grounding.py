@@ -1,0 +1,337 @@
+"""Concept directions for Track 2 (grounding by concept injection), their storage, and the detection AUC.
+
+A **concept** is one value of one r slot: a goal cell (``goal=G3``) or a planned action
+(``planned_next=up``). Its **direction** at an activation site is learned from the
+release's **train split only**: the mean z_t of the train steps whose *recorded* slot
+has that value, minus the mean z_t of the train steps whose recorded slot has another
+value. A value needs at least :data:`MIN_COUNT` steps on each side. Learning goes
+through the tier-neutral capability :class:`~trb.adapters.capabilities.ActivationAccess`
+(``read_activations``), so a proxy model can learn its own the same way.
+
+A native checkpoint keeps its directions beside its weights, in ``<model>/concepts/``:
+``directions.safetensors`` (one float64 vector per site and concept) and
+``concepts.json`` (the record: weights' sha256, release SHA and version, split, counts
+per concept, sites and widths, method; nothing time-dependent, so the same checkpoint
+and release give byte-identical files). :func:`write_concepts` (``trb concepts``)
+builds them in a temporary directory and renames it into place.
+
+Identifiability: directions whose pairwise cosine similarity is at least
+:data:`COSINE_FLAG` are flagged as not separable (an injection of one then reads as
+the other, so an AUC there is not evidence that the slot is grounded).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from trb.errors import AdapterError, UsageError
+from trb.stats import Estimate, _session_index
+
+__all__ = [
+    "CONCEPT_SLOTS",
+    "MIN_COUNT",
+    "COSINE_FLAG",
+    "FORMAT",
+    "FORMAT_VERSION",
+    "ConceptDirections",
+    "learn_concepts",
+    "save_concepts",
+    "load_concepts",
+    "write_concepts",
+    "detection_auc_by_session",
+]
+
+#: The slots whose values are concepts.
+CONCEPT_SLOTS = ("goal", "planned_next")
+#: Fewest train steps with the value, and with another value, for a concept to get a direction.
+MIN_COUNT = 5
+#: Pairwise cosine at or above which two concept directions are flagged as not separable.
+COSINE_FLAG = 0.8
+FORMAT = "trb-concept-directions"
+FORMAT_VERSION = 1
+#: The directory of a checkpoint that holds its concept directions.
+CONCEPTS_DIR = "concepts"
+METHOD = ("mean difference: mean z_t of the train steps whose recorded slot has the value minus the mean z_t of "
+          "the train steps whose recorded slot has another value")
+
+
+@dataclass
+class ConceptDirections:
+    """Concept directions by (site, slot, value), with the record of how they were made."""
+
+    record: dict
+    vectors: dict[tuple[str, str, str], np.ndarray]
+
+    def sites(self) -> list[str]:
+        return list(self.record["sites"])
+
+    def concepts(self, site: str, slot: str) -> list[tuple[str, np.ndarray]]:
+        """(value, direction) of ``slot`` at ``site``, in the record's order."""
+        return [(c["value"], self.vectors[(site, slot, c["value"])]) for c in self.record["concepts"]
+                if c["slot"] == slot and (site, slot, c["value"]) in self.vectors]
+
+    def cosines(self, site: str, slot: str) -> tuple[list[str], np.ndarray]:
+        """The values of ``slot`` and the pairwise cosine similarity of their directions at ``site``."""
+        cs = self.concepts(site, slot)
+        if not cs:
+            return [], np.zeros((0, 0))
+        m = np.stack([v for _, v in cs])
+        norms = np.linalg.norm(m, axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cos = (m @ m.T) / np.outer(norms, norms)
+        return [v for v, _ in cs], np.nan_to_num(cos, nan=0.0)
+
+    def identifiability(self, site: str, slot: str, threshold: float = COSINE_FLAG) -> dict:
+        """Per value, its largest cosine with another value's direction; the pairs at or above ``threshold``."""
+        values, cos = self.cosines(site, slot)
+        off = cos - 2 * np.eye(len(values))  # exclude the diagonal from the max
+        max_cos = {v: (float(off[i].max()) if len(values) > 1 else 0.0) for i, v in enumerate(values)}
+        pairs = [[values[i], values[j], float(cos[i, j])] for i in range(len(values))
+                 for j in range(i + 1, len(values)) if cos[i, j] >= threshold]
+        return {"threshold": threshold, "max_cos": max_cos, "not_separable": pairs,
+                "flagged": sorted({p[0] for p in pairs} | {p[1] for p in pairs})}
+
+
+def _recorded(r: dict | None, slot: str) -> str | None:
+    v = (r or {}).get(slot)
+    return v if isinstance(v, str) and v else None
+
+
+def learn_concepts(access, release, *, split: str = "train", sites: Sequence[str] | None = None,
+                   min_count: int = MIN_COUNT, model_sha256: str | None = None) -> ConceptDirections:
+    """Learn concept directions through ``access`` (an ActivationAccess adapter) from ``split`` of ``release``.
+
+    Args:
+        access: the adapter (its ``read_activations`` and ``activation_sites``).
+        release: a :class:`trb.releases.Release` or a release directory.
+        split: the split to learn from: ``train`` (anything else is refused; the eval split is never fitted on).
+        sites: the sites (default: every site the adapter has).
+        model_sha256: the weights the directions belong to (recorded; default: ``access.spec()["sha256"]``).
+    Raises:
+        UsageError: a split other than train, no concept with enough steps, bad ``min_count``.
+        ReleaseError: the release cannot be read.
+        AdapterError: the adapter fails.
+    """
+    from trb.releases import Release
+
+    if split != "train":
+        raise UsageError(f"concept directions are learned from the train split only, not {split!r}")
+    if min_count < 1:
+        raise UsageError(f"min_count must be at least 1, got {min_count}")
+    own = not isinstance(release, Release)
+    rel = Release(release) if own else release
+    try:
+        contexts, recorded = [], []
+        for sess in rel.sessions(split=split):
+            for t in range(len(sess.steps)):
+                r = sess.recorded_r(t)
+                if any(_recorded(r, s) for s in CONCEPT_SLOTS):
+                    contexts.append(sess.context(t))
+                    recorded.append({s: _recorded(r, s) for s in CONCEPT_SLOTS})
+        release_rec = {"sha": rel.sha, "version": rel.version}
+    finally:
+        if own:
+            rel.close()
+    all_sites = tuple(access.activation_sites())
+    sites = list(all_sites if sites is None else sites)
+    for s in sites:
+        if s not in all_sites:
+            raise UsageError(f"unknown activation site {s!r} (sites: {', '.join(all_sites)})")
+    concepts: list[dict] = []
+    for slot in CONCEPT_SLOTS:
+        vals = [rec[slot] for rec in recorded]
+        n_present = sum(v is not None for v in vals)
+        counts: dict[str, int] = {}
+        for v in vals:
+            if v is not None:
+                counts[v] = counts.get(v, 0) + 1
+        for value in sorted(counts, key=lambda v: (-counts[v], v)):
+            if counts[value] >= min_count and n_present - counts[value] >= min_count:
+                concepts.append({"slot": slot, "value": value, "n_with": counts[value],
+                                 "n_other": n_present - counts[value]})
+    if not concepts:
+        raise UsageError(f"split {split!r} of release {release_rec['version']} has no slot value recorded on at least "
+                         f"{min_count} steps (and another value on {min_count}): no concept direction can be learned")
+    vectors: dict[tuple[str, str, str], np.ndarray] = {}
+    dims: dict[str, int] = {}
+    for site in sites:
+        z = np.asarray(access.read_activations(contexts, site), dtype=np.float64)
+        if z.ndim != 2 or z.shape[0] != len(contexts):
+            raise AdapterError(f"read_activations returned shape {z.shape} for {len(contexts)} contexts")
+        dims[site] = int(z.shape[1])
+        for c in concepts:
+            vals = np.array([rec[c["slot"]] for rec in recorded], dtype=object)
+            with_v = vals == c["value"]
+            other = (vals != c["value"]) & np.array([v is not None for v in vals])
+            vectors[(site, c["slot"], c["value"])] = z[with_v].mean(0) - z[other].mean(0)
+    for c in concepts:
+        c["norm"] = {site: float(np.linalg.norm(vectors[(site, c["slot"], c["value"])])) for site in sites}
+    if model_sha256 is None:
+        model_sha256 = (access.spec() or {}).get("sha256")
+    record = {"format": FORMAT, "format_version": FORMAT_VERSION, "model_sha256": model_sha256,
+              "release": release_rec, "split": split, "method": METHOD, "min_count": min_count,
+              "n_steps": len(contexts), "sites": {s: {"dim": dims[s]} for s in sites}, "concepts": concepts}
+    return ConceptDirections(record, vectors)
+
+
+def _key(site: str, slot: str, i: int) -> str:
+    return f"{site}/{slot}/{i}"
+
+
+def save_concepts(dirs: ConceptDirections, model_dir: str | os.PathLike) -> Path:
+    """Write ``dirs`` to ``model_dir/concepts`` atomically: built in a temporary directory beside it, then renamed
+    into place (an older set is replaced only once the new one is complete). Returns the directory."""
+    from safetensors.numpy import save_file
+
+    model_dir = Path(model_dir)
+    final = model_dir / CONCEPTS_DIR
+    part = model_dir / f".{CONCEPTS_DIR}.part-{os.getpid()}"
+    old = model_dir / f".{CONCEPTS_DIR}.old-{os.getpid()}"
+    shutil.rmtree(part, ignore_errors=True)
+    try:
+        part.mkdir(parents=True)
+        tensors = {}
+        for i, c in enumerate(dirs.record["concepts"]):
+            c["index"] = i
+            for site in dirs.record["sites"]:
+                tensors[_key(site, c["slot"], i)] = np.ascontiguousarray(dirs.vectors[(site, c["slot"], c["value"])],
+                                                                         dtype=np.float64)
+        save_file(tensors, str(part / "directions.safetensors"), metadata={"format": FORMAT})
+        (part / "concepts.json").write_text(json.dumps(dirs.record, indent=2, ensure_ascii=False) + "\n",
+                                            encoding="utf-8")
+        if final.exists():
+            os.replace(final, old)
+        os.replace(part, final)
+    finally:
+        shutil.rmtree(part, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def load_concepts(model_dir: str | os.PathLike, *, expect_sha256: str | None = None) -> ConceptDirections | None:
+    """The directions in ``model_dir/concepts``, or None when there are none.
+
+    Raises:
+        AdapterError: unreadable files, an unknown format, or directions made for other weights than
+            ``expect_sha256`` (re-make them with ``trb concepts``).
+    """
+    d = Path(model_dir) / CONCEPTS_DIR
+    if not d.is_dir():
+        return None
+    try:
+        record = json.loads((d / "concepts.json").read_text(encoding="utf-8"))
+        from safetensors.numpy import load_file
+
+        tensors = load_file(str(d / "directions.safetensors"))
+    except Exception as e:  # OSError, JSON errors, safetensors' own error types
+        raise AdapterError(f"{d}: cannot read the concept directions ({e}); re-make them with trb concepts") from None
+    if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("format_version") != FORMAT_VERSION:
+        raise AdapterError(f"{d}/concepts.json: not a {FORMAT} v{FORMAT_VERSION} record")
+    if expect_sha256 is not None and record.get("model_sha256") != expect_sha256:
+        raise AdapterError(f"{d}: the concept directions were made for weights {str(record.get('model_sha256'))[:12]}, "
+                           f"not this checkpoint's {expect_sha256[:12]}; re-make them with trb concepts")
+    vectors = {}
+    try:
+        for c in record["concepts"]:
+            for site in record["sites"]:
+                vectors[(site, c["slot"], c["value"])] = tensors[_key(site, c["slot"], c["index"])]
+    except KeyError as e:
+        raise AdapterError(f"{d}: concepts.json and directions.safetensors do not fit together (no {e})") from None
+    return ConceptDirections(record, vectors)
+
+
+def write_concepts(model_dir: str | os.PathLike, release_dir: str | os.PathLike, *,
+                   min_count: int = MIN_COUNT) -> dict:
+    """(Re)write the concept directions of the reference model in ``model_dir`` from the train split of
+    ``release_dir`` (the release it was trained on), atomically. Returns the record.
+
+    Raises:
+        AdapterError: no readable checkpoint in ``model_dir``.
+        UsageError: ``release_dir`` is not the release the checkpoint was trained on, or has no concept.
+        ReleaseError: the release cannot be read.
+    """
+    from trb.adapters.native import NativeAdapter
+    from trb.releases import Release
+
+    adapter = NativeAdapter.load(model_dir)
+    rel = Release(release_dir)
+    try:
+        trained = (adapter.config.get("release") or {}).get("sha")
+        if trained and trained != rel.sha:
+            raise UsageError(f"{model_dir} was trained on release {trained[:12]}, not {rel.sha[:12]} ({release_dir}): "
+                             "concept directions come from the train split the checkpoint was fitted on")
+        dirs = learn_concepts(adapter, rel, min_count=min_count, model_sha256=adapter.sha256)
+    finally:
+        rel.close()
+    save_concepts(dirs, model_dir)
+    return dirs.record
+
+
+# -- the detection AUC ---------------------------------------------------------------------------------
+
+
+def _auc_weighted(scores: np.ndarray, pos: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Mann-Whitney AUC (ties 1/2) of ``scores`` for ``pos`` under each row of ``weights`` (R, n); nan where a
+    class has no weight."""
+    uniq, group = np.unique(scores, return_inverse=True)
+    onehot = np.zeros((scores.size, uniq.size))
+    onehot[np.arange(scores.size), group] = 1.0
+    pw = (weights * pos) @ onehot  # (R, G) positive weight per tie group
+    nw = (weights * ~pos) @ onehot
+    below = np.cumsum(nw, axis=1) - nw
+    num = np.sum(pw * (below + 0.5 * nw), axis=1)
+    den = pw.sum(1) * nw.sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def detection_auc_by_session(scores: Sequence[float], injected: Sequence[bool], strata: Sequence, sessions: Sequence,
+                             *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> Estimate:
+    """Detection AUC of injected vs null trials: the Mann-Whitney AUC of ``scores`` for ``injected`` within each
+    stratum (a concept), averaged over strata, with a session-bootstrap percentile CI.
+
+    A resample draws sessions with replacement and weights each trial by how often its session was drawn; a
+    stratum without both kinds of trial in a resample is left out of that resample's mean, and a resample with no
+    stratum left is skipped (``n_skipped``).
+
+    Raises:
+        ValueError: misaligned inputs, non-finite scores, or no stratum with both injected and null trials.
+    """
+    s = np.asarray(scores, dtype=float).reshape(-1)
+    pos = np.asarray(injected, dtype=bool).reshape(-1)
+    st = np.asarray(strata, dtype=object).reshape(-1)
+    if not (s.size == pos.size == st.size):
+        raise ValueError(f"scores ({s.size}), injected ({pos.size}) and strata ({st.size}) must align")
+    if s.size == 0 or not np.all(np.isfinite(s)):
+        raise ValueError("detection AUC needs finite scores")
+    codes, k = _session_index(sessions, s.size)
+    groups = [np.flatnonzero(st == v) for v in dict.fromkeys(st.tolist())]
+    groups = [g for g in groups if pos[g].any() and (~pos[g]).any()]
+    if not groups:
+        raise ValueError("no concept has both injected and null trials")
+    value = float(np.mean([_auc_weighted(s[g], pos[g], np.ones((1, g.size)))[0] for g in groups]))
+    if k < 2 or n_resamples == 0:
+        return Estimate(value, math.nan, math.nan, int(s.size), k)
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(k, np.full(k, 1.0 / k), size=n_resamples).astype(float)  # (R, k) session counts
+    per = np.stack([_auc_weighted(s[g], pos[g], draws[:, codes[g]]) for g in groups], axis=1)  # (R, strata)
+    with warnings.catch_warnings():  # a resample with no stratum left: nanmean of nothing
+        warnings.simplefilter("ignore", RuntimeWarning)
+        dist = np.nanmean(per, axis=1)
+    kept = dist[~np.isnan(dist)]
+    if kept.size == 0:
+        return Estimate(value, math.nan, math.nan, int(s.size), k, int(dist.size))
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(kept, [alpha, 1 - alpha])
+    return Estimate(value, float(low), float(high), int(s.size), k, int(dist.size - kept.size))

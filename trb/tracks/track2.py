@@ -1,0 +1,308 @@
+"""Track 2 — grounding by concept injection, spec §3 (Lindsey, 2025): does r_t read the state z_t it reports on?
+
+Needs the capability ``activation_access`` (:class:`~trb.adapters.capabilities.ActivationAccess`);
+an adapter without it is "not applicable (needs activation_access)".
+
+* **Concepts** are the values of the ``goal`` and ``planned_next`` slots; their directions are
+  learned on the train split (:mod:`trb.grounding`) and stored with the checkpoint.
+* **Trials.** On every step context of the evaluated split, and of the ``dev`` split (where the
+  headline strength is chosen), at every activation site, for every concept c: read the
+  report's distribution over c's slot with nothing injected (the **zero** null, strength 0),
+  with ``s * d_c`` added to z (**injected**) and with ``s * u`` added, u a random direction of
+  the same norm as d_c (the **random** null, seeded by the trial's id), for each strength s of
+  :data:`STRENGTHS`. A trial's score is the probability the slot gives c (graded, no threshold).
+* **Metric.** Detection AUC of injected vs null trials (Mann-Whitney, ties 1/2) within each
+  concept, averaged over concepts, with a session-bootstrap CI (:func:`trb.grounding.detection_auc_by_session`):
+  ``ground`` against the zero null, ``ground-rand`` against the random null, both at the adapter's
+  default site and at the **headline strength**, chosen on the dev split alone: the strength with the
+  highest dev AUC against the random null (ties: the smaller). The figures are on the evaluated
+  split's trials only; with no dev trials the strength is fixed a priori at :data:`DEFAULT_STRENGTH`.
+* **Identifiability.** Concepts whose direction has a cosine similarity of at least
+  :data:`trb.grounding.COSINE_FLAG` with another concept's (same slot and site) are flagged as
+  not separable: their AUC is not evidence that the slot is grounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from trb.adapters.capabilities import ActivationAccess, bind
+from trb.context import StepContext
+from trb.errors import AdapterError
+from trb.grounding import COSINE_FLAG, detection_auc_by_session
+from trb.reference.features import stable_hash
+from trb.releases import Release
+from trb.tracks.base import Column, ItemRow, Metric, register_track
+
+__all__ = ["TRACK", "Track2", "Track2Item", "track2_items", "score_track2", "choose_strength", "STRENGTHS",
+           "DEFAULT_STRENGTH", "CHOICE_SPLIT", "RANDOM_SEED"]
+
+#: Injection strengths: multiples of the concept direction (a mean difference, so 1 moves z by one class gap).
+STRENGTHS = (1.0, 2.0, 4.0, 8.0)
+#: The strength used when there is no dev split to choose on.
+DEFAULT_STRENGTH = 4.0
+#: The split the headline strength is chosen on.
+CHOICE_SPLIT = "dev"
+#: Seed of the random-direction control (with each trial's id).
+RANDOM_SEED = 20250
+CHOICE_RULE = ("the strength with the highest dev-split detection AUC against the random-direction null at the "
+               "default site (ties: the smaller strength)")
+
+
+@dataclass
+class Track2Item:
+    item_id: str
+    session_id: str
+    t: int
+    split: str
+    context_id: str | None
+    context: StepContext
+
+
+def _split_items(release: Release, split: str) -> Iterator[Track2Item]:
+    for sess in release.sessions(split=split):
+        for t in range(len(sess.steps)):
+            yield Track2Item(f"{sess.session_id}/{t}", sess.session_id, t, sess.split, sess.context_id, sess.context(t))
+
+
+def track2_items(release: Release, split: str = "eval") -> Iterator[Track2Item]:
+    """Every step context of ``split``, then (unless ``split`` is dev) of the dev split, where the strength is chosen."""
+    yield from _split_items(release, split)
+    if split != CHOICE_SPLIT and CHOICE_SPLIT in release.splits:
+        yield from _split_items(release, CHOICE_SPLIT)
+
+
+def _random_vectors(keys: list[str], norms: np.ndarray, d: int) -> np.ndarray:
+    """One Gaussian direction per key, scaled to the given norm; each from its own seed (order-independent)."""
+    out = np.empty((len(keys), d))
+    for i, k in enumerate(keys):
+        u = np.random.default_rng([RANDOM_SEED, stable_hash(k)]).standard_normal(d)
+        out[i] = u * (norms[i] / np.linalg.norm(u))
+    return out
+
+
+def score_track2(adapter, items, timer=None, progress=None) -> tuple[list[ItemRow], dict]:
+    """The trials of every item (see the module docstring). Raises AdapterError when the adapter has no concept
+    directions or breaks the capability's contract."""
+    bound = bind(adapter)
+    access = bound.get(ActivationAccess)
+    if access is None:
+        raise AdapterError(f"{bound.name} does not declare activation_access: Track 2 cannot inject concepts")
+    dirs = access.concept_directions()
+    if dirs is None:
+        raise AdapterError(f"{bound.name} has no concept directions: make them from the train split with "
+                           "`trb concepts MODEL --release DIR`")
+    items = list(items)
+    own_sites = list(access.activation_sites())
+    sites = [s for s in own_sites if s in dirs.sites()]
+    if not sites:
+        raise AdapterError(f"the concept directions are for sites {dirs.sites()}, the adapter has {own_sites}")
+    rows: list[ItemRow] = []
+    ident: dict = {}
+    ctxs = [it.context for it in items]
+    for rank, site in enumerate(sites):
+        d = int(dirs.record["sites"][site]["dim"])
+        for slot in ("goal", "planned_next"):
+            concepts = dirs.concepts(site, slot)
+            if not concepts or not items:
+                continue
+            idf = dirs.identifiability(site, slot)
+            ident.setdefault(site, {})[slot] = {"threshold": idf["threshold"], "flagged": idf["flagged"],
+                                                "not_separable": idf["not_separable"]}
+            base = access.slot_probs_injected(ctxs, slot, site, np.zeros(d), 0.0)
+            if len(base) != len(items):
+                raise AdapterError(f"{bound.name}: slot_probs_injected returned {len(base)} for {len(items)} contexts")
+            # trials: (item index, concept index) where the slot can give the concept
+            pairs = [(i, j) for j, (v, _) in enumerate(concepts) for i in range(len(items)) if v in base[i]]
+            if not pairs:
+                continue
+            names = [f"{slot}={v}" for v, _ in concepts]
+            vec = np.stack([concepts[j][1] for _, j in pairs])
+            keys = [f"{items[i].item_id}|{site}|{names[j]}" for i, j in pairs]
+            rnd = _random_vectors(keys, np.linalg.norm(vec, axis=1), d)
+            pctx = [ctxs[i] for i, _ in pairs]
+
+            trials = [("zero", 0.0, [base[i] for i, _ in pairs])]
+            for s in STRENGTHS:
+                trials.append(("injected", s, access.slot_probs_injected(pctx, slot, site, vec, s)))
+                trials.append(("random", s, access.slot_probs_injected(pctx, slot, site, rnd, s)))
+            for cond, strength, probs in trials:
+                if len(probs) != len(pairs):
+                    raise AdapterError(f"{bound.name}: slot_probs_injected returned {len(probs)} distributions for "
+                                       f"{len(pairs)} contexts")
+                for (i, j), key, p in zip(pairs, keys, probs):
+                    it, v = items[i], concepts[j][0]
+                    rows.append({"track": "2", "metric": "grounding", "item_id": f"{key}|{cond}|{strength:g}",
+                                 "session_id": it.session_id, "t": it.t, "split": it.split,
+                                 "context_id": it.context_id, "score": float(p.get(v, 0.0)), "condition": cond,
+                                 "concept": names[j], "site": site, "site_rank": rank, "strength": float(strength),
+                                 "cos_max": float(idf["max_cos"].get(v, 0.0))})
+    if progress is not None:
+        progress(len(items))
+    splits: dict[str, int] = {}
+    for it in items:
+        splits[it.split] = splits.get(it.split, 0) + 1
+    rec = dirs.record
+    return rows, {"scored": len(rows), "contexts": splits, "sites": sites, "strengths": list(STRENGTHS),
+                  "concepts": len(rec["concepts"]), "identifiability": ident,
+                  "directions": {"release": rec.get("release"), "split": rec.get("split"),
+                                 "model_sha256": rec.get("model_sha256")}}
+
+
+# -- aggregation -----------------------------------------------------------------------------------------
+
+
+def _auc(columns, sel_inj: np.ndarray, sel_null: np.ndarray, *, n_resamples: int = 0, confidence: float = 0.95,
+         seed: int = 0):
+    sel = sel_inj | sel_null
+    return detection_auc_by_session(columns["score"][sel].astype(float), sel_inj[sel], columns["concept"][sel],
+                                    columns["session_id"][sel], n_resamples=n_resamples, confidence=confidence,
+                                    seed=seed)
+
+
+def _report_mask(columns) -> tuple[np.ndarray, bool]:
+    """Rows of the reported split (everything but dev, or dev alone when the run was on dev) and whether the
+    reported split is the choice split."""
+    is_dev = columns["split"] == CHOICE_SPLIT
+    if (~is_dev).any():
+        return ~is_dev, False
+    return is_dev, True
+
+
+def choose_strength(columns) -> dict:
+    """The headline strength, from the dev split's trials alone (never the evaluated split's)."""
+    dev = (columns["split"] == CHOICE_SPLIT) & (columns["site_rank"] == 0)
+    aucs: dict[str, float] = {}
+    for s in STRENGTHS:
+        inj = dev & (columns["condition"] == "injected") & (columns["strength"] == s)
+        rnd = dev & (columns["condition"] == "random") & (columns["strength"] == s)
+        try:
+            aucs[f"{s:g}"] = _auc(columns, inj, rnd).value
+        except ValueError:
+            continue
+    if not aucs:
+        return {"strength": DEFAULT_STRENGTH, "split": None,
+                "rule": f"no dev-split trials: fixed a priori at {DEFAULT_STRENGTH:g}", "dev_auc_random": {}}
+    best = max(STRENGTHS, key=lambda s: (aucs.get(f"{s:g}", -1.0), -s))
+    return {"strength": best, "split": CHOICE_SPLIT, "rule": CHOICE_RULE, "dev_auc_random": aucs}
+
+
+def _null(metric: Metric) -> str:
+    return "random" if metric.key == "ground-rand" else "zero"
+
+
+class Track2:
+    """Track 2 on the registry: detection AUC of concept injection, against a zero and a random null."""
+
+    id = "2"
+    name = "grounding"
+    section = "TRB spec §3, Track 2 (grounding by concept injection)"
+    needs: tuple[type, ...] = (ActivationAccess,)
+    metrics = (
+        Metric("ground", "2", "grounding", "Track 2 — grounding (detection AUC vs no injection)",
+               "AUC of the probability r gives concept c with c's direction injected into z vs with nothing injected, "
+               "per concept then averaged; default site, strength chosen on dev", headline=True, bounds=(0.0, 1.0),
+               chance=0.5, needs=(ActivationAccess,)),
+        Metric("ground-rand", "2", "grounding", "Track 2 — grounding (detection AUC vs random direction)",
+               "the same AUC against injecting a random direction of the same norm (seeded) at the same strength",
+               headline=False, bounds=(0.0, 1.0), chance=0.5, needs=(ActivationAccess,), main=True),
+    )
+    columns = (
+        # a common column, declared so the report hands it to aggregate(): the strength is chosen on dev trials
+        Column("split", pa.string(), "VARCHAR", "the release split"),
+        Column("condition", pa.string(), "VARCHAR", "Track 2: the trial (injected, zero or random); Tracks 4 and 5: "
+               "the rollout condition of the episode or the CG-2 loop kind"),
+        Column("concept", pa.string(), "VARCHAR", "Track 2: the concept injected and read (slot=value)"),
+        Column("site", pa.string(), "VARCHAR", "Track 2: the activation site injected at"),
+        Column("site_rank", pa.int32(), "INTEGER", "Track 2: the site's place in the adapter's list (0: default)"),
+        Column("strength", pa.float64(), "DOUBLE", "Track 2: the injection strength (0 for the zero null)"),
+        Column("cos_max", pa.float64(), "DOUBLE", "Track 2: the concept direction's largest cosine with another's"),
+    )
+
+    def count(self, release: Release, split: str) -> int:
+        n = release.count("steps", split)
+        if split != CHOICE_SPLIT and CHOICE_SPLIT in release.splits:
+            n += release.count("steps", CHOICE_SPLIT)
+        return n
+
+    def items(self, release: Release, split: str) -> Iterator[Track2Item]:
+        return track2_items(release, split)
+
+    def score(self, adapter, items, timer=None, progress=None):
+        return score_track2(adapter, items, timer, progress)
+
+    def aggregate(self, metric: Metric, columns, *, n_resamples: int, confidence: float, seed: int):
+        if metric.key not in ("ground", "ground-rand"):
+            raise KeyError(metric.key)
+        strength = choose_strength(columns)["strength"]
+        report, _ = _report_mask(columns)
+        at = report & (columns["site_rank"] == 0)
+        inj = at & (columns["condition"] == "injected") & (columns["strength"] == strength)
+        null = at & (columns["condition"] == _null(metric))
+        if _null(metric) == "random":
+            null &= columns["strength"] == strength
+        return _auc(columns, inj, null, n_resamples=n_resamples, confidence=confidence, seed=seed)
+
+    def describe(self, metric: Metric, columns) -> dict:
+        """The strength choice (dev), the sweep by site and strength and the per-concept AUCs (reported split,
+        point values), and the identifiability flags."""
+        choice = choose_strength(columns)
+        report, same = _report_mask(columns)
+        strength = choice["strength"]
+        sweep: dict = {}
+        for site in dict.fromkeys(columns["site"][report].tolist()):
+            at = report & (columns["site"] == site)
+            sweep[site] = {}
+            for s in STRENGTHS:
+                inj = at & (columns["condition"] == "injected") & (columns["strength"] == s)
+                fig = {}
+                for null in ("zero", "random"):
+                    nm = at & (columns["condition"] == null)
+                    if null == "random":
+                        nm &= columns["strength"] == s
+                    try:
+                        fig[null] = _auc(columns, inj, nm).value
+                    except ValueError:
+                        fig[null] = None
+                sweep[site][f"{s:g}"] = fig
+        at = report & (columns["site_rank"] == 0)
+        per: dict = {}
+        flagged = []
+        for c in dict.fromkeys(columns["concept"][at].tolist()):
+            sel = at & (columns["concept"] == c)
+            inj = sel & (columns["condition"] == "injected") & (columns["strength"] == strength)
+            fig = {}
+            for null in ("zero", "random"):
+                nm = sel & (columns["condition"] == null)
+                if null == "random":
+                    nm &= columns["strength"] == strength
+                try:
+                    fig[null] = _auc(columns, inj, nm).value
+                except ValueError:
+                    fig[null] = None
+            cos = float(columns["cos_max"][sel][0])
+            fig["cos_max"] = cos
+            fig["separable"] = cos < COSINE_FLAG
+            if cos >= COSINE_FLAG:
+                flagged.append(c)
+            per[c] = fig
+        flags = []
+        if flagged:
+            flags.append(f"not identifiable: {len(flagged)} of {len(per)} concepts have a direction with cosine ≥ "
+                         f"{COSINE_FLAG} to another concept's ({', '.join(flagged)}); their AUC is not evidence of "
+                         "grounding")
+        if same:
+            flags.append("the strength was chosen on the dev split and the figure is on the dev split too")
+        elif choice["split"] is None:
+            flags.append(choice["rule"])
+        out = {"strength": choice, "sweep": sweep, "per_concept": per, "cosine_threshold": COSINE_FLAG}
+        if flags:
+            out["flags"] = flags
+        return out
+
+
+TRACK = register_track(Track2())
