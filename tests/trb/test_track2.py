@@ -21,14 +21,14 @@ from trb.reference import train_reference  # noqa: E402
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory) -> Path:
-    return make_release(tmp_path_factory.mktemp("t2-release"), sessions=240, seed=7)
+    return make_release(tmp_path_factory.mktemp("t2-release"), sessions=120, seed=7)
 
 
 @pytest.fixture(scope="module")
 def models(release, tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("t2-models")
     for v in ("full", "ablation"):
-        train_reference(release, v, out / v, seed=0, epochs=2, progress=False)
+        train_reference(release, v, out / v, seed=0, epochs=1, progress=False)
     return {v: out / v for v in ("full", "ablation")}
 
 
@@ -87,14 +87,24 @@ def _profile(results: Path):
     return run, run_profile(store, run, n_resamples=500), store.items(run["run_id"]).to_pylist()
 
 
-def test_track2_runs_full_vs_ablation_reproducibly(models, release, tmp_path, capsys):
+@pytest.fixture(scope="module")
+def runs(models, release, tmp_path_factory) -> dict[str, Path]:
+    """Track 2 run once on each model (the tests below read these stores)."""
+    from trb.run import run_tracks
+
+    out = tmp_path_factory.mktemp("t2-runs")
+    for v in ("full", "ablation"):
+        run_tracks(release, NativeAdapter.load(models[v]), baseline=v, tracks=("2",), results=out / f"{v}.duckdb",
+                   progress=False)
+    return {v: out / f"{v}.duckdb" for v in ("full", "ablation")}
+
+
+def test_track2_runs_full_vs_ablation_reproducibly(models, release, runs, tmp_path, capsys):
     from trb.run import run_tracks
 
     figs = {}
     for v in ("full", "ablation"):
-        run_tracks(release, NativeAdapter.load(models[v]), baseline=v, tracks=("2",), results=tmp_path / f"{v}.duckdb",
-                   progress=False)
-        run, prof, items = _profile(tmp_path / f"{v}.duckdb")
+        run, prof, items = _profile(runs[v])
         g, gr = prof["ground"], prof["ground-rand"]
         figs[v] = (g, gr)
         assert g["score"] > 0.5 and g["ci_low"] <= g["score"] <= g["ci_high"]
@@ -108,7 +118,7 @@ def test_track2_runs_full_vs_ablation_reproducibly(models, release, tmp_path, ca
     run_tracks(release, NativeAdapter.load(models["full"]), baseline="full", tracks=("2",),
                results=tmp_path / "again.duckdb", progress=False)
     _, prof2, items2 = _profile(tmp_path / "again.duckdb")
-    _, prof1, items1 = _profile(tmp_path / "full.duckdb")
+    _, prof1, items1 = _profile(runs["full"])
     assert [(r["item_id"], r["score"]) for r in items1] == [(r["item_id"], r["score"]) for r in items2]
     assert prof1["ground"]["score"] == prof2["ground"]["score"]
     with capsys.disabled():
@@ -117,13 +127,10 @@ def test_track2_runs_full_vs_ablation_reproducibly(models, release, tmp_path, ca
                   f"{gr['score']:.3f} [{gr['ci_low']:.3f}, {gr['ci_high']:.3f}] strength {g['strength']['strength']}")
 
 
-def test_strength_choice_ignores_eval(models, release, tmp_path):
-    from trb.run import run_tracks
+def test_strength_choice_ignores_eval(runs):
     from trb.tracks.track2 import choose_strength
 
-    run_tracks(release, NativeAdapter.load(models["full"]), baseline="full", tracks=("2",),
-               results=tmp_path / "x.duckdb", progress=False)
-    _, _, items = _profile(tmp_path / "x.duckdb")
+    _, _, items = _profile(runs["full"])
     cols = {k: np.asarray([r[k] for r in items], dtype=object) for k in ("split", "site_rank", "condition", "strength",
                                                                           "score", "concept", "session_id")}
     cols["strength"] = cols["strength"].astype(float)
