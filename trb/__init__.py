@@ -5,7 +5,7 @@ The public API a lab imports (the README's "Wrapping your own model" uses exactl
 * :class:`StepContext` / :class:`PastStep`: what an adapter is handed;
 * :class:`Adapter`: the two-hook contract; the capability Protocols (:class:`BatchedAct`,
   :class:`BatchedEmit`, :class:`ContinuationScoring`, :class:`EmitCounters`,
-  :class:`RAblation`, :class:`ActivationInjection`) an adapter declares in ``capabilities``;
+  :class:`RAblation`, :class:`ActivationAccess`) an adapter declares in ``capabilities``;
 * :class:`AdapterKind` / :class:`AdapterOption`: how a package registers an adapter under
   the ``trb.adapters`` entry-point group; :func:`load_adapter`;
 * :func:`run_tracks`: run the registered tracks on a release and record the run;
@@ -16,6 +16,7 @@ Heavy dependencies (torch, transformers) are imported only when a model is loade
 
 from trb.adapters.base import Adapter, AdapterTier
 from trb.adapters.capabilities import (
+    ActivationAccess,
     ActivationInjection,
     BatchedAct,
     BatchedEmit,
@@ -31,6 +32,6 @@ from trb.testing import assert_conformance, check_adapter
 
 __all__ = [
     "StepContext", "PastStep", "Adapter", "AdapterTier", "AdapterError", "TrbError",
-    "BatchedAct", "BatchedEmit", "ContinuationScoring", "EmitCounters", "RAblation", "ActivationInjection",
+    "BatchedAct", "BatchedEmit", "ContinuationScoring", "EmitCounters", "RAblation", "ActivationAccess", "ActivationInjection",
     "AdapterKind", "AdapterOption", "load_adapter", "run_tracks", "rerun", "check_adapter", "assert_conformance",
 ]

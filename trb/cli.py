@@ -340,6 +340,20 @@ def plan(results, release_sha, split, baseline, half_width_delta_gov, half_width
     click.echo(json.dumps(out, indent=2, default=str) if as_json else render_plan(out))
 
 
+@cli.command("concepts")
+@click.argument("model", type=click.Path(file_okay=False, exists=True))
+@click.option("--release", "release_dir", required=True, type=click.Path(file_okay=False, exists=True),
+              help="The release the model was trained on (its train split gives the directions).")
+def concepts_cmd(model, release_dir) -> None:
+    """(Re)write a reference model's Track 2 concept directions from its release's train split, atomically."""
+    from trb.grounding import write_concepts
+
+    record = write_concepts(model, release_dir)
+    n = len(record.get("concepts", []))
+    click.echo(f"{n} concept directions for {model} from the train split of release "
+               f"{record['release']['sha'][:12]} -> {Path(model) / 'concepts'}")
+
+
 @cli.group("models")
 def models_group() -> None:
     """Real models the toolkit installs and converts for the proxy adapter (no model hub needed)."""

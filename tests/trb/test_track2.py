@@ -180,3 +180,17 @@ def test_calibration_separates_grounded_from_ungrounded(release):
 
 def test_load_concepts_absent_is_none(tmp_path):
     assert load_concepts(tmp_path) is None
+
+
+def test_trb_concepts_rewrites_the_directions_and_refuses_another_release(models, release, tmp_path, capsys):
+    from trb.cli import main
+
+    d = models["ablation"] / "concepts"
+    before = {f.name: f.read_bytes() for f in d.iterdir()}
+    assert main(["concepts", str(models["ablation"]), "--release", str(release)]) == 0
+    assert "concept directions for" in capsys.readouterr().out
+    assert {f.name: f.read_bytes() for f in d.iterdir()} == before  # the same checkpoint and release: same bytes
+    other = make_release(tmp_path / "other", sessions=40, seed=12)
+    code = main(["concepts", str(models["ablation"]), "--release", str(other)])
+    assert code != 0 and "trained on release" in capsys.readouterr().err
+    assert {f.name: f.read_bytes() for f in d.iterdir()} == before
