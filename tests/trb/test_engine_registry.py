@@ -152,8 +152,8 @@ def test_a_track_the_adapter_cannot_run_is_not_applicable_everywhere(release, tm
 def test_unknown_track_and_split_are_usage_errors(release, tmp_path):
     from trb.run import run_tracks
 
-    with pytest.raises(UsageError, match="track '2' is not available"):
-        run_tracks(release, Follower(), baseline="x", tracks=("2",), results=tmp_path / "r.duckdb", progress=False)
+    with pytest.raises(UsageError, match="track '9' is not available"):
+        run_tracks(release, Follower(), baseline="x", tracks=("9",), results=tmp_path / "r.duckdb", progress=False)
     with pytest.raises(UsageError, match=r"has no split 'holdout'; its splits: train, dev, eval"):
         run_tracks(release, Follower(), baseline="x", split="holdout", results=tmp_path / "r.duckdb", progress=False)
     assert not (tmp_path / "r.duckdb").exists()
@@ -222,7 +222,7 @@ def test_the_registry_lists_the_builtins_with_their_options(capsys):
     assert main(["adapters", "--json"]) == 0
     listed = {a["name"]: a for a in json.loads(capsys.readouterr().out)["adapters"]}
     assert listed["proxy"]["capabilities"] == ["batched_act", "batched_emit", "continuation_scoring", "emit_counters",
-                                              "r_ablation"]
+                                              "r_ablation", "activation_access"]
     assert listed["native"]["capabilities"] == ["batched_act", "batched_emit", "r_ablation"]
     assert {o["flag"] for o in listed["proxy"]["options"]} == {"--dtype", "--elicit", "--scaffold", "--history",
                                                                "--device"}

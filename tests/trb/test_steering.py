@@ -27,19 +27,19 @@ CANDIDATES = [" ran", " was very happy", " sat under the blue roof", " quickly"]
 
 
 def _plain(model, tok, prompt, suffix, candidates, layer, vector):
-    """log p(candidate | prompt + suffix), one full forward pass each, ``vector`` added after ``layer`` at the prompt's
-    last id."""
+    """log p(candidate | prompt + suffix), one full forward pass each, ``vector`` added to ``layer``'s input at the
+    prompt's last id."""
     at = len(encode_request(tok, prompt, [])[0]) - 1
     ctx, conts = encode_request(tok, prompt + suffix, candidates)
     P = len(ctx)
     block = decoder_layers(model)[layer]
 
-    def hook(_m, _a, out):
-        h = (out[0] if isinstance(out, tuple) else out).clone()
+    def hook(_m, args, kwargs):  # the layer's input hidden state, at the prompt's last id
+        h = (args[0] if args else kwargs["hidden_states"]).clone()
         h[:, at] += torch.as_tensor(vector, dtype=h.dtype)
-        return (h, *out[1:]) if isinstance(out, tuple) else h
+        return ((h, *args[1:]), kwargs) if args else (args, {**kwargs, "hidden_states": h})
 
-    handle = block.register_forward_hook(hook)
+    handle = block.register_forward_pre_hook(hook, with_kwargs=True)
     try:
         scores = []
         with torch.no_grad():
@@ -72,15 +72,14 @@ def test_injected_trials_equal_a_plain_forward_pass_with_the_same_addition(arch,
             for t, ((prompt, suffix, cands), v) in enumerate(zip(rows, vectors)):
                 want = _plain(model, tok, prompt, suffix, cands, layer, v)
                 assert np.max(np.abs(np.subtract(got[t], want))) < 1e-4, (arch, layer, chunk, t)
-        # the injection reaches what follows: a strong vector changes the scores; through the suffix only from a
-        # layer below the last (after the last layer, z at the prompt's last id feeds only that id's own logits)
+        # the injection reaches what follows, through the suffix too, from every layer (z enters the layer)
         assert np.max(np.abs(np.subtract(got[1], got[0]))) > 1e-3
-        assert (np.max(np.abs(np.subtract(got[4], got[3]))) > 1e-3) == (layer < model.config.num_hidden_layers - 1)
+        assert np.max(np.abs(np.subtract(got[4], got[3]))) > 1e-3
     # no hook is left behind: a plain call afterwards is un-injected
     assert {i: len(b._forward_hooks) for i, b in enumerate(decoder_layers(model))} == hooks
 
 
-def test_last_states_are_the_hidden_state_after_the_layer_at_the_last_token(tiny_lm):
+def test_last_states_are_the_hidden_state_entering_the_layer_at_the_last_token(tiny_lm):
     model, tok = tiny_lm
     prompts = [PROMPT, "a big dog", "the bird sat on the roof near the river today"]
     z = last_states(model, tok, prompts, 1, batch=2)  # two passes, padded rows
@@ -88,7 +87,7 @@ def test_last_states_are_the_hidden_state_after_the_layer_at_the_last_token(tiny
         ids = encode_request(tok, p, [])[0]
         with torch.no_grad():
             hs = model(input_ids=torch.tensor([ids]), output_hidden_states=True).hidden_states
-        assert np.max(np.abs(z[i] - hs[2][0, -1].double().numpy())) < 1e-5
+        assert np.max(np.abs(z[i] - hs[1][0, -1].double().numpy())) < 1e-5
 
 
 def test_bad_layers_and_shapes_are_refused_and_the_hook_is_removed_on_error(tiny_lm):

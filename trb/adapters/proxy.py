@@ -123,9 +123,18 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from schemas.hashing import sha256_file
 from trb.adapters.base import check_act_batch
-from trb.adapters.capabilities import BatchedAct, BatchedEmit, ContinuationScoring, EmitCounters, RAblation
+from trb.adapters.capabilities import (
+    ActivationAccess,
+    BatchedAct,
+    BatchedEmit,
+    ContinuationScoring,
+    EmitCounters,
+    RAblation,
+)
 from trb.adapters.registry import AdapterKind, AdapterOption
 from trb.context import R_SLOTS, StepContext
 from trb.errors import AdapterError
@@ -263,7 +272,7 @@ class ProxyAdapter:
     """
 
     tier = "proxy"
-    capabilities = (BatchedAct, BatchedEmit, ContinuationScoring, EmitCounters, RAblation)
+    capabilities = (BatchedAct, BatchedEmit, ContinuationScoring, EmitCounters, RAblation, ActivationAccess)
 
     def __init__(self, model, tokenizer, *, path: Path, sha256: str, hashed: list[str],
                  gguf_file: str | None = None, dtype: str = "float32", mode: str = "prompt_fill",
@@ -692,6 +701,97 @@ class ProxyAdapter:
         return float(self._score([(self.prompt(context, r, self.scaffold, self.history), [cont])])[0][0])
 
 
+    # -- activation access (proxy-tier grounding, Track 2 beyond the native tier) -------------
+
+    def activation_sites(self) -> tuple[str, ...]:
+        """Residual-stream sites ``"layers.N"`` (the state entering decoder layer N): the middle layer first (the
+        default), then the layers at a quarter and three quarters of the depth."""
+        from trb.adapters.steering import SteeringError, decoder_layers
+
+        try:
+            n = len(decoder_layers(self.model))
+        except SteeringError as e:
+            raise AdapterError(f"proxy model: no activation sites: {e}") from e
+        return tuple(f"layers.{i}" for i in dict.fromkeys((n // 2, n // 4, (3 * n) // 4)))
+
+    def _site_layer(self, site: str) -> int:
+        if site not in self.activation_sites():
+            raise AdapterError(f"unknown activation site {site!r} of the proxy model "
+                               f"(sites: {', '.join(self.activation_sites())})")
+        return int(site.split(".", 1)[1])
+
+    def _z_prompt(self, context: StepContext) -> str:
+        """Where z is read and injected: the last token of emit_r's base prompt (``{render}\nReasoning:``)."""
+        return self._emit_base(context)
+
+    def read_activations(self, contexts: Sequence[StepContext], site: str) -> np.ndarray:
+        """z at ``site``: the residual stream entering that decoder layer at the last token of emit_r's base
+        prompt, (len(contexts), hidden size), float64."""
+        from trb.adapters.steering import last_states
+
+        layer = self._site_layer(site)
+        try:
+            return last_states(self.model, self.tokenizer, [self._z_prompt(c) for c in contexts], layer)
+        except Exception as e:
+            raise AdapterError(f"proxy model failed while reading activations: {type(e).__name__}: {e}") from e
+
+    def _slot_values(self, context: StepContext, slot: str) -> list[str]:
+        if slot == "planned_next":
+            return list(context.action_space)
+        dirs = self.concept_directions()
+        if dirs is None:
+            raise AdapterError("the proxy model states goals in free text: its goal values are those of its concept "
+                               "directions, and it has none (make them with trb concepts)")
+        return [c["value"] for c in dirs.record["concepts"] if c["slot"] == "goal"]
+
+    def slot_probs_injected(self, contexts: Sequence[StepContext], slot: str, site: str, vectors,
+                            strength: float) -> list[dict[str, float]]:
+        """The report's distribution over ``slot``'s values with ``strength * vector`` added to z at ``site``.
+
+        The prompt is emit_r's base prompt, z its last token; after the injection the model reads
+        ``" {slot}="`` and each value is scored as ``value + ";"`` (as prompt_fill scores a slot), the
+        distribution being the softmax of those log-likelihoods. Values: the step's actions for
+        ``planned_next`` (none on an open-ended step: ``{}``), the concept directions' goal values for ``goal``.
+        """
+        from trb.adapters.steering import SteeringError, score_injected
+
+        if slot not in ("goal", "planned_next"):
+            raise AdapterError(f"slot {slot!r} has no distribution to read (slots: goal, planned_next)")
+        layer = self._site_layer(site)
+        d = int(getattr(self.model.config, "hidden_size", 0) or getattr(self.model.config, "n_embd", 0))
+        v = np.asarray(vectors, dtype=np.float64)
+        if v.shape == (d,):
+            v = np.broadcast_to(v, (len(contexts), d))
+        if v.shape != (len(contexts), d):
+            raise AdapterError(f"injection vectors have shape {np.shape(vectors)}; site {site!r} needs ({d},) or "
+                               f"({len(contexts)}, {d})")
+        if not (np.all(np.isfinite(v)) and np.isfinite(strength)):
+            raise AdapterError("injection vectors and strength must be finite")
+        delim = _delim(slot)
+        values = [self._slot_values(c, slot) for c in contexts]
+        todo = [i for i, vals in enumerate(values) if vals]
+        rows = [(self._z_prompt(contexts[i]), f" {slot}=", [x + delim for x in values[i]]) for i in todo]
+        out: list[dict[str, float]] = [{} for _ in contexts]
+        if not rows:
+            return out
+        try:
+            scores = score_injected(self.model, self.tokenizer, rows, layer, v[todo] * float(strength),
+                                    max_positions=self._window())
+        except SteeringError as e:
+            raise AdapterError(f"proxy model: {e}") from e
+        except Exception as e:
+            raise AdapterError(f"proxy model failed while scoring injected trials: {type(e).__name__}: {e}") from e
+        for i, sc in zip(todo, scores):
+            out[i] = dict(zip(values[i], _softmax(sc)))
+        return out
+
+    def concept_directions(self):
+        """The concept directions stored in ``<model>/concepts`` (:func:`trb.grounding.load_concepts`), or None."""
+        from trb.grounding import load_concepts
+
+        return load_concepts(self.path, expect_sha256=self.sha256)
+
+
 def _window_error(what: str, window: int) -> AdapterError:
     return AdapterError(f"{what} exceeds the model's context window of {window} "
                         "(show fewer earlier steps with --history N)")
@@ -773,7 +873,8 @@ ADAPTER = AdapterKind(
     name="proxy", tier="proxy", load=_load, accepts=("path",),
     summary="any local Hugging Face causal LM: r elicited from its chain of thought, do(r') edits that span",
     model_help="a local Hugging Face model directory, or a .gguf file",
-    capabilities=("batched_act", "batched_emit", "continuation_scoring", "emit_counters", "r_ablation"),
+    capabilities=("batched_act", "batched_emit", "continuation_scoring", "emit_counters", "r_ablation",
+                  "activation_access"),
     options=(
         AdapterOption("dtype", "weights dtype (default float32)", choices=_DTYPES),
         AdapterOption("mode", "how r is elicited (default prompt_fill)", choices=MODES, flag="--elicit"),

@@ -5,12 +5,13 @@ What proxy-tier grounding (Track 2 beyond the native tier) needs from any causal
 * :func:`decoder_layers`: the model's stack of decoder layers (the ``nn.ModuleList`` whose
   length is the config's number of hidden layers: ``model.transformer.h`` for GPT-2,
   ``model.model.layers`` for Llama and SmolLM2, and so on).
-* :func:`last_states`: z of a prompt at layer L, the residual stream after decoder layer
-  ``L`` (``hidden_states[L + 1]``) at the prompt's last token, for many prompts at once.
-* :func:`add_at_first`: a context manager holding a forward hook on decoder layer ``L``
-  that adds ``vectors[b]`` to row b's output at the FIRST position fed in that forward
-  pass. It accepts both forms a layer's output takes (a tensor in transformers 5, a tuple
-  whose first element is the hidden state before it).
+* :func:`last_states`: z of a prompt at layer L, the residual stream ENTERING decoder layer
+  ``L`` (``hidden_states[L]``: the embeddings for L = 0) at the prompt's last token, for many
+  prompts at once. (Entering, not leaving: after the last layer a position's state reaches
+  only its own logits, so an injection there could never reach the tokens that follow.)
+* :func:`add_at_first`: a context manager holding a forward pre-hook on decoder layer ``L``
+  that adds ``vectors[b]`` to row b's input hidden state at the FIRST position fed in that
+  forward pass (the state passed positionally or as ``hidden_states=``).
 * :func:`score_injected`: the trials. A prompt's ids but its last are run once
   (:func:`~trb.adapters.lm_scoring.prefix_cache`, no injection); each trial then runs
   the last prompt id with its vector added at layer L, a suffix (``" goal="``) and the
@@ -75,7 +76,7 @@ def _check_layer(model, layer: int) -> torch.nn.Module:
 
 @torch.inference_mode()
 def last_states(model, tokenizer, prompts: Sequence[str], layer: int, *, batch: int = 16) -> np.ndarray:
-    """z at ``layer`` of each prompt: the residual stream after decoder layer ``layer`` at its last token.
+    """z at ``layer`` of each prompt: the residual stream entering decoder layer ``layer`` at its last token.
 
     Returns a float64 array of shape (len(prompts), hidden size). Prompts are run one
     group of ``batch`` at a time, right-padded (the last token's state does not see the pads).
@@ -93,7 +94,7 @@ def last_states(model, tokenizer, prompts: Sequence[str], layer: int, *, batch: 
             mask[b, : len(x)] = 1
         res = model(input_ids=inp.to(device), attention_mask=mask.to(device), output_hidden_states=True,
                     return_dict=True)
-        hidden = res.hidden_states[layer + 1]
+        hidden = res.hidden_states[layer]
         last = torch.tensor([len(x) - 1 for x in ids], device=hidden.device)
         out.append(hidden[torch.arange(len(ids), device=hidden.device), last].double().cpu().numpy())
     size = getattr(model.config, "hidden_size", None) or getattr(model.config, "n_embd", 0)
@@ -102,7 +103,7 @@ def last_states(model, tokenizer, prompts: Sequence[str], layer: int, *, batch: 
 
 @contextmanager
 def add_at_first(model, layer: int, vectors: torch.Tensor) -> Iterator[dict]:
-    """While active, decoder layer ``layer`` adds ``vectors[b]`` to row b of its output at the first position fed.
+    """While active, decoder layer ``layer`` gets ``vectors[b]`` added to row b of its input at the first position fed.
 
     ``vectors`` is (rows, hidden size). The block yields a dict whose ``"vectors"`` entry may be
     replaced between forward passes (e.g. by the rows of the next pass); every pass must have as
@@ -113,17 +114,20 @@ def add_at_first(model, layer: int, vectors: torch.Tensor) -> Iterator[dict]:
         raise SteeringError(f"vectors must be (rows, hidden size), got shape {tuple(vectors.shape)}")
     current = {"vectors": vectors}
 
-    def hook(_module, _args, output):
+    def hook(_module, args, kwargs):
         vecs = current["vectors"]
-        hidden = output[0] if isinstance(output, tuple) else output
+        hidden = args[0] if args else kwargs.get("hidden_states")
+        if hidden is None:
+            raise SteeringError(f"decoder layer {layer} was called without a hidden state to add to")
         if hidden.shape[0] != vecs.shape[0] or hidden.shape[-1] != vecs.shape[1]:
-            raise SteeringError(f"layer {layer} output {tuple(hidden.shape)} does not fit vectors "
-                                f"{tuple(vecs.shape)}")
+            raise SteeringError(f"layer {layer} input {tuple(hidden.shape)} does not fit vectors {tuple(vecs.shape)}")
         hidden = hidden.clone()
         hidden[:, 0] = hidden[:, 0] + vecs.to(hidden.dtype).to(hidden.device)
-        return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
+        if args:
+            return (hidden, *args[1:]), kwargs
+        return args, {**kwargs, "hidden_states": hidden}
 
-    handle = module.register_forward_hook(hook)
+    handle = module.register_forward_pre_hook(hook, with_kwargs=True)
     try:
         yield current
     finally:
@@ -135,7 +139,7 @@ def score_injected(model, tokenizer, rows: Sequence[tuple[str, str, Sequence[str
                    max_positions: int | None = None) -> list[list[float]]:
     """log p(candidate | prompt + suffix) for each trial row, with the row's vector added to z at ``layer``.
 
-    Row t is ``(prompt, suffix, candidates)`` and ``vectors[t]``: z is the residual stream after
+    Row t is ``(prompt, suffix, candidates)`` and ``vectors[t]``: z is the residual stream entering
     decoder layer ``layer`` at the prompt's LAST token; the vector is added there and only there,
     then the suffix (e.g. ``" goal="``) and each candidate are read as the model goes on, seeing
     the injection through that position. A zero vector is the null trial. Each returned row

@@ -1,0 +1,92 @@
+"""Proxy-tier grounding: any causal LM behind ActivationAccess (residual stream, injection at the prompt's last token).
+
+A 1-layer GPT-2 made locally on a small smoke release. (Track 2 end to end on the proxy tier
+is not tested yet: every eval and dev step times every concept and strength is too many trials
+for a causal LM here; a trial budget is the next step.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from engine_helpers import make_release, make_tiny_lm  # noqa: E402
+
+from trb.adapters.lm_scoring import score_naive  # noqa: E402
+from trb.adapters.proxy import ProxyAdapter  # noqa: E402
+from trb.errors import AdapterError  # noqa: E402
+from trb.grounding import learn_concepts, save_concepts  # noqa: E402
+from trb.releases import Release  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    return make_release(tmp_path_factory.mktemp("pg-release"), sessions=60, seed=5)
+
+
+@pytest.fixture(scope="module")
+def adapter(release, tmp_path_factory):
+    return ProxyAdapter.load(make_tiny_lm(release, tmp_path_factory.mktemp("pg") / "lm"), device="cpu")
+
+
+def _contexts(release, n=12):
+    from trb.tracks.track2 import track2_items
+
+    rel = Release(release)
+    try:
+        return [it.context for it in list(track2_items(rel, "eval"))[:n]]
+    finally:
+        rel.close()
+
+
+def test_z_is_the_residual_stream_entering_the_layer_at_the_last_token_of_emit_rs_prompt(adapter, release):
+    cs = _contexts(release)
+    (site,) = adapter.activation_sites()  # one layer: its middle, quarter and three quarters coincide
+    z = adapter.read_activations(cs, site)
+    for i, c in enumerate(cs[:4]):
+        ids = adapter.tokenizer(adapter._emit_base(c), add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            hs = adapter.model(input_ids=torch.tensor([ids]), output_hidden_states=True).hidden_states
+        assert np.max(np.abs(z[i] - hs[0][0, -1].double().numpy())) < 1e-5  # entering layer 0: the embeddings
+    with pytest.raises(AdapterError, match="unknown activation site"):
+        adapter.read_activations(cs, "layers.7")
+
+
+def test_uninjected_slot_distribution_is_the_softmax_of_the_plain_scores(adapter, release):
+    cs = [c for c in _contexts(release) if c.action_space][:5]
+    d = adapter.model.config.n_embd
+    got = adapter.slot_probs_injected(cs, "planned_next", "layers.0", np.zeros(d), 0.0)
+    for c, dist in zip(cs, got):
+        prompt = adapter._emit_base(c) + " planned_next="
+        (scores,) = score_naive(adapter.model, adapter.tokenizer, [(prompt, [a + ";" for a in c.action_space])])
+        p = np.exp(np.asarray(scores) - max(scores))
+        p /= p.sum()
+        assert list(dist) == list(c.action_space) and np.max(np.abs(np.asarray(list(dist.values())) - p)) < 1e-5
+    # an injection moves the distribution; a wrong shape or a goal slot without directions is refused
+    # (a random direction: a constant vector would vanish in the next LayerNorm)
+    moved = adapter.slot_probs_injected(cs, "planned_next", "layers.0", np.random.default_rng(0).normal(size=d), 8.0)
+    assert max(abs(m[a] - g[a]) for m, g in zip(moved, got) for a in g) > 1e-6  # well above float32 rounding
+    with pytest.raises(AdapterError, match="injection vectors have shape"):
+        adapter.slot_probs_injected(cs, "planned_next", "layers.0", np.zeros(d + 1), 1.0)
+    with pytest.raises(AdapterError, match="no distribution"):
+        adapter.slot_probs_injected(cs, "confidence", "layers.0", np.zeros(d), 1.0)
+
+
+def test_concept_directions_are_learned_through_the_capability_and_stored_beside_the_weights(adapter, release):
+    rel = Release(release)
+    try:
+        dirs = learn_concepts(adapter, rel)
+    finally:
+        rel.close()
+    assert dirs.record["split"] == "train" and dirs.record["model_sha256"] == adapter.sha256
+    assert {c["slot"] for c in dirs.record["concepts"]} == {"goal", "planned_next"}
+    save_concepts(dirs, adapter.path)
+    assert adapter.concept_directions().record == dirs.record
+    # with directions, the goal slot has values: the concepts' goals, a distribution over them
+    (c,) = _contexts(release, 1)
+    (dist,) = adapter.slot_probs_injected([c], "goal", "layers.0", np.zeros(adapter.model.config.n_embd), 0.0)
+    goals = [x["value"] for x in dirs.record["concepts"] if x["slot"] == "goal"]
+    assert list(dist) == goals and abs(sum(dist.values()) - 1.0) < 1e-9
