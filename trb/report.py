@@ -508,8 +508,12 @@ def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resam
         "notes": notes,
         "profile_vectors": profile_vectors,
         "track6": {"rules": dict(TRANSFER_RULES),
-                   "anti_goodhart_flagged": [f"{p['name']}: {fl}" for p in profile_vectors
-                                             for fl in p["vector"]["trans"]["flags"]]},
+                   "anti_goodhart_flagged": [f"{p['name']}: {f['anti_goodhart']['reason']}" for p in profile_vectors
+                                             for f in p["vector"]["trans"]["figures"].values()
+                                             if f.get("status") == "ok" and f["anti_goodhart"]["flagged"]],
+                   "collapsed": [f"{p['name']}: {f['title']} on {', '.join(f['collapse']['contexts'])}"
+                                 for p in profile_vectors for f in p["vector"]["trans"]["figures"].values()
+                                 if f.get("status") == "ok" and f["collapse"].get("collapsed")]},
     }
 
 

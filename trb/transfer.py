@@ -58,6 +58,8 @@ __all__ = ["HIGH_LEVEL", "LARGE_DROP", "REFERENCE_BASELINE", "RULES", "transfer_
 HIGH_LEVEL = 0.7
 #: Anti-Goodhart: a drop (eval − min over contexts) at or above this, with a CI above 0, is "large".
 LARGE_DROP = 0.1
+#: "At or above" a threshold allows for floating-point rounding (0.7 − 0.6 is 0.09999999999999998).
+_EPS = 1e-12
 #: The baseline a collapse is measured against (spec §4 baseline 1).
 REFERENCE_BASELINE = "instruct-base"
 
@@ -268,8 +270,8 @@ def anti_goodhart(entry: dict, metric: Metric) -> dict:
         return {"applies": False, "flagged": False, "reason": "the figure is not on a 0–1 scale: the thresholds do "
                                                               "not apply"}
     level, drop = entry["eval"]["score"], entry["drop"]
-    high = level >= HIGH_LEVEL
-    large = drop["value"] >= LARGE_DROP and (drop["ci_low"] is None or drop["ci_low"] > 0)
+    high = level >= HIGH_LEVEL - _EPS
+    large = drop["value"] >= LARGE_DROP - _EPS and (drop["ci_low"] is None or drop["ci_low"] > 0)
     flagged = bool(high and large)
     ci = "" if drop["ci_low"] is None else f" [{drop['ci_low']:+.3f}, {drop['ci_high']:+.3f}]"
     if flagged:
