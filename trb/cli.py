@@ -109,8 +109,11 @@ def _adapter_help() -> str:
 @click.option("--model", required=True, help="What the adapter loads: a path or a URL, as the adapter accepts.")
 @click.option("--baseline", required=True, help="Baseline name: instruct-base, cot-prompted, cot-sft, "
                                                 "trace-ablation, trace-full (or your own).")
-@click.option("--tracks", default=None, help="Comma-separated track ids (default: every registered track).")
+@click.option("--tracks", default=None, help="Comma-separated track ids, or all (default: every registered track).")
 @click.option("--split", default="eval", show_default=True, help="A split of the release (eval, or transfer).")
+@click.option("--trained-by", "trained_by", multiple=True, metavar="ORG",
+              help="Who trained the model (repeatable; added to the adapter spec's trained_by); recorded in the run. "
+                   "A --split transfer run needs it and refuses contexts that organisation collected (spec §5).")
 @click.option("--allow-train-split", is_flag=True,
               help="Allow --split train (scores there measure fit, not generalisation; the report banners them).")
 @click.option("--results", default="results.duckdb", show_default=True, help=_RESULTS_HELP)
@@ -120,15 +123,15 @@ def _adapter_help() -> str:
 @click.option("--greedy", is_flag=True, help="Tracks 4 and 5: take the most probable action instead of drawing it "
                                              "with the episode's recorded seed.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def run(release_dir, adapter_name, model, baseline, tracks, split, allow_train_split, results, seed, tasks_file,
-        greedy, quiet, **adapter_options) -> None:
+def run(release_dir, adapter_name, model, baseline, tracks, split, trained_by, allow_train_split, results, seed,
+        tasks_file, greedy, quiet, **adapter_options) -> None:
     """Run tracks on a release through an adapter; write one run row and every item score; print the run id.
 
     Adapter options (below the common ones) belong to the adapter kind named in brackets;
     giving one to another kind is an error.
     """
     from trb.releases import Release
-    from trb.run import load_adapter, run_tracks
+    from trb.run import load_adapter, not_applicable_text, run_tracks
 
     if tasks_file is not None:  # a bad task set is refused before any release or model is opened
         from environments.tasksets import load_taskset
@@ -140,11 +143,13 @@ def run(release_dir, adapter_name, model, baseline, tracks, split, allow_train_s
     except BaseException:
         release.close()
         raise
-    wanted = None if tracks is None else tuple(t.strip() for t in tracks.split(",") if t.strip())
+    wanted = None if tracks is None or tracks.strip() == "all" else tuple(
+        t.strip() for t in tracks.split(",") if t.strip())
     r = run_tracks(release, a, baseline=baseline, tracks=wanted, split=split, results=results, seed=seed,
-                   progress=not quiet, allow_train_split=allow_train_split, tasks=tasks_file, greedy=greedy)
+                   progress=not quiet, allow_train_split=allow_train_split, tasks=tasks_file, greedy=greedy,
+                   trained_by=list(trained_by) or None)
     smoke = " SMOKE TEST (not a TRB score)" if r["smoke_test"] else ""
-    na = [f"track {t} not applicable (needs {', '.join(s['needs'])})" for t, s in r["summary"].items()
+    na = [f"track {t} {not_applicable_text(s)}" for t, s in r["summary"].items()
           if s.get("status") == "not_applicable"]
     click.echo(f"run {r['run_id']}: {baseline} ({r['adapter_tier']}) on release {r['release_version']} "
                f"{r['release_sha'][:12]} split {r['split']}: {r['n_items']} items{smoke}; {json.dumps(r['summary'])}",

@@ -31,6 +31,8 @@ import pyarrow.compute as pc
 from trb.results import ResultsError, ResultsStore
 from trb.stats import CI_METHOD, Estimate, paired_balanced_accuracy_delta_by_session, paired_delta_by_session
 from trb.tracks.base import Metric, all_metrics, registered_tracks
+from trb.transfer import REFERENCE_BASELINE, anti_goodhart, collapse_check, transfer_estimate
+from trb.transfer import RULES as TRANSFER_RULES
 
 __all__ = [
     "BASELINE_ORDER",
@@ -153,8 +155,9 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
         s = summary.get(m.track) or {}
         if s.get("status") == "not_applicable":
             if m.headline:
-                out[m.key] = _track_entry(None, m.definition, note=f"not applicable (needs {', '.join(s['needs'])})",
-                                          extra={"not_applicable": True, "needs": s["needs"]})
+                reason = s.get("reason") or f"needs {', '.join(s['needs'])}"
+                out[m.key] = _track_entry(None, m.definition, note=f"not applicable ({reason})",
+                                          extra={"not_applicable": True, "needs": s.get("needs") or []})
             continue
         mask = (cols["track"] == m.track) & (cols["metric"] == m.metric)
         n = int(mask.sum())
@@ -449,6 +452,8 @@ def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resam
                 "created_at": r["created_at"], "trb_version": r["trb_version"], "seed": r["seed"],
                 "tracks": run_profile(store, r, n_resamples=n_resamples, seed=seed),
                 "emit_r": _emit_r(r),
+                "capabilities": _timings(r).get("capabilities"),
+                "trained_by": r.get("trained_by"),
             })
         held_out = split in HELD_OUT_SPLITS
         table = {"split": split, "held_out": held_out, "baselines": rows, "delta_gov": None, "delta_gov_note": None,
@@ -482,6 +487,7 @@ def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resam
         delta_note = (f"no run on a held-out split ({', '.join(HELD_OUT_SPLITS)}): Δgov is computed on held-out "
                       f"data only (spec §5); runs here are on {', '.join(t['split'] for t in tables)}")
     latest_run = max(chosen, key=lambda r: (r["created_at"] or ""))
+    profile_vectors = _profile_vectors(store, latest, baselines, n_resamples=n_resamples, seed=seed)
     return {
         "trb_version": versions[0] if len(versions) == 1 else ", ".join(versions),
         "release_sha": release_sha,
@@ -500,6 +506,14 @@ def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resam
         "delta_gov": delta,
         "delta_gov_note": delta_note,
         "notes": notes,
+        "profile_vectors": profile_vectors,
+        "track6": {"rules": dict(TRANSFER_RULES),
+                   "anti_goodhart_flagged": [f"{p['name']}: {f['anti_goodhart']['reason']}" for p in profile_vectors
+                                             for f in p["vector"]["trans"]["figures"].values()
+                                             if f.get("status") == "ok" and f["anti_goodhart"]["flagged"]],
+                   "collapsed": [f"{p['name']}: {f['title']} on {', '.join(f['collapse']['contexts'])}"
+                                 for p in profile_vectors for f in p["vector"]["trans"]["figures"].values()
+                                 if f.get("status") == "ok" and f["collapse"].get("collapsed")]},
     }
 
 
@@ -721,6 +735,7 @@ def render_markdown(report: dict, plot_path: Path | None = None) -> str:
                       "spec §3: pass bars are provisional):", ""]
             lines += [f"- {line}" for line in _pass_bar_lines(table)] + [""]
     lines += [f"**{_delta_text(report)}**", ""]
+    lines += _track6_markdown(report)
     for note in report.get("notes") or []:
         lines.append(f"- Note: {note}")
     if report.get("notes"):
@@ -938,6 +953,7 @@ def render_html(report: dict) -> str:
                          "verdicts; spec §3: pass bars are provisional):</p><ul>"
                          + "".join(f"<li>{e(line)}</li>" for line in _pass_bar_lines(table)) + "</ul>")
     parts.append(f'<p class="delta">{e(_delta_text(report))}</p>')
+    parts.append(_track6_html(report))
     if report.get("notes"):
         parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in report["notes"]) + "</ul>")
     parts.append("<p>Track definitions:</p><ul>"
@@ -1030,3 +1046,257 @@ def plot_tracks(report: dict, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(_plot_png(report))
     return path
+
+
+# -- Track 6 and the profile vector --------------------------------------------------------------
+
+#: The profile vector of spec §1, in order: entry name -> the report key of its figure (trans: Track 6's own).
+PROFILE_VECTOR = (("G", "1"), ("ground", "ground"), ("attr", "3"), ("viab", "viab"), ("nav", "nav"),
+                  ("trans", None))
+#: The capability Track 2 needs (spec §3: activation-level access, native adapter only).
+_GROUND_CAPABILITY = "activation_injection"
+
+
+def _metric_columns(store: ResultsStore, run: dict, m: Metric) -> dict[str, np.ndarray]:
+    table = store.items(run["run_id"], track=m.track)
+    table = table.filter(pc.equal(table.column("metric"), m.metric))
+    track = registered_tracks()[m.track]
+    names = ["session_id", "context_id", "score"] + sorted({c.name for c in track.columns})
+    return _columns(table, names)
+
+
+def _transfer_figures(store: ResultsStore, name: str, ev: dict, tr: dict, ref: dict[str, dict | None], *,
+                      n_resamples: int, seed: int) -> dict:
+    """Track 6 for one baseline: every headline figure of a release track, on eval and on each transfer context."""
+    from trb.run import not_applicable_text
+
+    figures: dict[str, dict] = {}
+    summary = _timings(tr).get("summary") or {}
+    for m in _metrics():
+        if not m.headline:
+            continue
+        s = summary.get(m.track) or {}
+        if s.get("status") == "not_applicable":
+            figures[m.key] = {"title": m.title, "status": "not applicable", "note": not_applicable_text(s)}
+            continue
+        e_cols, t_cols = _metric_columns(store, ev, m), _metric_columns(store, tr, m)
+        if not len(e_cols["session_id"]) or not len(t_cols["session_id"]):
+            which = "the eval run" if not len(e_cols["session_id"]) else "the transfer run"
+            if m.track in {str(t) for t in (tr.get("tracks") or [])} | {str(t) for t in (ev.get("tracks") or [])}:
+                figures[m.key] = {"title": m.title, "status": "not run", "note": f"not run: no items in {which}"}
+            continue
+        try:
+            est = transfer_estimate(registered_tracks()[m.track], m, e_cols, t_cols, n_resamples=n_resamples,
+                                    confidence=CONFIDENCE, seed=seed)
+        except ValueError as err:
+            figures[m.key] = {"title": m.title, "status": "undefined", "note": f"undefined: {err}"}
+            continue
+        est["status"] = "ok"
+        est["collapse"] = collapse_check(est, ref.get(m.key), baseline=name)
+        est["anti_goodhart"] = anti_goodhart(est, m)
+        flags = []
+        if est["anti_goodhart"]["flagged"]:
+            flags.append(f"{m.title}: {est['anti_goodhart']['reason']}")
+        if est["collapse"].get("collapsed"):
+            flags.append(f"{m.title}: COLLAPSE to {REFERENCE_BASELINE} off-distribution on "
+                         f"{', '.join(est['collapse']['contexts'])} (spec §3 Track 6 pass bar)")
+        est["flags"] = flags
+        figures[m.key] = est
+    return figures
+
+
+def _trans_entry(store: ResultsStore, name: str, ev: dict | None, tr: dict | None, ref: dict[str, dict | None], *,
+                 n_resamples: int, seed: int) -> dict:
+    if tr is None:
+        return {"status": "not run", "note": "not run: no transfer-split run", "figures": {}, "flags": []}
+    if ev is None:
+        return {"status": "not run", "note": "not run: no eval-split run to measure the drop from", "figures": {},
+                "flags": []}
+    figures = _transfer_figures(store, name, ev, tr, ref, n_resamples=n_resamples, seed=seed)
+    ok = {k: f for k, f in figures.items() if f.get("status") == "ok"}
+    out = {"status": "ok" if ok else "not run", "figures": figures,
+           "flags": [fl for f in figures.values() for fl in f.get("flags") or ()],
+           "anti_goodhart": any(f["anti_goodhart"]["flagged"] for f in ok.values()),
+           "collapsed": any(bool(f["collapse"].get("collapsed")) for f in ok.values()),
+           "n_contexts": max((f["n_contexts"] for f in ok.values()), default=0),
+           "eval_run_id": ev["run_id"], "transfer_run_id": tr["run_id"],
+           "trained_by": tr.get("trained_by")}
+    if not ok:
+        out["note"] = "not run: no figure was scored on both the eval and the transfer split"
+    return out
+
+
+def _vector_entry(row: dict | None, key: str) -> dict:
+    """A profile-vector entry from a baseline's eval row: its figure, or what it is not, and why."""
+    if row is None:
+        return {"status": "not run", "note": "not run: no eval-split run"}
+    e = row["tracks"].get(key)
+    if e is None:
+        if key == "ground":
+            if _GROUND_CAPABILITY in (row.get("capabilities") or ()):
+                return {"status": "not run", "note": "not run: Track 2 (grounding) is not registered in this toolkit"}
+            return {"status": "not applicable", "note": "not applicable: needs activation access (Track 2, "
+                                                        f"capability {_GROUND_CAPABILITY}; native tier only)"}
+        return {"status": "not run", "note": "not run: not in the eval run"}
+    if e.get("not_applicable"):
+        return {"status": "not applicable", "note": e.get("note")}
+    if e.get("score") is None:
+        return {"status": "not run", "note": e.get("note") or "no score"}
+    return {"status": "ok", **{k: e.get(k) for k in ("score", "ci_low", "ci_high", "n_items", "n_sessions",
+                                                    "slices", "flags", "red") if e.get(k) is not None}}
+
+
+def _profile_vectors(store: ResultsStore, latest: dict[tuple[str, str], dict], baselines: list[dict], *,
+                     n_resamples: int, seed: int) -> list[dict]:
+    names = sorted({b for b, _ in latest}, key=_baseline_key)
+    ref: dict[str, dict | None] = {}
+    ref_ev, ref_tr = latest.get((REFERENCE_BASELINE, "eval")), latest.get((REFERENCE_BASELINE, "transfer"))
+    if ref_ev is not None and ref_tr is not None:
+        figs = _transfer_figures(store, REFERENCE_BASELINE, ref_ev, ref_tr, {}, n_resamples=0, seed=seed)
+        ref = {k: f for k, f in figs.items() if f.get("status") == "ok"}
+    out = []
+    for name in names:
+        row = next((b for b in baselines if b["name"] == name and b["split"] == "eval"), None)
+        vector = {}
+        for entry, key in PROFILE_VECTOR:
+            if key is None:
+                vector[entry] = _trans_entry(store, name, latest.get((name, "eval")), latest.get((name, "transfer")),
+                                             ref, n_resamples=n_resamples, seed=seed)
+            else:
+                vector[entry] = _vector_entry(row, key)
+        any_row = row or next(b for b in baselines if b["name"] == name)
+        out.append({"name": name, "adapter_tier": any_row["adapter_tier"], "vector": vector})
+    return out
+
+
+def _vector_text(entry: dict) -> str:
+    """A profile-vector entry in one line (Markdown, and the HTML cell's text)."""
+    if entry.get("status") != "ok":
+        return entry.get("note") or entry.get("status", "—")
+    if "figures" not in entry:
+        text = f"{_f(entry['score'])} {_ci(entry)}"
+        for name, label in _SLICES:  # R*'s adversarial and OOD slices stand beside Track 1 (spec §5)
+            sl = (entry.get("slices") or {}).get(name)
+            if sl:
+                text += f" · {label}: {_f(sl['score'])} ({sl['n_items']:,} items)"
+        return text
+    parts = []
+    for f in entry["figures"].values():
+        if f.get("status") != "ok":
+            parts.append(f"{f['title']}: {f.get('note')}")
+            continue
+        parts.append(f"{f['title']}: min {_f(f['min']['score'])} {_ci(f['min'])} on {f['min']['context_id']}, "
+                     f"drop {_f(f['drop']['value'], True)} {_ci(f['drop'], True)} ({f['n_contexts']} contexts)")
+    text = "; ".join(parts)
+    if entry.get("anti_goodhart"):
+        text += " · ⚠ ANTI-GOODHART FLAG"
+    if entry.get("collapsed"):
+        text += " · ⚠ COLLAPSE"
+    return text
+
+
+def _track6_rules_lines() -> list[str]:
+    return [f"What is resampled: {TRANSFER_RULES['resampled']}.",
+            f"Collapse rule: {TRANSFER_RULES['collapse']}.",
+            f"Anti-Goodhart rule: {TRANSFER_RULES['anti_goodhart']}.",
+            "Transfer provenance: a transfer-split run records who trained the model (--trained-by, or the adapter "
+            "spec's trained_by) and refuses a release whose transfer contexts that organisation collected; a "
+            "transfer run with no trainer recorded is refused (spec §5)."]
+
+
+def _track6_rows(report: dict) -> list[tuple[dict, dict, dict]]:
+    """(profile, figure key, figure) for every Track 6 figure with numbers."""
+    return [(p, k, f) for p in report.get("profile_vectors") or () for k, f in p["vector"]["trans"]["figures"].items()
+            if f.get("status") == "ok"]
+
+
+def _context_text(f: dict) -> str:
+    return "; ".join(f"{c['context_id']}: {_f(c['score'])} {_ci(c)} ({c['n_sessions']} sessions)"
+                     for c in f["contexts"])
+
+
+def _collapse_text(f: dict) -> str:
+    c = f["collapse"]
+    if not c["checked"]:
+        return f"not checked ({c['note']})"
+    if c["collapsed"]:
+        return f"COLLAPSED on {', '.join(c['contexts'])}"
+    return "no" + (f" ({c['note']})" if c.get("note") else "")
+
+
+def _track6_markdown(report: dict) -> list[str]:
+    lines = ["## Profile vector (G, ground, attr, viab, nav, trans)", "",
+             "Each entry on its own (never combined); G, attr, viab and nav from the eval split; trans is Track 6 "
+             "(transfer split against eval).", "",
+             "One row per entry, one column per baseline (its adapter tier in brackets).", ""]
+    profiles = report.get("profile_vectors") or ()
+    lines += ["| entry | " + " | ".join(f"{p['name']} ({p['adapter_tier']})" for p in profiles) + " |",
+              "|" + "---|" * (1 + len(profiles))]
+    for n, _ in PROFILE_VECTOR:
+        cells = [n] + [_vector_text(p["vector"][n]) for p in profiles]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    lines += ["", "## Track 6 — transfer and the anti-Goodhart line", ""]
+    lines += [f"- {line}" for line in _track6_rules_lines()] + [""]
+    rows = _track6_rows(report)
+    if rows:
+        lines += ["| figure | baseline | eval [95% CI] | per transfer context [95% CI] | min over contexts [95% CI] | "
+                  "drop eval − min [95% CI] | collapse | anti-Goodhart |", "|" + "---|" * 8]
+        for p, _, f in rows:
+            ag = f["anti_goodhart"]
+            flag = ("⚠ **FLAGGED, not celebrated**: " if ag["flagged"] else "") + ag["reason"]
+            cells = [f["title"], p["name"], f"{_f(f['eval']['score'])} {_ci(f['eval'])} ({f['eval']['n_sessions']} "
+                     "sessions)", _context_text(f), f"{_f(f['min']['score'])} {_ci(f['min'])} on "
+                     f"{f['min']['context_id']}", f"{_f(f['drop']['value'], True)} {_ci(f['drop'], True)}",
+                     _collapse_text(f), flag]
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    else:
+        lines.append("No baseline has both an eval-split and a transfer-split run on this release: no Track 6 "
+                     "figure (run `trb run --split transfer --trained-by ORG`).")
+    lines.append("")
+    return lines
+
+
+def _track6_html(report: dict) -> str:
+    e = html.escape
+    parts = ["<h2>Profile vector (G, ground, attr, viab, nav, trans)</h2>",
+             "<p>Each entry on its own (never combined); G, attr, viab and nav from the eval split; trans is Track 6 "
+             "(transfer split against eval).</p>"]
+    head = "".join(f"<th>{e(h)}</th>" for h in ["baseline", "tier", *(n for n, _ in PROFILE_VECTOR)])
+    body = []
+    for p in report.get("profile_vectors") or ():
+        cells = [e(p["name"]), e(str(p["adapter_tier"]))]
+        for n, _ in PROFILE_VECTOR:
+            entry = p["vector"][n]
+            text = e(_vector_text(entry))
+            if n == "trans" and (entry.get("anti_goodhart") or entry.get("collapsed")):
+                text = f'<span class="red">{text}</span>'
+            cells.append(text)
+        body.append("<tr>" + "".join(f'<td style="white-space:normal">{c}</td>' for c in cells) + "</tr>")
+    parts.append(f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
+    parts.append("<h2>Track 6 — transfer and the anti-Goodhart line</h2><ul>"
+                 + "".join(f"<li>{e(line)}</li>" for line in _track6_rules_lines()) + "</ul>")
+    rows = _track6_rows(report)
+    if not rows:
+        parts.append("<p>No baseline has both an eval-split and a transfer-split run on this release: no Track 6 "
+                     "figure.</p>")
+        return "\n".join(parts)
+    head = "".join(f"<th>{e(h)}</th>" for h in ["baseline", "figure", "eval [95% CI]", "per transfer context",
+                                               "min over contexts", "drop eval − min", "collapse", "anti-Goodhart"])
+    body = []
+    for p, _, f in rows:
+        ag = f["anti_goodhart"]
+        flag = e(ag["reason"])
+        if ag["flagged"]:
+            flag = f'<span class="red">⚠ FLAGGED, not celebrated: {flag}</span>'
+        collapse = e(_collapse_text(f))
+        if f["collapse"].get("collapsed"):
+            collapse = f'<span class="red">{collapse}</span>'
+        drop = e(f"{_f(f['drop']['value'], True)} {_ci(f['drop'], True)}")
+        if ag["flagged"]:
+            drop = f'<span class="red">{drop}</span>'
+        cells = [e(p["name"]), e(f["title"]), e(f"{_f(f['eval']['score'])} {_ci(f['eval'])}"),
+                 "<br>".join(e(t) for t in _context_text(f).split("; ")),
+                 e(f"{_f(f['min']['score'])} {_ci(f['min'])} on {f['min']['context_id']}"), drop, collapse, flag]
+        body.append("<tr>" + "".join(f'<td style="white-space:normal">{c}</td>' for c in cells) + "</tr>")
+    parts.append(f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
+    return "\n".join(parts)

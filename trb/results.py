@@ -67,6 +67,7 @@ _RUNS_COLUMNS_SQL = (
     ("release_dir", "VARCHAR"),       # where the release was read from (trb rerun's default)
     ("taskset_sha", "VARCHAR"),       # the rollout task set's content SHA (Tracks 4 and 5), else NULL
     ("taskset", "VARCHAR"),           # JSON: that task set's name, version, source, seeds, greedy
+    ("trained_by", "VARCHAR[]"),      # who trained the model (--trained-by, the adapter spec's trained_by), else NULL
 )
 _RUNS_DDL = "CREATE TABLE IF NOT EXISTS runs (\n    " + ",\n    ".join(f"{c} {t}" for c, t in _RUNS_COLUMNS_SQL) + "\n)"
 

@@ -24,17 +24,29 @@ from tqdm import tqdm
 from schemas.versions import TOOLKIT_VERSION
 from trb.adapters.capabilities import bind
 from trb.errors import CheckFailed, UsageError
+from trb.provenance import check_transfer_provenance, trainers
 from trb.releases import Release
 from trb.subjects import check_disjoint
 from trb.tracks.base import get_track, registered_tracks
 from trb.tracks.timing import AdapterTimer
 
-__all__ = ["BASELINES", "HELD_OUT_SPLITS", "run_tracks", "load_adapter", "rerun", "TOOLKIT_VERSION"]
+__all__ = ["BASELINES", "HELD_OUT_SPLITS", "ROLLOUT_NO_TRANSFER", "run_tracks", "load_adapter", "not_applicable_text",
+           "rerun", "TOOLKIT_VERSION"]
 
 #: Baseline names used everywhere (spec §4): 1-3 through the proxy adapter, 4-5 through the native one.
 BASELINES = ("instruct-base", "cot-prompted", "cot-sft", "trace-ablation", "trace-full")
 #: Splits never used to fit anything (spec §5): the only ones Δgov is computed on.
 HELD_OUT_SPLITS = ("eval", "transfer")
+#: Why a rollout track (source "tasks") is not applicable on a transfer-split run.
+ROLLOUT_NO_TRANSFER = ("a rollout track: its items come from a task set, not the release, and task sets declare no "
+                       "transfer context or collector, so nothing can be scored off-distribution with checked "
+                       "provenance")
+
+
+def not_applicable_text(summary: dict) -> str:
+    """A not-applicable track's reason as every output says it: "not applicable (needs X)" or "(reason)"."""
+    reason = summary.get("reason") or f"needs {', '.join(summary.get('needs') or ())}"
+    return f"not applicable ({reason})"
 
 
 def load_adapter(kind: str, model: str | os.PathLike, **options):
@@ -68,14 +80,21 @@ def _diff_emit(after: dict | None, before: dict | None) -> dict | None:
 
 def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks: tuple[str, ...] | None = None,
                split: str = "eval", results: str | os.PathLike = "results.duckdb", seed: int = 0,
-               progress: bool = True, allow_train_split: bool = False, tasks=None, greedy: bool = False) -> dict:
+               progress: bool = True, allow_train_split: bool = False, tasks=None, greedy: bool = False,
+               trained_by: str | list[str] | None = None) -> dict:
     """Run ``tracks`` (default: every registered track) of ``release_dir`` through ``adapter``; record the run.
 
     ``release_dir`` is a release directory or an open :class:`~trb.releases.Release` (whose
     files were checked when it was opened; it is closed here). ``adapter`` is an adapter
     object (checked against its contract here) or one from :func:`load_adapter`. Returns the run row (with ``run_id``), plus ``summary``: per
     track, the items scored and not scored by reason, or ``{"status": "not_applicable",
-    "needs": [...]}`` for a track whose capabilities the adapter lacks.
+    "needs": [...]}`` for a track whose capabilities the adapter lacks, or ``{"status": "not_applicable",
+    "needs": [], "reason": ...}`` for a rollout track (Tracks 4, 5) on the transfer split: its items come from a
+    task set, whose tasks declare no transfer context and no collector, so none can be scored off-distribution.
+
+    ``trained_by``: who trained the model (an organisation, or a list), added to the adapter spec's own
+    ``trained_by``; recorded in the run row. A transfer-split run needs it and refuses a release whose transfer
+    contexts one of them collected (:func:`trb.provenance.check_transfer_provenance`).
 
     Raises:
         ReleaseError: the release is missing, tampered with or incomplete.
@@ -84,6 +103,8 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
             track the adapter can run.
         SplitOverlap: the adapter declares training subjects (spec ``trained_on``) that the
             evaluated split shares (:mod:`trb.subjects`).
+        TransferProvenanceError: a transfer-split run with no ``trained_by`` recorded, or whose trainer
+            collected one of the release's transfer contexts. Nothing is written.
         AdapterError: the adapter breaks its contract.
     """
     from trb.results import ResultsStore
@@ -94,8 +115,9 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
     if not wanted:
         raise UsageError("no track requested")
     chosen = [get_track(t) for t in wanted]
+    trainer = trainers(trained_by, bound.spec().get("trained_by"))
     taskset = None
-    if any(_from_tasks(t) for t in chosen):
+    if split != "transfer" and any(_from_tasks(t) for t in chosen):
         from environments.tasksets import TaskSet, default_taskset, load_taskset
 
         taskset = tasks if isinstance(tasks, TaskSet) else default_taskset() if tasks is None else load_taskset(tasks)
@@ -113,17 +135,20 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
             split_check = {"checked": False, "reason": "a train-split run (allowed explicitly): fit, not generalisation"}
         else:
             split_check = check_disjoint(bound.spec().get("trained_on"), release, split, bound.name)
+        transfer_check = check_transfer_provenance(release, trainer, bound.name) if split == "transfer" else None
         summary: dict[str, dict] = {}
         counts: dict[str, int] = {}
         for track in chosen:
             missing = bound.missing(track.needs)
             if missing:
                 summary[track.id] = {"status": "not_applicable", "needs": missing}
+            elif split == "transfer" and _from_tasks(track):
+                summary[track.id] = {"status": "not_applicable", "needs": [], "reason": ROLLOUT_NO_TRANSFER}
             else:
                 counts[track.id] = track.count(taskset if _from_tasks(track) else release, split)
         if not counts:
-            raise UsageError(f"no requested track can run on adapter {bound.name}: " + "; ".join(
-                f"track {t} needs {', '.join(s['needs'])}" for t, s in summary.items()))
+            raise UsageError(f"no requested track can run on adapter {bound.name} on split {split!r}: " + "; ".join(
+                f"track {t}: {not_applicable_text(s)}" for t, s in summary.items()))
         total = sum(counts.values())
         if total == 0:
             raise UsageError(f"split {split!r} of release {release.version} ({release.sha[:12]}) has no items for "
@@ -166,12 +191,14 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
             "timings": json.dumps({"wall_s": wall, "adapter_s": timer.seconds, "adapter_calls": timer.calls,
                                    "per_track_s": per_track_s, "summary": summary,
                                    "capabilities": sorted(bound.capabilities), "split_check": split_check,
+                                   **({"transfer_check": transfer_check} if transfer_check is not None else {}),
                                    **({"emit_r": emit} if emit is not None else {})}, sort_keys=True),
             "toolkit_version": TOOLKIT_VERSION, "n_items": len(rows),
             "release_dir": str(Path(release_dir).resolve()),
             "taskset_sha": taskset.sha if taskset is not None else None,
             "taskset": json.dumps({**taskset.describe(), "greedy": greedy}, sort_keys=True)
             if taskset is not None else None,
+            "trained_by": trainer or None,
         }
     finally:
         release.close()
@@ -252,7 +279,7 @@ def rerun(run_id: str, *, results: str | os.PathLike = "results.duckdb", release
         new = run_tracks(where, adapter, baseline=old["baseline"], tracks=tuple(old["tracks"] or ()),
                          split=old["split"], results=target, seed=int(old["seed"] or 0), progress=progress,
                          allow_train_split=old["split"] == "train", tasks=_recorded_taskset(old),
-                         greedy=bool((old.get("taskset") or {}).get("greedy")))
+                         greedy=bool((old.get("taskset") or {}).get("greedy")), trained_by=old.get("trained_by"))
         fresh = ResultsStore(target).items(new["run_id"]).to_pylist()
     before = {(r["track"], r["metric"], r["item_id"]): r["score"] for r in store.items(old["run_id"]).to_pylist()}
     after = {(r["track"], r["metric"], r["item_id"]): r["score"] for r in fresh}

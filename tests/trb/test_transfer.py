@@ -1,0 +1,328 @@
+"""Track 6 (transfer): provenance at run time, per-context figures, min and drop with CIs, collapse and the
+anti-Goodhart flag, on real releases, real runs and real results stores."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import duckdb
+import numpy as np
+import pytest
+
+from trb.adapters.capabilities import RAblation
+from trb.calibrate_transfer import InstructBaseAgent, MemoriserAgent, StructureAgent, run_transfer_calibration
+from trb.provenance import TransferProvenanceError
+from trb.report import build_report, render_html, render_json, render_markdown
+from trb.results import ResultsStore
+from trb.run import ROLLOUT_NO_TRANSFER, run_tracks
+from trb.tracks.base import get_track, metric_by_key
+from trb.transfer import HIGH_LEVEL, LARGE_DROP, anti_goodhart, collapse_check, transfer_estimate
+
+B = 400
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    from engine_helpers import make_release
+
+    return make_release(tmp_path_factory.mktemp("rel"))
+
+
+@pytest.fixture(scope="module")
+def known_contexts(release):
+    from trb.releases import Release
+
+    rel = Release(release)
+    try:
+        return {r["context_id"] for r in rel.rows("SELECT DISTINCT context_id FROM sessions WHERE split <> 'transfer'")}
+    finally:
+        rel.close()
+
+
+@pytest.fixture(scope="module")
+def store(release, known_contexts, tmp_path_factory):
+    """instruct-base (never governed), trace-full (transfers) and cot-sft (memorises) on eval and transfer."""
+    path = tmp_path_factory.mktemp("res") / "results.duckdb"
+    for name, agent in (("instruct-base", InstructBaseAgent()), ("trace-full", StructureAgent()),
+                        ("cot-sft", MemoriserAgent(known_contexts))):
+        for split in ("eval", "transfer"):
+            run_tracks(release, agent, baseline=name, tracks=("1", "3"), split=split, results=path, progress=False,
+                       trained_by="Lab A")
+    return ResultsStore(path)
+
+
+@pytest.fixture(scope="module")
+def report(store):
+    return build_report(store, n_resamples=B, seed=3)
+
+
+def _collectors(release) -> list[str]:
+    con = duckdb.connect()
+    return [r[0] for r in con.execute(f"SELECT collector_org FROM read_parquet('{release}/data/transfer/*.parquet') "
+                                      "ORDER BY context_id").fetchall()]
+
+
+# -- provenance at run time -------------------------------------------------------------------------
+
+
+def test_a_transfer_run_without_a_trainer_is_refused_and_writes_nothing(release, tmp_path):
+    results = tmp_path / "r.duckdb"
+    with pytest.raises(TransferProvenanceError, match="--trained-by"):
+        run_tracks(release, StructureAgent(), baseline="x", tracks=("1",), split="transfer", results=results,
+                   progress=False)
+    assert not results.exists()
+
+
+def test_a_transfer_run_refuses_contexts_its_trainer_collected(release, tmp_path):
+    results = tmp_path / "r.duckdb"
+    run_tracks(release, StructureAgent(), baseline="x", tracks=("1",), split="eval", results=results, progress=False)
+    collector = _collectors(release)[0]
+    # compared case-folded and trimmed, as the release gate compares them; from the flag or from the adapter spec
+    for kwargs, agent in (({"trained_by": ["Other Org", f"  {collector.upper()} "]}, StructureAgent()),
+                          ({}, type("Declared", (StructureAgent,), {"spec": lambda self: {"trained_by": collector}})())):
+        with pytest.raises(TransferProvenanceError, match="collected 1 of the 3 transfer context"):
+            run_tracks(release, agent, baseline="x", tracks=("1",), split="transfer", results=results,
+                       progress=False, **kwargs)
+    runs = duckdb.connect(str(results), read_only=True).execute("SELECT count(*), min(split) FROM runs").fetchone()
+    assert runs == (1, "eval")  # the refused runs wrote no row
+
+
+def test_the_trainer_is_recorded_and_rollout_tracks_are_not_applicable_off_distribution(release, tmp_path):
+    class Ablatable(StructureAgent):
+        capabilities = (RAblation,)
+
+        def spec(self):
+            return {"kind": "scripted", "trained_by": "Spec Lab"}
+
+        def act_ablated(self, context):
+            return {a: 1 / len(context.action_space) for a in context.action_space}
+
+        def act_ablated_batch(self, contexts):
+            return [self.act_ablated(c) for c in contexts]
+
+    results = tmp_path / "r.duckdb"
+    run = run_tracks(release, Ablatable(), baseline="x", tracks=("1", "4", "5"), split="transfer", results=results,
+                     progress=False, trained_by="Flag Lab")
+    assert run["summary"]["4"] == run["summary"]["5"] == {"status": "not_applicable", "needs": [],
+                                                           "reason": ROLLOUT_NO_TRANSFER}
+    assert run["summary"]["1"]["scored"] > 0 and run["taskset_sha"] is None
+    con = duckdb.connect(str(results), read_only=True)
+    trained_by, timings = con.execute("SELECT trained_by, timings FROM runs").fetchone()
+    assert trained_by == ["Flag Lab", "Spec Lab"]
+    check = json.loads(timings)["transfer_check"]
+    assert check["checked"] and [c["collector_org"] for c in check["contexts"]] == _collectors(release)
+    con.close()
+    rep = build_report(ResultsStore(results), n_resamples=0)
+    (row,) = rep["baselines"]
+    assert row["tracks"]["viab"]["note"] == f"not applicable ({ROLLOUT_NO_TRANSFER})"
+
+
+# -- the statistic against an independent computation ----------------------------------------------------
+
+EVAL = [("e1", 0.9), ("e1", 0.7), ("e2", 0.8), ("e3", 1.0), ("e3", 0.6), ("e3", 0.5)]
+XFER = [("A", "a1", 0.2), ("A", "a2", 0.4), ("A", "a2", 0.3), ("B", "b1", 0.9), ("B", "b2", 0.5), ("B", "b3", 0.7),
+        ("B", "b3", 0.1)]
+
+
+def _cols(rows, with_ctx=False):
+    if with_ctx:
+        return {"context_id": np.array([r[0] for r in rows], dtype=object),
+                "session_id": np.array([r[1] for r in rows], dtype=object),
+                "score": np.array([r[2] for r in rows], dtype=float)}
+    return {"session_id": np.array([r[0] for r in rows], dtype=object),
+            "score": np.array([r[1] for r in rows], dtype=float)}
+
+
+def _hand(n_resamples, seed):
+    """The documented recipe, written out with plain loops over sessions."""
+    def by_session(rows):
+        out = {}
+        for s, x in rows:
+            out.setdefault(s, []).append(x)
+        return [out[s] for s in sorted(out)]
+
+    groups = [by_session(EVAL)] + [by_session([(s, x) for c, s, x in XFER if c == ctx]) for ctx in ("A", "B")]
+    rng = np.random.default_rng(seed)
+    draws = [rng.integers(0, len(g), size=(n_resamples, len(g))) for g in groups]
+    reps = [[float(np.mean([x for j in row for x in g[j]])) for row in d] for g, d in zip(groups, draws)]
+    mins = [min(a, b) for a, b in zip(reps[1], reps[2])]
+    drops = [e - m for e, m in zip(reps[0], mins)]
+    return reps, mins, drops
+
+
+def test_min_and_drop_match_a_hand_computation():
+    m = metric_by_key("1")
+    est = transfer_estimate(get_track("1"), m, _cols(EVAL), _cols(XFER, True), n_resamples=B, seed=7)
+    # point values by hand: eval 4.5 / 6, A 0.9 / 3, B 2.2 / 4
+    assert est["eval"]["score"] == pytest.approx(4.5 / 6, abs=1e-12)
+    assert [c["context_id"] for c in est["contexts"]] == ["A", "B"]
+    assert [c["score"] for c in est["contexts"]] == pytest.approx([0.3, 0.55], abs=1e-12)
+    assert [(c["n_items"], c["n_sessions"]) for c in est["contexts"]] == [(3, 2), (4, 3)]
+    assert est["min"]["context_id"] == "A" and est["min"]["score"] == pytest.approx(0.3, abs=1e-12)
+    assert est["drop"]["value"] == pytest.approx(4.5 / 6 - 0.3, abs=1e-12)
+    reps, mins, drops = _hand(B, 7)
+    for got, dist in ((est["eval"], reps[0]), (est["contexts"][0], reps[1]), (est["contexts"][1], reps[2]),
+                      (est["min"], mins)):
+        assert (got["ci_low"], got["ci_high"]) == pytest.approx(tuple(np.quantile(dist, [0.025, 0.975])), abs=1e-12)
+    assert (est["drop"]["ci_low"], est["drop"]["ci_high"]) == pytest.approx(
+        tuple(np.quantile(drops, [0.025, 0.975])), abs=1e-12)
+    # the track's own aggregate on every replicate gives the same figures as the vectorised path
+    generic = transfer_estimate(get_track("1"), m, _cols(EVAL), _cols(XFER, True), n_resamples=B, seed=7,
+                                generic=True)
+    assert generic["drop"] == pytest.approx(est["drop"]) and generic["min"] == pytest.approx(est["min"])
+    # reproducible: the same seed gives the same figures, bit for bit
+    assert transfer_estimate(get_track("1"), m, _cols(EVAL), _cols(XFER, True), n_resamples=B, seed=7) == est
+
+
+def test_balanced_accuracy_transfer_agrees_with_the_tracks_own_aggregate():
+    rng = np.random.default_rng(0)
+    n = 60
+    cols = {"session_id": np.array([f"s{i // 4}" for i in range(n)], dtype=object),
+            "label": np.array(rng.choice(["self", "exogenous"], n), dtype=object),
+            "predicted": np.array(rng.choice(["self", "exogenous", "missing"], n), dtype=object),
+            "score": np.zeros(n), "belief": np.full(n, np.nan)}
+    xfer = {**{k: v.copy() for k, v in cols.items()},
+            "context_id": np.array(["c1" if i < 32 else "c2" for i in range(n)], dtype=object)}
+    m = metric_by_key("3")
+    fast = transfer_estimate(get_track("3"), m, cols, xfer, n_resamples=200, seed=1)
+    slow = transfer_estimate(get_track("3"), m, cols, xfer, n_resamples=200, seed=1, generic=True)
+    assert fast["eval"]["score"] == pytest.approx(
+        get_track("3").aggregate(m, cols, n_resamples=0, confidence=0.95, seed=0).value, abs=1e-12)
+    for key in ("eval", "min", "drop"):
+        assert fast[key] == pytest.approx(slow[key], abs=1e-12)
+
+
+def test_collapse_and_anti_goodhart_rules_at_their_boundaries():
+    g = metric_by_key("1")
+
+    def fig(ev, ctx, drop_ci=(0.05, 0.3)):
+        contexts = [{"context_id": c, "score": s, "ci_low": lo, "ci_high": hi} for c, s, lo, hi in ctx]
+        low = min(contexts, key=lambda c: c["score"])
+        return {"eval": {"score": ev}, "contexts": contexts, "n_contexts": len(contexts),
+                "min": {"score": low["score"], "context_id": low["context_id"]},
+                "drop": {"value": ev - low["score"], "ci_low": drop_ci[0], "ci_high": drop_ci[1]}}
+
+    ref = fig(0.3, [("A", 0.3, 0.2, 0.4), ("B", 0.25, 0.2, 0.3)])
+    # above instruct-base in distribution; on A its CI contains instruct-base's 0.3; on B it is clear of 0.25
+    assert collapse_check(fig(0.8, [("A", 0.5, 0.29, 0.6), ("B", 0.6, 0.5, 0.7)]), ref, baseline="m") == {
+        "checked": True, "collapsed": True, "contexts": ["A"]}
+    assert not collapse_check(fig(0.8, [("A", 0.5, 0.31, 0.6), ("B", 0.6, 0.5, 0.7)]), ref,
+                              baseline="m")["collapsed"]
+    assert collapse_check(fig(0.8, [("A", 0.3, None, None), ("B", 0.6, None, None)]), ref,
+                          baseline="m")["contexts"] == ["A"]  # point at the reference: collapsed
+    assert not collapse_check(fig(0.3, [("A", 0.1, 0.0, 0.2)]), ref, baseline="m")["collapsed"]  # never above it
+    assert collapse_check(ref, ref, baseline="instruct-base")["checked"] is False
+    assert collapse_check(ref, None, baseline="m")["checked"] is False
+    # anti-Goodhart: level >= HIGH_LEVEL and drop >= LARGE_DROP with the drop's CI above 0
+    assert anti_goodhart(fig(HIGH_LEVEL, [("A", HIGH_LEVEL - LARGE_DROP, 0, 1)]), g)["flagged"]
+    assert not anti_goodhart(fig(HIGH_LEVEL - 0.01, [("A", 0.0, 0, 1)]), g)["flagged"]
+    assert not anti_goodhart(fig(0.95, [("A", 0.95 - LARGE_DROP + 0.001, 0, 1)]), g)["flagged"]
+    assert not anti_goodhart(fig(0.95, [("A", 0.5, 0, 1)], drop_ci=(-0.01, 0.9)), g)["flagged"]
+    assert anti_goodhart(fig(0.95, [("A", 0.5, 0, 1)], drop_ci=(None, None)), g)["flagged"]  # no CI: the point
+
+
+# -- calibration ---------------------------------------------------------------------------------------
+
+
+def test_calibration_separates_the_memoriser_from_the_structure_agent():
+    cal = run_transfer_calibration(n_resamples=300)
+    assert cal.passed, cal.reasons
+    mem, struct = cal.figures["memoriser"], cal.figures["structure"]
+    assert mem["eval"]["score"] == pytest.approx(1.0) and struct["eval"]["score"] == pytest.approx(1.0)
+    assert [c["score"] for c in mem["contexts"]] == pytest.approx([0.2] * 3)  # 1 − TV = 1 − 0.8
+    assert [c["score"] for c in struct["contexts"]] == pytest.approx([1.0] * 3)
+    assert mem["drop"]["value"] == pytest.approx(0.8) and struct["drop"]["value"] == pytest.approx(0.0)
+    assert mem["anti_goodhart"]["flagged"] and mem["collapse"]["collapsed"]
+    assert not struct["anti_goodhart"]["flagged"] and not struct["collapse"]["collapsed"]
+    # the check can fail: a "structure" agent that in fact memorised is caught
+    bad = run_transfer_calibration(n_resamples=100, agents={"structure": MemoriserAgent()})
+    assert not bad.passed and any("structure agent is flagged" in r for r in bad.reasons)
+
+
+# -- the report ----------------------------------------------------------------------------------------
+
+
+def test_report_track6_figures_against_the_item_scores(report, store):
+    by = {p["name"]: p for p in report["profile_vectors"]}
+    assert list(by) == ["instruct-base", "cot-sft", "trace-full"]
+    con = duckdb.connect(str(store.path), read_only=True)
+    for p in by.values():
+        assert list(p["vector"]) == ["G", "ground", "attr", "viab", "nav", "trans"]
+        trans = p["vector"]["trans"]
+        g = trans["figures"]["1"]
+        ev_run, tr_run = trans["eval_run_id"], trans["transfer_run_id"]
+        (ev,) = con.execute("SELECT avg(score) FROM item_scores WHERE run_id = ? AND track = '1'", [ev_run]).fetchone()
+        per_ctx = dict(con.execute("SELECT context_id, avg(score) FROM item_scores WHERE run_id = ? AND track = '1' "
+                                   "GROUP BY 1", [tr_run]).fetchall())
+        assert g["eval"]["score"] == pytest.approx(ev, abs=1e-12)
+        assert {c["context_id"]: c["score"] for c in g["contexts"]} == pytest.approx(per_ctx, abs=1e-12)
+        assert g["n_contexts"] == len(per_ctx) == 3 and g["min"]["score"] == pytest.approx(min(per_ctx.values()))
+        assert g["drop"]["value"] == pytest.approx(ev - min(per_ctx.values()), abs=1e-12)
+        assert g["drop"]["ci_low"] <= g["drop"]["value"] <= g["drop"]["ci_high"]
+        assert trans["trained_by"] == ["Lab A"]
+        assert p["vector"]["ground"]["status"] == "not applicable"
+        assert "needs activation access" in p["vector"]["ground"]["note"]
+    # the memoriser (cot-sft) is flagged and collapses; the structure agent (trace-full) is neither
+    assert by["cot-sft"]["vector"]["trans"]["anti_goodhart"] and by["cot-sft"]["vector"]["trans"]["collapsed"]
+    assert not by["trace-full"]["vector"]["trans"]["anti_goodhart"]
+    assert not by["trace-full"]["vector"]["trans"]["collapsed"]
+    assert by["cot-sft"]["vector"]["trans"]["figures"]["1"]["drop"]["ci_low"] > LARGE_DROP
+    assert [f.split(":")[0] for f in report["track6"]["anti_goodhart_flagged"]] == ["cot-sft"]
+
+
+def test_every_format_shows_the_flag_the_rules_and_six_entries(report):
+    md, page, js = render_markdown(report), render_html(report), json.loads(render_json(report))
+    for text in (md, page):
+        assert "Profile vector (G, ground, attr, viab, nav, trans)" in text
+        assert "Track 6 — transfer and the anti-Goodhart line" in text
+        assert f"eval level ≥ {HIGH_LEVEL} and transfer drop ≥ {LARGE_DROP}" in text
+        assert "What is resampled" in text and "Collapse rule" in text and "--trained-by" in text
+    assert "⚠ **FLAGGED, not celebrated**: ANTI-GOODHART FLAG" in md
+    flagged = [ln for ln in md.splitlines() if "FLAGGED, not celebrated" in ln]
+    assert len(flagged) == 1 and "| cot-sft |" in flagged[0]
+    assert '<span class="red">⚠ FLAGGED, not celebrated: ANTI-GOODHART FLAG' in page
+    assert page.count('<span class="red">⚠ FLAGGED') == 1
+    rows = [ln for ln in md.splitlines() if ln.startswith(("| G |", "| ground |", "| attr |", "| viab |", "| nav |",
+                                                            "| trans |"))]
+    assert len(rows) == 6 and all(ln.count(" | ") == 3 for ln in rows)  # entry + three baselines
+    assert js["track6"]["rules"]["high_level"] == HIGH_LEVEL and js["track6"]["rules"]["large_drop"] == LARGE_DROP
+    assert all(set(p["vector"]) == {"G", "ground", "attr", "viab", "nav", "trans"} for p in js["profile_vectors"])
+
+
+def test_a_baseline_without_a_transfer_run_says_so(release, tmp_path):
+    results = tmp_path / "r.duckdb"
+    run_tracks(release, StructureAgent(), baseline="trace-full", tracks=("1",), results=results, progress=False)
+    rep = build_report(ResultsStore(results), n_resamples=0)
+    (p,) = rep["profile_vectors"]
+    assert p["vector"]["trans"] == {"status": "not run", "note": "not run: no transfer-split run", "figures": {},
+                                    "flags": []}
+    assert p["vector"]["attr"]["status"] == "not run" and p["vector"]["G"]["status"] == "ok"
+    assert "not run: no transfer-split run" in render_markdown(rep)
+
+
+def test_report_is_reproducible(store):
+    a = build_report(store, n_resamples=100, seed=5)
+    b = build_report(store, n_resamples=100, seed=5)
+    assert a["profile_vectors"] == b["profile_vectors"]
+    assert not math.isnan(a["profile_vectors"][0]["vector"]["trans"]["figures"]["1"]["drop"]["ci_low"])
+
+
+def test_cli_refuses_a_transfer_run_without_trained_by_once_on_stderr(release, tmp_path, capsys):
+    from engine_helpers import make_tiny_lm
+
+    from schemas.errors import ExitCode
+    from trb.cli import main
+
+    model = make_tiny_lm(release, tmp_path / "tiny-lm")
+    results = tmp_path / "r.duckdb"
+    code = main(["run", "--release", str(release), "--adapter", "proxy", "--model", str(model), "--baseline", "x",
+                 "--tracks", "all", "--split", "transfer", "--results", str(results), "-q"])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.USAGE and out == "" and not results.exists()
+    assert err.count("pass --trained-by ORG") == 1 and "Traceback" not in err
+    collector = _collectors(release)[1]
+    code = main(["run", "--release", str(release), "--adapter", "proxy", "--model", str(model), "--baseline", "x",
+                 "--tracks", "all", "--split", "transfer", "--trained-by", collector, "--results", str(results), "-q"])
+    err = capsys.readouterr().err
+    assert code == ExitCode.USAGE and collector in err and not results.exists()

@@ -1,0 +1,173 @@
+"""Track 6 calibration: the engine must tell a model that memorised the eval from one that captured structure.
+
+An exact world (the cue world of :mod:`trb.calibrate`, with contexts): sessions of two
+in-distribution contexts (the eval split) and three transfer contexts. At each step the
+agent sees a cue and a counterfactual r' whose plan differs from its own; the human
+continuation Φ(r') follows the stated plan with 0.8 and is uniform otherwise (exact, not
+sampled). Three scripted agents, scored by the real Track 1 code and Track 6's
+:func:`trb.transfer.transfer_estimate`, :func:`~trb.transfer.collapse_check` and
+:func:`~trb.transfer.anti_goodhart`:
+
+- **structure**: acts through r everywhere (p = Φ(r.planned_next)). Known answers: G = 1
+  on eval and on every context; drop 0; not flagged; no collapse.
+- **memoriser**: acts through r on the contexts it memorised (the in-distribution ones);
+  elsewhere it falls back to its memorised cue → action table and ignores r'. Known
+  answers: G = 1 on eval, 1 − TV(Φ(own plan), Φ(r')) = 1 − 0.8 = 0.2 on every transfer
+  context; drop 0.8; anti-Goodhart flagged; collapsed to instruct-base on every context.
+- **instruct-base**: never acts through r (G = 0.2 everywhere): the collapse reference.
+
+:func:`run_transfer_calibration` returns each agent's figures and whether the engine
+separated them (the memoriser flagged and collapsed, the structure agent neither).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from trb.calibrate import ACTIONS, CUES, phi
+from trb.context import PastStep, StepContext
+from trb.tracks.base import metric_by_key
+from trb.tracks.track1 import TRACK as TRACK1
+from trb.tracks.track1 import Track1Item, score_track1
+from trb.transfer import anti_goodhart, collapse_check, transfer_estimate
+
+__all__ = ["IN_DISTRIBUTION", "TRANSFER_CONTEXTS", "StructureAgent", "MemoriserAgent", "InstructBaseAgent",
+           "transfer_calibration_items", "run_transfer_calibration", "TransferCalibration"]
+
+IN_DISTRIBUTION = ("cal-in-a", "cal-in-b")
+TRANSFER_CONTEXTS = ("cal-xfer-1", "cal-xfer-2", "cal-xfer-3")
+#: Each context's cue -> preferred action (the agent's own plan): in-distribution and transfer contexts differ.
+_PREF = {c: {cue: ACTIONS[(i + j) % len(ACTIONS)] for j, cue in enumerate(CUES)}
+         for i, c in enumerate(IN_DISTRIBUTION + TRANSFER_CONTEXTS)}
+
+
+def _cue(context: StepContext) -> str:
+    return (context.observation or "").split()[-1] if context.observation else CUES[0]
+
+
+def _own_plan(context: StepContext) -> str:
+    space = tuple(context.action_space or ACTIONS)
+    plan = _PREF.get(context.context_id or "", {}).get(_cue(context))
+    return plan if plan in space else space[0]
+
+
+def _follow(plan: str | None, space) -> dict[str, float]:
+    space = tuple(space or ACTIONS)
+    if plan not in space:
+        return {a: 1 / len(space) for a in space}
+    rest = (1 - 0.8) / len(space)
+    return {a: (0.8 if a == plan else 0.0) + rest for a in space}
+
+
+class _Scripted:
+    tier = "native"
+
+    def spec(self) -> dict:
+        return {"kind": "scripted-transfer", "agent": type(self).__name__}
+
+    def emit_r(self, context: StepContext) -> dict:
+        return {"planned_next": _own_plan(context), "confidence": 0.8, "caused_by_self": 0.5}
+
+
+class StructureAgent(_Scripted):
+    """Acts through r (its own, or the clamped r') in every context."""
+
+    def act(self, context: StepContext, r_override: dict | None = None) -> dict[str, float]:
+        r = r_override or self.emit_r(context)
+        return _follow(r.get("planned_next"), context.action_space)
+
+
+class MemoriserAgent(_Scripted):
+    """Acts through r only in the contexts it memorised; elsewhere from its cue table, ignoring r'."""
+
+    def __init__(self, known_contexts=IN_DISTRIBUTION):
+        self.known = frozenset(known_contexts)
+
+    def spec(self) -> dict:
+        return {**super().spec(), "known_contexts": sorted(self.known)}
+
+    def act(self, context: StepContext, r_override: dict | None = None) -> dict[str, float]:
+        if context.context_id in self.known:
+            r = r_override or self.emit_r(context)
+            return _follow(r.get("planned_next"), context.action_space)
+        return _follow(_own_plan(context), context.action_space)
+
+
+class InstructBaseAgent(_Scripted):
+    """Never acts through r: the reference a collapse is measured against."""
+
+    def act(self, context: StepContext, r_override: dict | None = None) -> dict[str, float]:
+        return _follow(_own_plan(context), context.action_space)
+
+
+def transfer_calibration_items(n_sessions: int = 20, steps: int = 4, seed: int = 0) -> tuple[list, list]:
+    """(eval items, transfer items) of the exact world: ``n_sessions`` per context (deterministic for a seed)."""
+    rng = random.Random(f"trb-transfer-calibration:{seed}")
+    out: dict[str, list[Track1Item]] = {"eval": [], "transfer": []}
+    for ctx_id in IN_DISTRIBUTION + TRANSFER_CONTEXTS:
+        split = "eval" if ctx_id in IN_DISTRIBUTION else "transfer"
+        for s in range(n_sessions):
+            sid = f"{ctx_id}-{s:03d}"
+            history: list[PastStep] = []
+            for t in range(steps):
+                cue = rng.choice(CUES)
+                obs = f"cue {cue}"
+                ctx = StepContext(sid, t, tuple(history), obs, ACTIONS, ctx_id, "en", split)
+                plan = _own_plan(ctx)
+                r = {"planned_next": plan, "confidence": 0.8, "caused_by_self": None, "goal": None, "ext": None}
+                for k, alt in enumerate(a for a in ACTIONS if a != plan):
+                    out[split].append(Track1Item(f"{sid}.t{t}.cf{k}", sid, t, split, ctx_id, ctx,
+                                                 {**r, "planned_next": alt}, "distribution", phi(alt),
+                                                 "same_session_revision", r_t=r))
+                history.append(PastStep(t, obs, r, plan, ACTIONS, None))
+    return out["eval"], out["transfer"]
+
+
+@dataclass
+class TransferCalibration:
+    #: agent name -> Track 6 figure of Track 1 (transfer_estimate, with "collapse" and "anti_goodhart").
+    figures: dict[str, dict]
+    passed: bool
+    reasons: list[str]
+
+
+def _columns(rows: list[dict]) -> dict[str, np.ndarray]:
+    return {k: np.asarray([r.get(k) for r in rows], dtype=float if k == "score" else object)
+            for k in ("session_id", "context_id", "score")}
+
+
+def run_transfer_calibration(n_sessions: int = 20, seed: int = 0, n_resamples: int = 2000,
+                             agents: dict | None = None) -> TransferCalibration:
+    """Score the three agents on the exact world's eval and transfer items; check Track 6 separates them.
+
+    Passes when the memoriser is anti-Goodhart flagged and collapses to instruct-base, and the structure agent is
+    neither. ``agents`` replaces some of them (name -> adapter), e.g. to show the check fails when the
+    "structure" agent is in fact a memoriser.
+    """
+    ev, tr = transfer_calibration_items(n_sessions, seed=seed)
+    cast = {"instruct-base": InstructBaseAgent(), "memoriser": MemoriserAgent(), "structure": StructureAgent()}
+    cast.update(agents or {})
+    metric = metric_by_key("1")
+    figures: dict[str, dict] = {}
+    for name, agent in cast.items():
+        rows_e, _ = score_track1(agent, ev)
+        rows_t, _ = score_track1(agent, tr)
+        figures[name] = transfer_estimate(TRACK1, metric, _columns(rows_e), _columns(rows_t),
+                                          n_resamples=n_resamples, seed=seed)
+    for name, fig in figures.items():
+        fig["collapse"] = collapse_check(fig, figures["instruct-base"], baseline=name)
+        fig["anti_goodhart"] = anti_goodhart(fig, metric)
+    reasons = []
+    mem, struct = figures["memoriser"], figures["structure"]
+    if not mem["anti_goodhart"]["flagged"]:
+        reasons.append(f"the memoriser is not anti-Goodhart flagged: {mem['anti_goodhart']['reason']}")
+    if not mem["collapse"].get("collapsed"):
+        reasons.append("the memoriser does not collapse to instruct-base off-distribution")
+    if struct["anti_goodhart"]["flagged"]:
+        reasons.append(f"the structure agent is flagged: {struct['anti_goodhart']['reason']}")
+    if struct["collapse"].get("collapsed"):
+        reasons.append(f"the structure agent collapses on {', '.join(struct['collapse']['contexts'])}")
+    return TransferCalibration(figures, not reasons, reasons)

@@ -1,0 +1,92 @@
+"""Transfer provenance at run time: who trained the model, and the check that they did not collect a transfer context.
+
+Spec §5: "Transfer contexts (Track 6) must be collected by a party that did not train the
+model." A release's transfer contexts each name their ``collector_org`` (the release's
+``transfer`` config); a run records who trained the model under test, ``trained_by``:
+the organisations given to ``trb run --trained-by ORG`` (repeatable) together with any
+the adapter declares in its spec (``spec()["trained_by"]``, a name or a list of names).
+
+A transfer-split run refuses, before anything is scored or written:
+
+* a model whose trainer is not recorded at all: an unknown trainer cannot be checked
+  against the collectors, so the spec's rule cannot be honoured;
+* a release with a transfer context collected by one of the trainers (names compared
+  with surrounding space removed and case folded, as the release gate
+  ``transfer_provenance`` compares them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from trb.errors import UsageError
+
+__all__ = ["TransferProvenanceError", "trainers", "check_transfer_provenance"]
+
+
+class TransferProvenanceError(UsageError):
+    """A transfer-split run whose model's trainer is unknown, or collected one of the transfer contexts."""
+
+
+def _names(value) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, Iterable):
+        raise TransferProvenanceError(f"trained_by must be an organisation name or a list of them, not {value!r}")
+    out = []
+    for v in value:
+        if not isinstance(v, str):
+            raise TransferProvenanceError(f"trained_by must be an organisation name or a list of them, not {v!r}")
+        if v.strip():
+            out.append(v.strip())
+    return out
+
+
+def _key(name: str) -> str:
+    return name.strip().casefold()
+
+
+def trainers(given=None, declared=None) -> list[str]:
+    """Who trained the model: the names ``given`` (``--trained-by``) and those the adapter ``declared``, once each
+    (first spelling kept), in that order. Raises TransferProvenanceError for a value that is not names."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for name in _names(given) + _names(declared):
+        if _key(name) not in seen:
+            seen.add(_key(name))
+            out.append(name)
+    return out
+
+
+def check_transfer_provenance(release, trained_by: list[str], who: str) -> dict:
+    """Refuse a transfer-split run of ``release`` (an open :class:`~trb.releases.Release`) by a model trained by
+    ``trained_by`` when that is unknown or collected a transfer context; return what was checked (for the run record).
+
+    Raises:
+        TransferProvenanceError: ``trained_by`` is empty; the release lists no transfer context; a context was
+            collected by one of ``trained_by``.
+    """
+    if not trained_by:
+        raise TransferProvenanceError(
+            f"a transfer-split run must record who trained the model: {who} declares no trained_by in its spec; pass "
+            "--trained-by ORG (trained_by=[...] in run_tracks). Transfer contexts must be collected by a party that "
+            "did not train the model (TRB spec §5), and an unknown trainer cannot be checked against them")
+    contexts = release.rows("SELECT context_id, collector_org, attestation_ref FROM transfer ORDER BY context_id") \
+        if "transfer" in release.configs else []
+    if not contexts:
+        raise TransferProvenanceError(f"release {release.version} ({release.sha[:12]}) lists no transfer context "
+                                      "(its transfer config is empty): the provenance of its transfer split cannot "
+                                      "be checked")
+    orgs = {_key(o) for o in trained_by}
+    bad = [c for c in contexts if _key(c["collector_org"] or "") in orgs]
+    if bad:
+        raise TransferProvenanceError(
+            f"{who} was trained by {', '.join(trained_by)}, who collected {len(bad)} of the {len(contexts)} transfer "
+            f"context(s) of release {release.version} ({release.sha[:12]}): "
+            + ", ".join(f"{c['context_id']} ({c['collector_org']})" for c in bad)
+            + "; transfer contexts must be collected by a party that did not train the model (TRB spec §5): "
+              "nothing was scored")
+    return {"checked": True, "trained_by": list(trained_by),
+            "contexts": [{"context_id": c["context_id"], "collector_org": c["collector_org"]} for c in contexts]}
