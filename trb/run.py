@@ -144,6 +144,9 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
                 summary[track.id] = {"status": "not_applicable", "needs": missing}
             elif split == "transfer" and _from_tasks(track):
                 summary[track.id] = {"status": "not_applicable", "needs": [], "reason": ROLLOUT_NO_TRANSFER}
+            elif getattr(track, "unavailable", None) is not None and track.unavailable(bound):
+                # the adapter has the capability but not what the track needs of it (Track 2: concept directions)
+                summary[track.id] = {"status": "not_applicable", "needs": [], "reason": track.unavailable(bound)}
             else:
                 counts[track.id] = track.count(taskset if _from_tasks(track) else release, split)
         if not counts:

@@ -90,3 +90,16 @@ def test_concept_directions_are_learned_through_the_capability_and_stored_beside
     (dist,) = adapter.slot_probs_injected([c], "goal", "layers.0", np.zeros(adapter.model.config.n_embd), 0.0)
     goals = [x["value"] for x in dirs.record["concepts"] if x["slot"] == "goal"]
     assert list(dist) == goals and abs(sum(dist.values()) - 1.0) < 1e-9
+
+
+def test_without_directions_track2_is_not_applicable_and_the_other_tracks_run(release, tmp_path):
+    from engine_helpers import make_tiny_lm
+
+    from trb.run import run_tracks
+
+    bare = ProxyAdapter.load(make_tiny_lm(release, tmp_path / "lm"), device="cpu")
+    assert bare.concept_directions() is None
+    run = run_tracks(release, bare, baseline="cot-prompted", tracks=("2", "3"), results=tmp_path / "r.duckdb",
+                     progress=False)
+    assert run["summary"]["2"]["status"] == "not_applicable" and "trb concepts" in run["summary"]["2"]["reason"]
+    assert run["summary"]["3"]["scored"] > 0

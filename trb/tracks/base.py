@@ -21,6 +21,8 @@ A track declares:
 * ``score(adapter, items, timer, progress)``: item rows (:class:`ItemRow`) and a summary;
 * ``aggregate(metric, columns, ...)``: an :class:`~trb.stats.Estimate` for one metric
   from that metric's item columns (session bootstrap);
+* optionally ``unavailable(bound_adapter)``: why an adapter that has the track's capabilities still
+  cannot run it now (Track 2: no concept directions); the run records it as not applicable with that reason;
 * optionally ``describe(metric, columns)``: what the report shows beside a figure (e.g.
   ``flags`` for a degenerate predictor, a belief distribution, a reliability table).
 

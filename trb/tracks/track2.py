@@ -223,6 +223,13 @@ class Track2:
         Column("cos_max", pa.float64(), "DOUBLE", "Track 2: the concept direction's largest cosine with another's"),
     )
 
+    def unavailable(self, bound) -> str | None:
+        """Why this adapter, though it declares activation access, cannot run Track 2 now (None: it can)."""
+        access = bound.get(ActivationAccess)
+        if access is not None and access.concept_directions() is None:
+            return "no concept directions: make them from the train split with `trb concepts MODEL --release DIR`"
+        return None
+
     def count(self, release: Release, split: str) -> int:
         n = release.count("steps", split)
         if split != CHOICE_SPLIT and CHOICE_SPLIT in release.splits:
