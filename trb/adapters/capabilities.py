@@ -152,6 +152,22 @@ class ActivationAccess(Protocol):
         ...
 
 
+def injection_vectors(vectors, strength: float, n: int, d: int, site: str) -> np.ndarray:
+    """``slot_probs_injected``'s vectors as an (n, d) float64 array (one vector of shape (d,) is repeated).
+
+    Raises:
+        AdapterError: a shape that is neither (d,) nor (n, d), or a value or strength that is not finite.
+    """
+    v = np.asarray(vectors, dtype=np.float64)
+    if v.shape == (d,):
+        v = np.broadcast_to(v, (n, d))
+    if v.shape != (n, d):
+        raise AdapterError(f"injection vectors have shape {np.shape(vectors)}; site {site!r} needs ({d},) or ({n}, {d})")
+    if not (np.all(np.isfinite(v)) and np.isfinite(strength)):
+        raise AdapterError("injection vectors and strength must be finite")
+    return v
+
+
 #: The pre-Track-2 name of :class:`ActivationAccess`.
 ActivationInjection = ActivationAccess
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from trb.adapters.base import check_act_batch
-from trb.adapters.capabilities import ActivationAccess, BatchedAct, BatchedEmit, RAblation
+from trb.adapters.capabilities import ActivationAccess, BatchedAct, BatchedEmit, RAblation, injection_vectors
 from trb.adapters.registry import AdapterKind
 from trb.context import StepContext
 from trb.errors import AdapterError
@@ -223,14 +223,7 @@ class NativeAdapter:
         if slot not in ("goal", "planned_next"):
             raise AdapterError(f"slot {slot!r} has no distribution to read (slots: goal, planned_next)")
         d = self._check_site(site)
-        v = np.asarray(vectors, dtype=np.float64)
-        if v.shape == (d,):
-            v = np.broadcast_to(v, (len(contexts), d))
-        if v.shape != (len(contexts), d):
-            raise AdapterError(f"injection vectors have shape {np.shape(vectors)}; site {site!r} needs ({d},) or "
-                               f"({len(contexts)}, {d})")
-        if not (np.all(np.isfinite(v)) and np.isfinite(strength)):
-            raise AdapterError("injection vectors and strength must be finite")
+        v = injection_vectors(vectors, strength, len(contexts), d, site)
         model = self._model
         vocab = model.cfg.goal_vocab
         out: list[dict[str, float]] = []

@@ -134,6 +134,7 @@ from trb.adapters.capabilities import (
     ContinuationScoring,
     EmitCounters,
     RAblation,
+    injection_vectors,
 )
 from trb.adapters.registry import AdapterKind, AdapterOption
 from trb.context import R_SLOTS, StepContext
@@ -759,14 +760,7 @@ class ProxyAdapter:
             raise AdapterError(f"slot {slot!r} has no distribution to read (slots: goal, planned_next)")
         layer = self._site_layer(site)
         d = int(getattr(self.model.config, "hidden_size", 0) or getattr(self.model.config, "n_embd", 0))
-        v = np.asarray(vectors, dtype=np.float64)
-        if v.shape == (d,):
-            v = np.broadcast_to(v, (len(contexts), d))
-        if v.shape != (len(contexts), d):
-            raise AdapterError(f"injection vectors have shape {np.shape(vectors)}; site {site!r} needs ({d},) or "
-                               f"({len(contexts)}, {d})")
-        if not (np.all(np.isfinite(v)) and np.isfinite(strength)):
-            raise AdapterError("injection vectors and strength must be finite")
+        v = injection_vectors(vectors, strength, len(contexts), d, site)
         delim = _delim(slot)
         values = [self._slot_values(c, slot) for c in contexts]
         todo = [i for i, vals in enumerate(values) if vals]

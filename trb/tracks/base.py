@@ -40,10 +40,13 @@ from typing import Any, Protocol, TypedDict, runtime_checkable
 import numpy as np
 import pyarrow as pa
 
+from trb.context import StepContext
+
 __all__ = [
     "Metric",
     "Column",
     "ItemRow",
+    "StepItem",
     "Track",
     "COMMON_COLUMNS",
     "register_track",
@@ -98,6 +101,19 @@ class Metric:
     #: In the report's main table and the plot (None: the default rule of ``trb.report``: headlines, and figures of
     #: other items than the headline's); False sends it to the second table.
     main: bool | None = None
+
+
+@dataclass
+class StepItem:
+    """One step of a release split and the context the adapter is handed: what every release-based track's work
+    items carry (a track's item class adds what it scores against)."""
+
+    item_id: str
+    session_id: str
+    t: int
+    split: str
+    context_id: str | None
+    context: StepContext
 
 
 class ItemRow(TypedDict, total=False):

@@ -36,11 +36,10 @@ import pyarrow as pa
 from schemas.ceiling import oracle_g
 from schemas.release_format import R_PREFIX, R_SLOTS, decode_r
 from trb.adapters.capabilities import ContinuationScoring, bind
-from trb.context import StepContext
 from trb.distributions import check_distribution, total_variation
 from trb.releases import Release
 from trb.stats import mean_by_session, normalised_gain_by_session
-from trb.tracks.base import Column, ItemRow, Metric, register_track
+from trb.tracks.base import Column, ItemRow, Metric, StepItem, register_track
 from trb.tracks.timing import AdapterTimer
 
 __all__ = ["TRACK", "Track1", "Track1Item", "track1_items", "score_track1", "total_variation", "BATCH"]
@@ -49,13 +48,7 @@ BATCH = 256
 
 
 @dataclass
-class Track1Item:
-    item_id: str
-    session_id: str
-    t: int
-    split: str
-    context_id: str | None
-    context: StepContext
+class Track1Item(StepItem):
     r_prime: dict
     phi_type: str  # "distribution" or "text"
     phi: dict | str

@@ -25,18 +25,16 @@ an adapter without it is "not applicable (needs activation_access)".
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from trb.adapters.capabilities import ActivationAccess, bind
-from trb.context import StepContext
 from trb.errors import AdapterError
 from trb.grounding import COSINE_FLAG, detection_auc_by_session
 from trb.reference.features import stable_hash
 from trb.releases import Release
-from trb.tracks.base import Column, ItemRow, Metric, register_track
+from trb.tracks.base import Column, ItemRow, Metric, StepItem, register_track
 
 __all__ = ["TRACK", "Track2", "Track2Item", "track2_items", "score_track2", "choose_strength", "STRENGTHS",
            "DEFAULT_STRENGTH", "CHOICE_SPLIT", "RANDOM_SEED"]
@@ -53,14 +51,8 @@ CHOICE_RULE = ("the strength with the highest dev-split detection AUC against th
                "default site (ties: the smaller strength)")
 
 
-@dataclass
-class Track2Item:
-    item_id: str
-    session_id: str
-    t: int
-    split: str
-    context_id: str | None
-    context: StepContext
+class Track2Item(StepItem):
+    """A step whose report Track 2 reads under injection (no label: the concept injected is the truth)."""
 
 
 def _split_items(release: Release, split: str) -> Iterator[Track2Item]:

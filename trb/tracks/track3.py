@@ -17,10 +17,9 @@ import pyarrow as pa
 
 from trb.adapters.capabilities import bind
 from trb.beliefs import belief_distribution, brier_by_session, calibration_by_session, one_class, roc_auc_by_session
-from trb.context import StepContext
 from trb.releases import Release
 from trb.stats import balanced_accuracy_by_session
-from trb.tracks.base import Column, ItemRow, Metric, register_track
+from trb.tracks.base import Column, ItemRow, Metric, StepItem, register_track
 from trb.tracks.timing import AdapterTimer
 
 __all__ = ["TRACK", "Track3", "Track3Item", "track3_items", "score_track3", "THRESHOLD"]
@@ -30,13 +29,7 @@ BATCH = 256
 
 
 @dataclass
-class Track3Item:
-    item_id: str
-    session_id: str
-    t: int
-    split: str
-    context_id: str | None
-    context: StepContext
+class Track3Item(StepItem):
     label: str  # "self" or "exogenous"
 
 
