@@ -132,6 +132,8 @@ class CalibrationReport:
     reasons: list[str]
     #: Tracks 4 and 5 (:mod:`trb.calibrate_rollouts`): agent, track, and its figures by metric key.
     rollout_rows: list[dict] = field(default_factory=list)
+    #: Track 6 (:mod:`trb.calibrate_transfer`): agent name -> its Track 6 figure of Track 1 with the flags.
+    transfer: dict = field(default_factory=dict)
 
 
 def run_calibration(n_sessions: int = 60, seed: int = 0, n_resamples: int = 2000,
@@ -198,9 +200,14 @@ def run_calibration(n_sessions: int = 60, seed: int = 0, n_resamples: int = 2000
     rollout_rows, rollout_reasons = run_rollout_calibration(
         seed=seed, n_resamples=n_resamples, agents={k: v for k, v in (agents or {}).items() if k in ROLLOUT_AGENTS})
     reasons += rollout_reasons
+    from trb.calibrate_transfer import TRANSFER_AGENTS, run_transfer_calibration
+
+    transfer = run_transfer_calibration(seed=seed, n_resamples=n_resamples,
+                                        agents={k: v for k, v in (agents or {}).items() if k in TRANSFER_AGENTS})
+    reasons += transfer.reasons
     return CalibrationReport(rows, {"value": delta.value, "ci_low": delta.ci_low, "ci_high": delta.ci_high,
                                     "n_sessions": delta.n_sessions, "n_items": delta.n_items}, not reasons, reasons,
-                             rollout_rows)
+                             rollout_rows, transfer.figures)
 
 
 def check_calibration(report: CalibrationReport) -> None:

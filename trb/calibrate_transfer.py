@@ -139,6 +139,10 @@ def _columns(rows: list[dict]) -> dict[str, np.ndarray]:
             for k in ("session_id", "context_id", "score")}
 
 
+#: The agents :func:`run_transfer_calibration` scores (names ``run_calibration``'s ``agents`` may replace).
+TRANSFER_AGENTS = ("instruct-base", "memoriser", "structure")
+
+
 def run_transfer_calibration(n_sessions: int = 20, seed: int = 0, n_resamples: int = 2000,
                              agents: dict | None = None) -> TransferCalibration:
     """Score the three agents on the exact world's eval and transfer items; check Track 6 separates them.
@@ -148,7 +152,7 @@ def run_transfer_calibration(n_sessions: int = 20, seed: int = 0, n_resamples: i
     "structure" agent is in fact a memoriser.
     """
     ev, tr = transfer_calibration_items(n_sessions, seed=seed)
-    cast = {"instruct-base": InstructBaseAgent(), "memoriser": MemoriserAgent(), "structure": StructureAgent()}
+    cast = dict(zip(TRANSFER_AGENTS, (InstructBaseAgent(), MemoriserAgent(), StructureAgent())))
     cast.update(agents or {})
     metric = metric_by_key("1")
     figures: dict[str, dict] = {}

@@ -295,11 +295,18 @@ def calibrate(sessions, seed, as_json) -> None:
                                            "track3": r["track3"] and vars(r["track3"])} for r in rep.rows],
                                "rollout_agents": [{"agent": r["agent"], "track": r["track"],
                                                    **{k: v and vars(v) for k, v in r.items()
-                                                      if k not in ("agent", "track")}} for r in rep.rollout_rows]},
-                              indent=2))
+                                                      if k not in ("agent", "track")}} for r in rep.rollout_rows],
+                               "transfer_agents": rep.transfer},
+                              indent=2, default=str))
     else:
         def cell(e) -> str:
             return "-" if e is None else f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]"
+
+        def fig(d: dict | None, signed: bool = False) -> str:  # a Track 6 figure (trb.transfer's dicts)
+            if not d:
+                return "-"
+            f = "+.3f" if signed else ".3f"
+            return f"{d.get('score', d.get('value')):{f}} [{d['ci_low']:{f}}, {d['ci_high']:{f}}]"
 
         click.echo(f"{'agent':<14} {'Track 1 G [95% CI]':<26} {'normalised (G-G_own)/(1-G_own)':<32} "
                    "Track 3 balanced accuracy [95% CI]")
@@ -313,6 +320,13 @@ def calibrate(sessions, seed, as_json) -> None:
         for r in rep.rollout_rows:
             click.echo(f"{r['agent']:<14} {cell(r.get('viab')):<26} {cell(r.get('viab-cal')):<26} "
                        f"{cell(r.get('nav')):<26} {cell(r.get('nav-cg2'))}")
+        click.echo(f"{'agent':<14} {'Track 6: G on eval':<26} {'min over transfer contexts':<26} "
+                   f"{'drop':<26} flags")
+        for name, f in rep.transfer.items():
+            flags = [x for x, on in (("anti-Goodhart", f["anti_goodhart"]["flagged"]),
+                                     ("collapsed", f["collapse"].get("collapsed"))) if on]
+            click.echo(f"{name:<14} {fig(f['eval']):<26} {fig(f['min']):<26} {fig(f['drop'], True):<26} "
+                       f"{', '.join(flags) or '-'}")
         click.echo("calibration passed" if rep.passed else "calibration FAILED")
     check_calibration(rep)
 

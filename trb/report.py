@@ -1130,13 +1130,12 @@ def _vector_entry(row: dict | None, key: str) -> dict:
     """A profile-vector entry from a baseline's eval row: its figure, or what it is not, and why."""
     if row is None:
         return {"status": "not run", "note": "not run: no eval-split run"}
+    if key == "ground" and _GROUND_CAPABILITY not in (row.get("capabilities") or ()):
+        # whether or not Track 2 was asked for, this adapter could not have run it
+        return {"status": "not applicable", "note": "not applicable: needs activation access (Track 2, "
+                                                    f"capability {_GROUND_CAPABILITY})"}
     e = row["tracks"].get(key)
     if e is None:
-        if key == "ground":
-            if _GROUND_CAPABILITY in (row.get("capabilities") or ()):
-                return {"status": "not run", "note": "not run: Track 2 (grounding) is not registered in this toolkit"}
-            return {"status": "not applicable", "note": "not applicable: needs activation access (Track 2, "
-                                                        f"capability {_GROUND_CAPABILITY}; native tier only)"}
         return {"status": "not run", "note": "not run: not in the eval run"}
     if e.get("not_applicable"):
         return {"status": "not applicable", "note": e.get("note")}

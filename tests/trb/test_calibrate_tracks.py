@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from trb.adapters.capabilities import ContinuationScoring
@@ -107,6 +109,17 @@ def test_calibrate_cli_exit_codes(capsys):
     assert main(["calibrate", "--sessions", "30"]) == 0
     out = capsys.readouterr().out
     assert "calibration passed" in out and "false_credit" in out and "0.500 [0.500, 0.500]" in out
+    # Track 6: the memoriser is flagged and collapses, the structure agent is not
+    assert re.search(r"^memoriser .*\+0\.800 \[\+0\.800, \+0\.800\]\s+anti-Goodhart, collapsed$", out, re.M)
+    assert re.search(r"^structure .*\+0\.000 \[\+0\.000, \+0\.000\]\s+-$", out, re.M)
+
+
+def test_calibration_fails_when_the_structure_agent_is_a_memoriser():
+    from trb.calibrate_transfer import MemoriserAgent
+
+    rep = run_calibration(30, n_resamples=200, agents={"structure": MemoriserAgent()})
+    assert not rep.passed and any("structure" in r for r in rep.reasons)
+    assert rep.transfer["structure"]["anti_goodhart"]["flagged"]
 
 
 def test_track1_reference_points_on_a_hand_worked_item():
