@@ -25,6 +25,7 @@ an adapter without it is "not applicable (needs activation_access)".
 from __future__ import annotations
 
 from collections.abc import Iterator
+from hashlib import blake2b
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +33,6 @@ import pyarrow as pa
 from trb.adapters.capabilities import ActivationAccess, bind
 from trb.errors import AdapterError
 from trb.grounding import COSINE_FLAG, detection_auc_by_session
-from trb.reference.features import stable_hash
 from trb.releases import Release
 from trb.tracks.base import Column, ItemRow, Metric, StepItem, register_track
 
@@ -72,7 +72,8 @@ def _random_vectors(keys: list[str], norms: np.ndarray, d: int) -> np.ndarray:
     """One Gaussian direction per key, scaled to the given norm; each from its own seed (order-independent)."""
     out = np.empty((len(keys), d))
     for i, k in enumerate(keys):
-        u = np.random.default_rng([RANDOM_SEED, stable_hash(k)]).standard_normal(d)
+        key = int.from_bytes(blake2b(k.encode("utf-8"), digest_size=8).digest(), "little")  # the same in every process
+        u = np.random.default_rng([RANDOM_SEED, key]).standard_normal(d)
         out[i] = u * (norms[i] / np.linalg.norm(u))
     return out
 
