@@ -223,7 +223,7 @@ def test_the_registry_lists_the_builtins_with_their_options(capsys):
     listed = {a["name"]: a for a in json.loads(capsys.readouterr().out)["adapters"]}
     assert listed["proxy"]["capabilities"] == ["batched_act", "batched_emit", "continuation_scoring", "emit_counters",
                                               "r_ablation", "activation_access"]
-    assert listed["native"]["capabilities"] == ["batched_act", "batched_emit", "r_ablation"]
+    assert listed["native"]["capabilities"] == ["batched_act", "batched_emit", "r_ablation", "activation_access"]
     assert {o["flag"] for o in listed["proxy"]["options"]} == {"--dtype", "--elicit", "--scaffold", "--history",
                                                                "--device"}
     assert listed["native"]["options"] == [] and listed["native"]["accepts"] == ["path"]

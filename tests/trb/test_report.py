@@ -233,9 +233,10 @@ def test_json_shape(report):
     assert data["smoke_test"] is False and data["banner"] is None
     for b in data["baselines"]:
         assert {"name", "adapter_tier", "run_id", "tracks"} <= set(b)
-        # the profile vector names every track's headline, run or not (Tracks 4 and 5 were not run here)
-        assert set(b["tracks"]) == {"1", "3", "viab", "nav"}
+        # the profile vector names every track's headline, run or not (Tracks 2, 4 and 5 were not run here)
+        assert set(b["tracks"]) == {"1", "ground", "3", "viab", "nav"}
         assert b["tracks"]["viab"]["note"] == "not run" and b["tracks"]["nav"]["score"] is None
+        assert b["tracks"]["ground"]["note"] == "not run"
         for entry in b["tracks"].values():
             assert {"score", "ci_low", "ci_high", "n_items", "n_sessions", "synthetic_share"} <= set(entry)
     assert {b["name"]: b["adapter_tier"] for b in data["baselines"]} == {

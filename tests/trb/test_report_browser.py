@@ -117,7 +117,7 @@ def test_the_html_report_fits_a_1280px_window(report, page, tmp_path):
     assert m["scrollWidth"] <= WIDTH, figures
 
     # the tables: every cell on at most two lines, every table inside the page without scrolling
-    assert len(m["tables"]) == 4  # eval and train, each a profile table and a reference table
+    assert len(m["tables"]) == 5  # eval and train, each a profile table and a reference table, and the profile vectors
     for t in m["tables"]:
         assert t["maxLines"] <= MAX_LINES, (t["worst"], figures)
         assert 0 <= t["left"] and t["right"] <= m["clientWidth"], figures
