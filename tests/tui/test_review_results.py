@@ -58,8 +58,9 @@ def test_runs_have_hand_computed_figures_and_worst_items_come_per_track(tmp_path
     # Track 3 is balanced accuracy, as in the report: (TPR 1/1 + TNR 1/2) / 2 = 0.75 (plain accuracy would be 2/3)
     assert runs[0].tracks["3"] == (0.75, 3)
     assert [(f.title, f.score) for f in runs[0].figures if f.headline] == [
-        ("Track 1 — governance G", t1_mean), ("Track 3 — attribution BA", 0.75),
-        ("Track 4 — viability (completion ratio)", None), ("Track 5 — navigability (reach-rate lift)", None)]
+        ("Track 1 — governance G", t1_mean), ("Track 2 — grounding (detection AUC vs no injection)", None),
+        ("Track 3 — attribution BA", 0.75), ("Track 4 — viability (completion ratio)", None),
+        ("Track 5 — navigability (reach-rate lift)", None)]
     assert runs[1].tracks == {"1": (0.5, 1)} and runs[1].notes["3"] == "run on this track but no items scored"
     # one list per track (and stored metric), titled by the registry; never mixed
     lists = item_lists(path, "run-a-0001")
@@ -102,10 +103,11 @@ async def test_jump_from_a_bad_score_to_its_trace(review_corpus, tmp_path):
         # at 80 columns the registry's full titles head the figure columns (run id, tier and release give way;
         # the pane below names them)
         assert [str(c.label) for c in runs_table.columns.values()] == [
-            "baseline", "split", "Track 1 — governance G", "Track 3 — attribution BA",
-            "Track 4 — viability (completion ratio)", "Track 5 — navigability (reach-rate lift)"]
+            "baseline", "split", "Track 1 — governance G", "Track 2 — grounding (detection AUC vs no injection)",
+            "Track 3 — attribution BA", "Track 4 — viability (completion ratio)",
+            "Track 5 — navigability (reach-rate lift)"]
         runs = table_rows(runs_table)
-        assert runs[0][1:] == ["eval", "0.700 (n=3)", "0.750 (n=3)", "—", "—"] and runs[0][0].startswith("trace-f")
+        assert runs[0][1:] == ["eval", "0.700 (n=3)", "—", "0.750 (n=3)", "—", "—"] and runs[0][0].startswith("trace-f")
         assert "SMOKE TEST" in str(screen.query_one("#title").render())
         pane = _pane(screen)  # the run's every figure, under the registry's titles
         assert "run run-a-0001" in pane and "native tier" in pane
@@ -161,9 +163,10 @@ async def test_jump_from_a_bad_score_to_its_trace(review_corpus, tmp_path):
         await pilot.pause()
         assert "already on the last page" in _notes(app)
 
-        await pilot.resize_terminal(220, 36)  # with room, every column comes back, nothing cut
+        await pilot.resize_terminal(260, 36)  # with room, every column comes back, nothing cut
         await settle(pilot)
-        assert runs_table.shown_columns() == ["run", "baseline", "split", "tier", "release", "1", "3", "viab", "nav"]
+        assert runs_table.shown_columns() == ["run", "baseline", "split", "tier", "release", "1", "ground", "3", "viab",
+                                              "nav"]
         assert table_rows(runs_table)[0][:5] == ["run-a-0001", "trace-full*", "eval", "native", "0.1.0"]
         assert not any(c.endswith("…") for t in (runs_table, worst) for r in table_rows(t) for c in r)
 
@@ -187,7 +190,7 @@ def test_the_app_shows_exactly_the_reports_numbers(tmp_path):
     report = build_report(store, n_resamples=50)
     shown = {r.run_id: r for r in read_runs(path)}
     keys = [c.key for c in metric_columns()]
-    assert keys == ["1", "3", "viab", "nav"]
+    assert keys == ["1", "ground", "3", "viab", "nav"]
     compared = 0
     for base in report["baselines"]:
         run = shown[base["run_id"]]
