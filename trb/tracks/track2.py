@@ -51,6 +51,21 @@ CHOICE_RULE = ("the strength with the highest dev-split detection AUC against th
                "default site (ties: the smaller strength)")
 
 
+def _null_aucs(columns, rows, strength: float) -> dict:
+    """The AUC of ``rows``' injected trials at ``strength`` against each null (zero; random at the same strength)."""
+    inj = rows & (columns["condition"] == "injected") & (columns["strength"] == strength)
+    out = {}
+    for null in ("zero", "random"):
+        nm = rows & (columns["condition"] == null)
+        if null == "random":
+            nm &= columns["strength"] == strength
+        try:
+            out[null] = _auc(columns, inj, nm).value
+        except ValueError:
+            out[null] = None
+    return out
+
+
 class Track2Item(StepItem):
     """A step whose report Track 2 reads under injection (no label: the concept injected is the truth)."""
 
@@ -258,32 +273,13 @@ class Track2:
             at = report & (columns["site"] == site)
             sweep[site] = {}
             for s in STRENGTHS:
-                inj = at & (columns["condition"] == "injected") & (columns["strength"] == s)
-                fig = {}
-                for null in ("zero", "random"):
-                    nm = at & (columns["condition"] == null)
-                    if null == "random":
-                        nm &= columns["strength"] == s
-                    try:
-                        fig[null] = _auc(columns, inj, nm).value
-                    except ValueError:
-                        fig[null] = None
-                sweep[site][f"{s:g}"] = fig
+                sweep[site][f"{s:g}"] = _null_aucs(columns, at, s)
         at = report & (columns["site_rank"] == 0)
         per: dict = {}
         flagged = []
         for c in dict.fromkeys(columns["concept"][at].tolist()):
             sel = at & (columns["concept"] == c)
-            inj = sel & (columns["condition"] == "injected") & (columns["strength"] == strength)
-            fig = {}
-            for null in ("zero", "random"):
-                nm = sel & (columns["condition"] == null)
-                if null == "random":
-                    nm &= columns["strength"] == strength
-                try:
-                    fig[null] = _auc(columns, inj, nm).value
-                except ValueError:
-                    fig[null] = None
+            fig = _null_aucs(columns, sel, strength)
             cos = float(columns["cos_max"][sel][0])
             fig["cos_max"] = cos
             fig["separable"] = cos < COSINE_FLAG
