@@ -22,7 +22,10 @@ is within ±0.05 of 0 with a CI containing 0 while the governed agent's lies abo
 lies above 0.5, and the six rollout agents of :mod:`trb.calibrate_rollouts` are told apart by
 Tracks 4 and 5: a self-model that helps (completion ratio CI above 1), one that harms (below 1),
 a dashboard light (lift ≈ 0), a steerable agent (lift CI above 0), a Markov steerer (CG-2
-holonomy 0) and a hysteretic one (CG-2 CI above 0).
+holonomy 0) and a hysteretic one (CG-2 CI above 0); Track 2 (:mod:`trb.calibrate_grounding`) must put a
+grounded self-model's detection AUC CI above 0.5 and an ungrounded one's around 0.5; and Track 6
+(:mod:`trb.calibrate_transfer`) must flag a memoriser that collapses off-distribution and not an agent
+that captured the structure.
 """
 
 from __future__ import annotations
@@ -134,6 +137,8 @@ class CalibrationReport:
     rollout_rows: list[dict] = field(default_factory=list)
     #: Track 6 (:mod:`trb.calibrate_transfer`): agent name -> its Track 6 figure of Track 1 with the flags.
     transfer: dict = field(default_factory=dict)
+    #: Track 2 (:mod:`trb.calibrate_grounding`): agent, track, and its figures by metric key (ground, ground-rand).
+    grounding_rows: list[dict] = field(default_factory=list)
 
 
 def run_calibration(n_sessions: int = 60, seed: int = 0, n_resamples: int = 2000,
@@ -205,9 +210,14 @@ def run_calibration(n_sessions: int = 60, seed: int = 0, n_resamples: int = 2000
     transfer = run_transfer_calibration(seed=seed, n_resamples=n_resamples,
                                         agents={k: v for k, v in (agents or {}).items() if k in TRANSFER_AGENTS})
     reasons += transfer.reasons
+    from trb.calibrate_grounding import GROUNDING_AGENTS, run_grounding_calibration
+
+    grounding_rows, grounding_reasons = run_grounding_calibration(
+        seed=seed, n_resamples=n_resamples, agents={k: v for k, v in (agents or {}).items() if k in GROUNDING_AGENTS})
+    reasons += grounding_reasons
     return CalibrationReport(rows, {"value": delta.value, "ci_low": delta.ci_low, "ci_high": delta.ci_high,
                                     "n_sessions": delta.n_sessions, "n_items": delta.n_items}, not reasons, reasons,
-                             rollout_rows, transfer.figures)
+                             rollout_rows, transfer.figures, grounding_rows)
 
 
 def check_calibration(report: CalibrationReport) -> None:

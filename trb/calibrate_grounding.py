@@ -10,21 +10,30 @@ learn their concept directions from the train split through the same capability
 * :class:`UngroundedAgent` — its report is computed from the context alone and ignores z, so an
   injection changes nothing: detection AUC 0.5 (every injected trial ties its null).
 
-:func:`run_grounding_calibration` scores both on a release and says whether Track 2 separates them.
+:func:`run_grounding_calibration` scores both and says whether Track 2 separates them: on its own exact
+world by default (:func:`grounding_world`: sessions in train, dev and eval splits; a step's observation
+names its goal and cue, and its recorded r the goal and the planned action), so ``trb calibrate`` needs
+no release; or on a release's splits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from trb.adapters.capabilities import ActivationAccess
 from trb.context import StepContext
-from trb.grounding import learn_concepts
+from trb.grounding import learn_concepts, learn_concepts_from
 from trb.reference.features import context_features
 
-__all__ = ["GroundedAgent", "UngroundedAgent", "run_grounding_calibration"]
+__all__ = ["GroundedAgent", "UngroundedAgent", "GroundingWorld", "grounding_world", "run_grounding_calibration",
+           "GROUNDING_AGENTS"]
+
+#: The agents of this calibration (names ``run_calibration(agents=...)`` can replace).
+GROUNDING_AGENTS = ("grounded", "ungrounded")
+_GOALS = tuple(f"G{i}" for i in range(6))
 
 _BUCKETS = 4096
 _DIM = 32
@@ -38,9 +47,15 @@ class _ScriptedGrounding:
     reads_z = True
 
     def __init__(self, release, seed: int = 0):
+        """``release``: a :class:`~trb.releases.Release` or a :class:`GroundingWorld` (whose train split gives
+        the directions)."""
         self._table = np.random.default_rng(seed).standard_normal((_BUCKETS, _DIM)) / np.sqrt(_DIM)
-        self._dirs = learn_concepts(self, release, model_sha256=f"scripted-{type(self).__name__}-{seed}")
-        self._mean = None
+        sha = f"scripted-{type(self).__name__}-{seed}"
+        if isinstance(release, GroundingWorld):
+            self._dirs = learn_concepts_from(self, release.train_contexts, release.train_recorded,
+                                             release={"sha": release.sha, "version": "calibration"}, model_sha256=sha)
+        else:
+            self._dirs = learn_concepts(self, release, model_sha256=sha)
 
     def spec(self) -> dict:
         return {"kind": "scripted", "agent": type(self).__name__, "reads_z": self.reads_z}
@@ -99,22 +114,74 @@ class UngroundedAgent(_ScriptedGrounding):
     reads_z = False
 
 
-def run_grounding_calibration(release_dir, *, split: str = "eval", seed: int = 0, n_resamples: int = 2000,
+@dataclass
+class GroundingWorld:
+    """The calibration's exact world: train contexts with their recorded slots, and the Track 2 items of dev and
+    eval (deterministic for a seed)."""
+
+    sha: str
+    train_contexts: list
+    train_recorded: list
+    items: dict  # split -> [Track2Item]
+
+
+def grounding_world(n_sessions: int = 60, steps: int = 6, seed: int = 0) -> GroundingWorld:
+    """Sessions in the cue world with goals: 60% train, 20% dev, 20% eval (by session). A step shows
+    ``goal G<k> cue c<j>``; its recorded r is that goal and the cue's action (:data:`trb.calibrate.ACTIONS`)."""
+    import random
+    from hashlib import sha256
+
+    from trb.calibrate import _PREF, ACTIONS, CUES
+    from trb.tracks.track2 import Track2Item
+
+    rng = random.Random(f"trb-grounding-calibration:{seed}")
+    world = GroundingWorld("", [], [], {"dev": [], "eval": []})
+    for s in range(n_sessions):
+        split = "train" if s % 5 < 3 else "dev" if s % 5 == 3 else "eval"
+        sid = f"gcal-{s:04d}"
+        goal = rng.choice(_GOALS)
+        for t in range(steps):
+            cue = rng.choice(CUES)
+            ctx = StepContext(sid, t, (), f"goal {goal} cue {cue}", ACTIONS, "calibration", "en", split)
+            if split == "train":
+                world.train_contexts.append(ctx)
+                world.train_recorded.append({"goal": goal, "planned_next": _PREF[cue]})
+            else:
+                world.items[split].append(Track2Item(f"{sid}/{t}", sid, t, split, "calibration", ctx))
+    world.sha = sha256(f"trb-grounding-calibration:{seed}:{n_sessions}:{steps}".encode()).hexdigest()
+    return world
+
+
+def run_grounding_calibration(release_dir=None, *, split: str = "eval", seed: int = 0, n_resamples: int = 2000,
                               agents: dict | None = None) -> tuple[list[dict], list[str]]:
-    """Score the grounded and the ungrounded agent with Track 2 on ``split`` of ``release_dir`` (strength chosen on
-    dev, as always). Returns rows ``{"agent", "track": "2", "figures": {metric key: Estimate}}`` and the reasons the
-    check fails (empty when Track 2 separates them: grounded AUC CI above 0.5, ungrounded CI containing 0.5).
-    ``agents`` replaces one of them by name, e.g. to show the check fails."""
-    from trb.releases import Release
+    """Score the grounded and the ungrounded agent with Track 2 on ``split`` of ``release_dir``, or of the exact
+    world (:func:`grounding_world`) when it is None (strength chosen on dev, as always). Returns rows
+    ``{"agent", "track": "2", "figures": {metric key: Estimate}}`` and the reasons the check fails (empty when
+    Track 2 separates them: grounded AUC CI above 0.5, ungrounded CI containing 0.5). ``agents`` replaces one of
+    them by name (an adapter object, or a callable taking the world or release and the seed), e.g. to show the
+    check fails."""
     from trb.tracks.track2 import TRACK, score_track2
 
-    rel = Release(release_dir)
-    try:
-        cast = {"grounded": GroundedAgent(rel, seed), "ungrounded": UngroundedAgent(rel, seed)}
-        cast.update({k: v for k, v in (agents or {}).items() if k in cast})
-        items = list(TRACK.items(rel, split))
-    finally:
-        rel.close()
+    def make(source):
+        cast = {"grounded": GroundedAgent(source, seed), "ungrounded": UngroundedAgent(source, seed)}
+        for k, v in (agents or {}).items():
+            if k in cast:
+                cast[k] = v(source, seed) if isinstance(v, type) else v
+        return cast
+
+    if release_dir is None:
+        world = grounding_world(seed=seed)
+        cast = make(world)
+        items = world.items[split] + (world.items["dev"] if split != "dev" else [])
+    else:
+        from trb.releases import Release
+
+        rel = Release(release_dir)
+        try:
+            cast = make(rel)
+            items = list(TRACK.items(rel, split))
+        finally:
+            rel.close()
     rows, reasons = [], []
     for name, agent in cast.items():
         r, _ = score_track2(agent, items)

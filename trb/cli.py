@@ -102,6 +102,11 @@ def _adapter_help() -> str:
     return "; ".join(f"{k.name} ({k.tier}): {k.summary}" for k in available_adapters().values())
 
 
+def _grounding_options(contexts: int | None, concepts: int | None) -> dict | None:
+    opts = {k: v for k, v in (("max_contexts", contexts), ("max_concepts", concepts)) if v is not None}
+    return {"2": opts} if opts else None
+
+
 @_adapter_options
 @cli.command(context_settings={"ignore_unknown_options": False})
 @click.option("--release", "release_dir", required=True, type=click.Path(file_okay=False, exists=True))
@@ -122,9 +127,15 @@ def _adapter_help() -> str:
               help="Rollout task set for Tracks 4 and 5 (a TOML file; default: the built-in grid-rollouts set).")
 @click.option("--greedy", is_flag=True, help="Tracks 4 and 5: take the most probable action instead of drawing it "
                                              "with the episode's recorded seed.")
+@click.option("--grounding-contexts", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Track 2's trial budget: at most N step contexts of each split (eval and dev), a fixed hash "
+                   "sample, the same for every model; recorded with the run (default: every context).")
+@click.option("--grounding-concepts", type=click.IntRange(min=1), default=None, metavar="K",
+              help="Track 2's trial budget: inject at most K concepts of each slot into each context, a fixed hash "
+                   "sample; recorded with the run (default: every concept).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def run(release_dir, adapter_name, model, baseline, tracks, split, trained_by, allow_train_split, results, seed,
-        tasks_file, greedy, quiet, **adapter_options) -> None:
+        tasks_file, greedy, grounding_contexts, grounding_concepts, quiet, **adapter_options) -> None:
     """Run tracks on a release through an adapter; write one run row and every item score; print the run id.
 
     Adapter options (below the common ones) belong to the adapter kind named in brackets;
@@ -147,7 +158,8 @@ def run(release_dir, adapter_name, model, baseline, tracks, split, trained_by, a
         t.strip() for t in tracks.split(",") if t.strip())
     r = run_tracks(release, a, baseline=baseline, tracks=wanted, split=split, results=results, seed=seed,
                    progress=not quiet, allow_train_split=allow_train_split, tasks=tasks_file, greedy=greedy,
-                   trained_by=list(trained_by) or None)
+                   trained_by=list(trained_by) or None,
+                   track_options=_grounding_options(grounding_contexts, grounding_concepts))
     smoke = " SMOKE TEST (not a TRB score)" if r["smoke_test"] else ""
     na = [f"track {t} {not_applicable_text(s)}" for t, s in r["summary"].items()
           if s.get("status") == "not_applicable"]
@@ -296,7 +308,10 @@ def calibrate(sessions, seed, as_json) -> None:
                                "rollout_agents": [{"agent": r["agent"], "track": r["track"],
                                                    **{k: v and vars(v) for k, v in r.items()
                                                       if k not in ("agent", "track")}} for r in rep.rollout_rows],
-                               "transfer_agents": rep.transfer},
+                               "transfer_agents": rep.transfer,
+                               "grounding_agents": [{"agent": r["agent"], "track": r["track"],
+                                                     **{k: vars(v) for k, v in r["figures"].items()}}
+                                                    for r in rep.grounding_rows]},
                               indent=2, default=str))
     else:
         def cell(e) -> str:
@@ -320,6 +335,9 @@ def calibrate(sessions, seed, as_json) -> None:
         for r in rep.rollout_rows:
             click.echo(f"{r['agent']:<14} {cell(r.get('viab')):<26} {cell(r.get('viab-cal')):<26} "
                        f"{cell(r.get('nav')):<26} {cell(r.get('nav-cg2'))}")
+        click.echo(f"{'agent':<14} {'Track 2 ground (AUC)':<26} ground-rand (AUC vs random direction)")
+        for r in rep.grounding_rows:
+            click.echo(f"{r['agent']:<14} {cell(r['figures'].get('ground')):<26} {cell(r['figures'].get('ground-rand'))}")
         click.echo(f"{'agent':<14} {'Track 6: G on eval':<26} {'min over transfer contexts':<26} "
                    f"{'drop':<26} flags")
         for name, f in rep.transfer.items():
@@ -362,15 +380,24 @@ def plan(results, release_sha, split, baseline, half_width_delta_gov, half_width
 @cli.command("concepts")
 @click.argument("model", type=click.Path(file_okay=False, exists=True))
 @click.option("--release", "release_dir", required=True, type=click.Path(file_okay=False, exists=True),
-              help="The release the model was trained on (its train split gives the directions).")
-def concepts_cmd(model, release_dir) -> None:
-    """(Re)write a reference model's Track 2 concept directions from its release's train split, atomically."""
+              help="The release whose train split gives the directions (for a model trained by the toolkit: the "
+                   "one it was trained on).")
+@click.option("--adapter", "adapter_kind", type=click.Choice(["native", "proxy"]), default="native", show_default=True,
+              help="How z is read: a native reference model, or a Hugging Face causal LM through the proxy tier "
+                   "(its residual stream; Track 2 on it is reported as proxy-tier grounding).")
+@click.option("--history", type=click.IntRange(min=0), default=None,
+              help="[proxy] Earlier steps the prompt shows, as the runs will load the model (z depends on it).")
+def concepts_cmd(model, release_dir, adapter_kind, history) -> None:
+    """(Re)write a model's Track 2 concept directions from a release's train split, atomically, beside its weights."""
     from trb.grounding import write_concepts
 
-    record = write_concepts(model, release_dir)
+    if history is not None and adapter_kind != "proxy":
+        raise click.UsageError("--history belongs to --adapter proxy")
+    options = {"history": history} if history is not None else {}
+    record = write_concepts(model, release_dir, adapter=adapter_kind, **options)
     n = len(record.get("concepts", []))
-    click.echo(f"{n} concept directions for {model} from the train split of release "
-               f"{record['release']['sha'][:12]} -> {Path(model) / 'concepts'}")
+    click.echo(f"{n} concept directions for {model} ({adapter_kind}; sites {', '.join(record['sites'])}) from the "
+               f"train split of release {record['release']['sha'][:12]} -> {Path(model) / 'concepts'}")
 
 
 @cli.group("models")

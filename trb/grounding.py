@@ -44,6 +44,7 @@ __all__ = [
     "FORMAT_VERSION",
     "ConceptDirections",
     "learn_concepts",
+    "learn_concepts_from",
     "save_concepts",
     "load_concepts",
     "write_concepts",
@@ -141,6 +142,22 @@ def learn_concepts(access, release, *, split: str = "train", sites: Sequence[str
     finally:
         if own:
             rel.close()
+    return learn_concepts_from(access, contexts, recorded, release=release_rec, split=split, sites=sites,
+                               min_count=min_count, model_sha256=model_sha256)
+
+
+def learn_concepts_from(access, contexts: Sequence, recorded: Sequence[dict], *, release: dict, split: str = "train",
+                        sites: Sequence[str] | None = None, min_count: int = MIN_COUNT,
+                        model_sha256: str | None = None) -> ConceptDirections:
+    """:func:`learn_concepts` on given step contexts and their recorded slots (``{slot: value or None}``), e.g. a
+    world built in memory (the calibration's). ``release`` is recorded as where they came from."""
+    if split != "train":
+        raise UsageError(f"concept directions are learned from the train split only, not {split!r}")
+    if len(contexts) != len(recorded):
+        raise UsageError(f"{len(contexts)} contexts but {len(recorded)} recorded slots")
+    if min_count < 1:
+        raise UsageError(f"min_count must be at least 1, got {min_count}")
+    release_rec = release
     all_sites = tuple(access.activation_sites())
     sites = list(all_sites if sites is None else sites)
     for s in sites:
@@ -177,7 +194,9 @@ def learn_concepts(access, release, *, split: str = "train", sites: Sequence[str
         c["norm"] = {site: float(np.linalg.norm(vectors[(site, c["slot"], c["value"])])) for site in sites}
     if model_sha256 is None:
         model_sha256 = (access.spec() or {}).get("sha256")
+    z = access.z_signature() if callable(getattr(access, "z_signature", None)) else None
     record = {"format": FORMAT, "format_version": FORMAT_VERSION, "model_sha256": model_sha256,
+              **({"z": z} if z is not None else {}),
               "release": release_rec, "split": split, "method": METHOD, "min_count": min_count,
               "n_steps": len(contexts), "sites": {s: {"dim": dims[s]} for s in sites}, "concepts": concepts}
     return ConceptDirections(record, vectors)
@@ -217,12 +236,14 @@ def save_concepts(dirs: ConceptDirections, model_dir: str | os.PathLike) -> Path
     return final
 
 
-def load_concepts(model_dir: str | os.PathLike, *, expect_sha256: str | None = None) -> ConceptDirections | None:
+def load_concepts(model_dir: str | os.PathLike, *, expect_sha256: str | None = None,
+                  expect_z: dict | None = None) -> ConceptDirections | None:
     """The directions in ``model_dir/concepts``, or None when there are none.
 
     Raises:
         AdapterError: unreadable files, an unknown format, or directions made for other weights than
-            ``expect_sha256`` (re-make them with ``trb concepts``).
+            ``expect_sha256`` or for another z than ``expect_z`` (the adapter's ``z_signature``, e.g. another
+            prompt history); re-make them with ``trb concepts``.
     """
     d = Path(model_dir) / CONCEPTS_DIR
     if not d.is_dir():
@@ -239,6 +260,9 @@ def load_concepts(model_dir: str | os.PathLike, *, expect_sha256: str | None = N
     if expect_sha256 is not None and record.get("model_sha256") != expect_sha256:
         raise AdapterError(f"{d}: the concept directions were made for weights {str(record.get('model_sha256'))[:12]}, "
                            f"not this checkpoint's {expect_sha256[:12]}; re-make them with trb concepts")
+    if expect_z is not None and record.get("z") != expect_z:
+        raise AdapterError(f"{d}: the concept directions were made for z = {record.get('z')}, not this adapter's "
+                           f"{expect_z}; re-make them with trb concepts (with the same adapter options)")
     vectors = {}
     try:
         for c in record["concepts"]:
@@ -249,27 +273,44 @@ def load_concepts(model_dir: str | os.PathLike, *, expect_sha256: str | None = N
     return ConceptDirections(record, vectors)
 
 
-def write_concepts(model_dir: str | os.PathLike, release_dir: str | os.PathLike, *,
-                   min_count: int = MIN_COUNT) -> dict:
-    """(Re)write the concept directions of the reference model in ``model_dir`` from the train split of
-    ``release_dir`` (the release it was trained on), atomically. Returns the record.
+def write_concepts(model_dir: str | os.PathLike, release_dir: str | os.PathLike, *, adapter: str = "native",
+                   min_count: int = MIN_COUNT, **options) -> dict:
+    """(Re)write the concept directions of the model in ``model_dir`` from the train split of ``release_dir``,
+    atomically. Returns the record.
+
+    ``adapter``: ``native`` (a reference model: the release must be the one it was trained on) or ``proxy`` (a
+    Hugging Face causal LM, ``options`` as :meth:`~trb.adapters.proxy.ProxyAdapter.load` takes them; a TRB LM
+    baseline must be given the release it was trained on; a model trained elsewhere, e.g. SmolLM2, learns its
+    directions from this release's train split, never from the split it is evaluated on).
 
     Raises:
         AdapterError: no readable checkpoint in ``model_dir``.
-        UsageError: ``release_dir`` is not the release the checkpoint was trained on, or has no concept.
+        UsageError: ``release_dir`` is not the release the checkpoint was trained on, or has no concept; an
+            unknown adapter kind.
         ReleaseError: the release cannot be read.
     """
-    from trb.adapters.native import NativeAdapter
     from trb.releases import Release
 
-    adapter = NativeAdapter.load(model_dir)
+    if adapter == "native":
+        from trb.adapters.native import NativeAdapter
+
+        loaded = NativeAdapter.load(model_dir, **options)
+        trained = (loaded.config.get("release") or {}).get("sha")
+    elif adapter == "proxy":
+        from trb.adapters.proxy import ProxyAdapter
+
+        loaded = ProxyAdapter.load(model_dir, **options)
+        baseline = Path(model_dir) / "trb-baseline.json"
+        trained = ((json.loads(baseline.read_text(encoding="utf-8")).get("release") or {}).get("sha")
+                   if baseline.is_file() else None)
+    else:
+        raise UsageError(f"concept directions are made through the native or the proxy adapter, not {adapter!r}")
     rel = Release(release_dir)
     try:
-        trained = (adapter.config.get("release") or {}).get("sha")
         if trained and trained != rel.sha:
             raise UsageError(f"{model_dir} was trained on release {trained[:12]}, not {rel.sha[:12]} ({release_dir}): "
                              "concept directions come from the train split the checkpoint was fitted on")
-        dirs = learn_concepts(adapter, rel, min_count=min_count, model_sha256=adapter.sha256)
+        dirs = learn_concepts(loaded, rel, min_count=min_count, model_sha256=loaded.sha256)
     finally:
         rel.close()
     save_concepts(dirs, model_dir)

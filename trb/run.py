@@ -81,7 +81,7 @@ def _diff_emit(after: dict | None, before: dict | None) -> dict | None:
 def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks: tuple[str, ...] | None = None,
                split: str = "eval", results: str | os.PathLike = "results.duckdb", seed: int = 0,
                progress: bool = True, allow_train_split: bool = False, tasks=None, greedy: bool = False,
-               trained_by: str | list[str] | None = None) -> dict:
+               trained_by: str | list[str] | None = None, track_options: dict | None = None) -> dict:
     """Run ``tracks`` (default: every registered track) of ``release_dir`` through ``adapter``; record the run.
 
     ``release_dir`` is a release directory or an open :class:`~trb.releases.Release` (whose
@@ -95,6 +95,10 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
     ``trained_by``: who trained the model (an organisation, or a list), added to the adapter spec's own
     ``trained_by``; recorded in the run row. A transfer-split run needs it and refuses a release whose transfer
     contexts one of them collected (:func:`trb.provenance.check_transfer_provenance`).
+
+    ``track_options``: track id -> that track's options (each declared in the track's ``options``), e.g.
+    ``{"2": {"max_contexts": 40}}`` (Track 2's trial budget); recorded in the run's ``timings.track_options`` and
+    re-applied by :func:`rerun`.
 
     Raises:
         ReleaseError: the release is missing, tampered with or incomplete.
@@ -115,6 +119,7 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
     if not wanted:
         raise UsageError("no track requested")
     chosen = [get_track(t) for t in wanted]
+    options = check_track_options(track_options, chosen)
     trainer = trainers(trained_by, bound.spec().get("trained_by"))
     taskset = None
     if split != "transfer" and any(_from_tasks(t) for t in chosen):
@@ -148,7 +153,8 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
                 # the adapter has the capability but not what the track needs of it (Track 2: concept directions)
                 summary[track.id] = {"status": "not_applicable", "needs": [], "reason": track.unavailable(bound)}
             else:
-                counts[track.id] = track.count(taskset if _from_tasks(track) else release, split)
+                counts[track.id] = track.count(taskset if _from_tasks(track) else release, split,
+                                               **options.get(track.id, {}))
         if not counts:
             raise UsageError(f"no requested track can run on adapter {bound.name} on split {split!r}: " + "; ".join(
                 f"track {t}: {not_applicable_text(s)}" for t, s in summary.items()))
@@ -174,7 +180,10 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
                     r, s = track.score(bound, track.items(taskset, split), timer, progress=bar.update, tasks=taskset,
                                        split=split, greedy=greedy)
                 else:
-                    r, s = track.score(bound, track.items(release, split), timer, progress=bar.update)
+                    opts = options.get(track.id, {})
+                    r, s = track.score(bound, track.items(release, split, **opts), timer, progress=bar.update, **opts)
+                    if options.get(track.id):
+                        s = {**s, "options": options[track.id]}
                 rows += r
                 summary[track.id] = s
                 per_track_s[track.id] = time.perf_counter() - t0
@@ -195,6 +204,7 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
                                    "per_track_s": per_track_s, "summary": summary,
                                    "capabilities": sorted(bound.capabilities), "split_check": split_check,
                                    **({"transfer_check": transfer_check} if transfer_check is not None else {}),
+                                   **({"track_options": options} if options else {}),
                                    **({"emit_r": emit} if emit is not None else {})}, sort_keys=True),
             "toolkit_version": TOOLKIT_VERSION, "n_items": len(rows),
             "release_dir": str(Path(release_dir).resolve()),
@@ -209,6 +219,29 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
         row["run_id"] = run["run_id"]
     store.record_run(run, rows)
     return {**run, "summary": summary}
+
+
+def check_track_options(track_options: dict | None, chosen) -> dict[str, dict]:
+    """``track_options`` checked against the chosen tracks' declared options: {track id: {option: value}}.
+
+    Raises:
+        UsageError: options for a track not run, or an option the track does not declare.
+    """
+    out: dict[str, dict] = {}
+    by_id = {t.id: t for t in chosen}
+    for tid, opts in (track_options or {}).items():
+        tid = str(tid)
+        if tid not in by_id:
+            raise UsageError(f"options given for track {tid}, which this run does not include "
+                             f"(tracks: {', '.join(by_id)})")
+        declared = getattr(by_id[tid], "options", None) or {}
+        for name in opts or {}:
+            if name not in declared:
+                raise UsageError(f"track {tid} has no option {name!r}"
+                                 + (f" (its options: {', '.join(declared)})" if declared else " (it takes none)"))
+        if opts:
+            out[tid] = dict(opts)
+    return out
 
 
 def _from_tasks(track) -> bool:
@@ -282,7 +315,8 @@ def rerun(run_id: str, *, results: str | os.PathLike = "results.duckdb", release
         new = run_tracks(where, adapter, baseline=old["baseline"], tracks=tuple(old["tracks"] or ()),
                          split=old["split"], results=target, seed=int(old["seed"] or 0), progress=progress,
                          allow_train_split=old["split"] == "train", tasks=_recorded_taskset(old),
-                         greedy=bool((old.get("taskset") or {}).get("greedy")), trained_by=old.get("trained_by"))
+                         greedy=bool((old.get("taskset") or {}).get("greedy")), trained_by=old.get("trained_by"),
+                         track_options=(old.get("timings") or {}).get("track_options"))
         fresh = ResultsStore(target).items(new["run_id"]).to_pylist()
     before = {(r["track"], r["metric"], r["item_id"]): r["score"] for r in store.items(old["run_id"]).to_pylist()}
     after = {(r["track"], r["metric"], r["item_id"]): r["score"] for r in fresh}

@@ -112,6 +112,18 @@ def test_calibrate_cli_exit_codes(capsys):
     # Track 6: the memoriser is flagged and collapses, the structure agent is not
     assert re.search(r"^memoriser .*\+0\.800 \[\+0\.800, \+0\.800\]\s+anti-Goodhart, collapsed$", out, re.M)
     assert re.search(r"^structure .*\+0\.000 \[\+0\.000, \+0\.000\]\s+-$", out, re.M)
+    # Track 2: the grounded self-model's detection AUC is far above chance, the ungrounded one's is chance
+    assert re.search(r"^grounded\s+1\.000 \[1\.000, 1\.000\]\s+1\.000 \[1\.000, 1\.000\]$", out, re.M)
+    assert re.search(r"^ungrounded\s+0\.500 \[0\.500, 0\.500\]\s+0\.500 \[0\.500, 0\.500\]$", out, re.M)
+
+
+def test_calibration_fails_when_the_grounded_agent_ignores_z():
+    from trb.calibrate_grounding import UngroundedAgent
+
+    rep = run_calibration(30, n_resamples=200, agents={"grounded": UngroundedAgent})
+    assert not rep.passed and any("grounded agent's AUC CI" in r for r in rep.reasons)
+    by = {r["agent"]: r["figures"] for r in rep.grounding_rows}
+    assert by["grounded"]["ground"].value == 0.5
 
 
 def test_calibration_fails_when_the_structure_agent_is_a_memoriser():

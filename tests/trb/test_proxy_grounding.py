@@ -1,8 +1,8 @@
 """Proxy-tier grounding: any causal LM behind ActivationAccess (residual stream, injection at the prompt's last token).
 
-A 1-layer GPT-2 made locally on a small smoke release. (Track 2 end to end on the proxy tier
-is not tested yet: every eval and dev step times every concept and strength is too many trials
-for a causal LM here; a trial budget is the next step.)
+A 1-layer GPT-2 made locally on a small smoke release. Track 2 end to end on the proxy tier runs
+under a trial budget (``trb run --grounding-contexts N``): a fixed sample of N step contexts per
+split, recorded with the run and re-applied by ``trb rerun``.
 """
 
 from __future__ import annotations
@@ -103,3 +103,63 @@ def test_without_directions_track2_is_not_applicable_and_the_other_tracks_run(re
                      progress=False)
     assert run["summary"]["2"]["status"] == "not_applicable" and "trb concepts" in run["summary"]["2"]["reason"]
     assert run["summary"]["3"]["scored"] > 0
+
+
+def test_proxy_track2_end_to_end_under_a_trial_budget_through_the_cli(release, tmp_path, capsys):
+    """trb concepts --adapter proxy, then trb run --tracks 2 --grounding-contexts N; the budget is the same sample
+    for every model, recorded, and trb rerun reproduces every trial."""
+    import duckdb
+
+    from trb.cli import main
+    from trb.results import ResultsStore
+
+    lm = make_tiny_lm(release, tmp_path / "lm")
+    assert main(["concepts", str(lm), "--release", str(release), "--adapter", "proxy"]) == 0
+    assert "(proxy; sites layers.0)" in capsys.readouterr().out
+    db = tmp_path / "r.duckdb"
+    args = ["run", "--release", str(release), "--adapter", "proxy", "--model", str(lm), "--baseline", "cot-prompted",
+            "--tracks", "2", "--results", str(db), "-q", "--grounding-concepts", "3", "--grounding-contexts", "2"]
+    assert main(args) == 0
+    (run,) = ResultsStore(db).runs()
+    assert run["timings"]["track_options"] == {"2": {"max_contexts": 2, "max_concepts": 3}}
+    assert run["timings"]["summary"]["2"]["options"] == {"max_contexts": 2, "max_concepts": 3}
+    assert run["adapter_tier"] == "proxy"
+    con = duckdb.connect(str(db), read_only=True)
+    per_split = dict(con.execute("SELECT split, count(DISTINCT session_id || '/' || t) FROM item_scores WHERE track = '2' "
+                                 "GROUP BY split").fetchall())
+    conds = {r[0] for r in con.execute("SELECT DISTINCT condition FROM item_scores WHERE track = '2'").fetchall()}
+    # at most 3 concepts of each slot per context (each with its zero null, and 4 strengths x injected, random)
+    most = con.execute("SELECT max(n) FROM (SELECT count(DISTINCT concept) AS n FROM item_scores WHERE track = '2' "
+                       "GROUP BY session_id, t, split_part(concept, '=', 1))").fetchone()[0]
+    per_trial = con.execute("SELECT DISTINCT count(*) FROM item_scores WHERE track = '2' "
+                            "GROUP BY session_id, t, concept").fetchall()
+    con.close()
+    rel = Release(release)
+    has_dev = "dev" in rel.splits
+    rel.close()
+    assert per_split == ({"eval": 2, "dev": 2} if has_dev else {"eval": 2}) and conds == {"zero", "injected", "random"}
+    assert most == 3 and per_trial == [(9,)]
+    # the sample is fixed: the smallest item-id hashes of each split, whatever the model
+    from trb.tracks.track2 import track2_items
+
+    rel = Release(release)
+    try:
+        budget = [it.item_id for it in track2_items(rel, "eval", max_contexts=2)]
+        every = [it.item_id for it in track2_items(rel, "eval")]
+    finally:
+        rel.close()
+    assert len(budget) == (4 if has_dev else 2) and set(budget) < set(every) and budget == [i for i in every if i in set(budget)]
+    # trb rerun re-creates the same budget and reproduces every trial
+    assert main(["rerun", run["run_id"], "--results", str(db)]) == 0
+    assert "reproduced" in capsys.readouterr().out
+    # a bad budget is a usage error before any scoring; options for a track not run are refused
+    assert main(args[:-1] + ["0"]) == 2
+    from trb.errors import UsageError
+    from trb.run import run_tracks
+
+    with pytest.raises(UsageError, match="track 2, which this run does not include"):
+        run_tracks(release, ProxyAdapter.load(lm), baseline="x", tracks=("3",), results=tmp_path / "x.duckdb",
+                   progress=False, track_options={"2": {"max_contexts": 3}})
+    with pytest.raises(UsageError, match="no option 'contexts'"):
+        run_tracks(release, ProxyAdapter.load(lm), baseline="x", tracks=("2",), results=tmp_path / "x.duckdb",
+                   progress=False, track_options={"2": {"contexts": 3}})

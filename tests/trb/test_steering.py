@@ -66,12 +66,12 @@ def test_injected_trials_equal_a_plain_forward_pass_with_the_same_addition(arch,
                         rng.normal(size=size) * 2])
     hooks = {i: len(b._forward_hooks) for i, b in enumerate(decoder_layers(model))}
     for layer in (0, 1):
-        for chunk in (32, 4):
-            got = score_injected(model, tok, rows, layer, vectors, chunk=chunk)
+        for chunk, prompts in ((1024, 16), (4, 16), (32, 1)):
+            got = score_injected(model, tok, rows, layer, vectors, chunk=chunk, prompts=prompts)
             assert [len(g) for g in got] == [len(c) for _, _, c in rows]
             for t, ((prompt, suffix, cands), v) in enumerate(zip(rows, vectors)):
                 want = _plain(model, tok, prompt, suffix, cands, layer, v)
-                assert np.max(np.abs(np.subtract(got[t], want))) < 1e-4, (arch, layer, chunk, t)
+                assert np.max(np.abs(np.subtract(got[t], want))) < 1e-4, (arch, layer, chunk, prompts, t)
         # the injection reaches what follows, through the suffix too, from every layer (z enters the layer)
         assert np.max(np.abs(np.subtract(got[1], got[0]))) > 1e-3
         assert np.max(np.abs(np.subtract(got[4], got[3]))) > 1e-3

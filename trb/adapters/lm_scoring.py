@@ -137,12 +137,21 @@ def _groups(order: list[int], lengths: list[int], max_tokens: int, max_contexts:
     return groups
 
 
+def _encode_unique(tokenizer, texts: list[str]) -> list[list[int]]:
+    """The ids of each text, each distinct text tokenised once (requests repeat their contexts and candidates)."""
+    if not texts:
+        return []
+    uniq = list(dict.fromkeys(texts))
+    ids = dict(zip(uniq, tokenizer(uniq, add_special_tokens=False)["input_ids"]))
+    return [ids[t] for t in texts]
+
+
 def _encode_all(tokenizer, requests: list[Request]) -> list[tuple[list[int], list[list[int]]]]:
     """``encode_request`` for every request, with one batched tokenizer call per kind of text."""
     contexts = [c for c, _ in requests]
     conts = [t for _, cs in requests for t in cs]
-    ctx_ids = tokenizer(contexts, add_special_tokens=False)["input_ids"] if contexts else []
-    cont_ids = tokenizer(conts, add_special_tokens=False)["input_ids"] if conts else []
+    ctx_ids = _encode_unique(tokenizer, contexts)
+    cont_ids = _encode_unique(tokenizer, conts)
     out = []
     k = 0
     for ids, (_, cs) in zip(ctx_ids, requests):

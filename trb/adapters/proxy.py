@@ -727,14 +727,23 @@ class ProxyAdapter:
 
     def read_activations(self, contexts: Sequence[StepContext], site: str) -> np.ndarray:
         """z at ``site``: the residual stream entering that decoder layer at the last token of emit_r's base
-        prompt, (len(contexts), hidden size), float64."""
+        prompt, (len(contexts), hidden size), float64.
+
+        One forward pass gives every site: the others are kept for the next call on the same contexts (the
+        same objects), as learning concept directions asks for each site in turn."""
         from trb.adapters.steering import last_states
 
         layer = self._site_layer(site)
+        kept = getattr(self, "_states", None)
+        if kept is not None and len(kept[0]) == len(contexts) and all(a is b for a, b in zip(kept[0], contexts)):
+            return kept[1][layer]
+        layers = [self._site_layer(s) for s in self.activation_sites()]
         try:
-            return last_states(self.model, self.tokenizer, [self._z_prompt(c) for c in contexts], layer)
+            states = last_states(self.model, self.tokenizer, [self._z_prompt(c) for c in contexts], layers)
         except Exception as e:
             raise AdapterError(f"proxy model failed while reading activations: {type(e).__name__}: {e}") from e
+        self._states = (list(contexts), states)
+        return states[layer]
 
     def _slot_values(self, context: StepContext, slot: str) -> list[str]:
         if slot == "planned_next":
@@ -779,11 +788,27 @@ class ProxyAdapter:
             out[i] = dict(zip(values[i], _softmax(sc)))
         return out
 
-    def concept_directions(self):
-        """The concept directions stored in ``<model>/concepts`` (:func:`trb.grounding.load_concepts`), or None."""
-        from trb.grounding import load_concepts
+    def z_signature(self) -> dict:
+        """What z depends on besides the weights (recorded with concept directions; others are refused): the
+        prompt z is read at, i.e. how many earlier steps emit_r's base prompt shows."""
+        return {"site_kind": "residual stream entering decoder layer N, last token of emit_r's base prompt",
+                "emit_history": self.emit_history}
 
-        return load_concepts(self.path, expect_sha256=self.sha256)
+    def concept_directions(self):
+        """The concept directions stored in ``<model>/concepts`` (:func:`trb.grounding.load_concepts`), or None.
+        Read once and kept until the files change (Track 2 asks for them per context)."""
+        from trb.grounding import CONCEPTS_DIR, load_concepts
+
+        record = self.path / CONCEPTS_DIR / "concepts.json"
+        try:
+            stamp = record.stat().st_mtime_ns
+        except OSError:
+            stamp = None
+        cached = getattr(self, "_concepts", None)
+        if cached is None or cached[0] != stamp:
+            dirs = load_concepts(self.path, expect_sha256=self.sha256, expect_z=self.z_signature())
+            self._concepts = cached = (stamp, dirs)
+        return cached[1]
 
 
 def _window_error(what: str, window: int) -> AdapterError:

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from trb.adapters.lm_scoring import encode_request, prefix_cache, score_continuations
+from trb.adapters.lm_scoring import _accepts, encode_request, prefix_cache, score_continuations
 
 __all__ = ["decoder_layers", "last_states", "add_at_first", "score_injected", "SteeringError"]
 
@@ -75,15 +75,20 @@ def _check_layer(model, layer: int) -> torch.nn.Module:
 
 
 @torch.inference_mode()
-def last_states(model, tokenizer, prompts: Sequence[str], layer: int, *, batch: int = 16) -> np.ndarray:
+def last_states(model, tokenizer, prompts: Sequence[str], layer: int | Sequence[int], *,
+                batch: int = 16) -> np.ndarray | dict[int, np.ndarray]:
     """z at ``layer`` of each prompt: the residual stream entering decoder layer ``layer`` at its last token.
 
-    Returns a float64 array of shape (len(prompts), hidden size). Prompts are run one
-    group of ``batch`` at a time, right-padded (the last token's state does not see the pads).
+    Returns a float64 array of shape (len(prompts), hidden size), or, for a sequence of layers, one such
+    array per layer from the same forward passes. Prompts are run one group of ``batch`` at a time,
+    right-padded (the last token's state does not see the pads); no logits but the last position's.
     """
-    _check_layer(model, layer)
+    layers = [layer] if isinstance(layer, int) else list(layer)
+    for n in layers:
+        _check_layer(model, n)
     device = next(model.parameters()).device
-    out = []
+    keep = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
+    out: dict[int, list] = {n: [] for n in layers}
     for start in range(0, len(prompts), batch):
         ids = [encode_request(tokenizer, p, [])[0] for p in prompts[start:start + batch]]
         E = max(map(len, ids))
@@ -93,12 +98,14 @@ def last_states(model, tokenizer, prompts: Sequence[str], layer: int, *, batch: 
             inp[b, : len(x)] = torch.tensor(x)
             mask[b, : len(x)] = 1
         res = model(input_ids=inp.to(device), attention_mask=mask.to(device), output_hidden_states=True,
-                    return_dict=True)
-        hidden = res.hidden_states[layer]
-        last = torch.tensor([len(x) - 1 for x in ids], device=hidden.device)
-        out.append(hidden[torch.arange(len(ids), device=hidden.device), last].double().cpu().numpy())
+                    return_dict=True, **keep)
+        for n in layers:
+            hidden = res.hidden_states[n]
+            last = torch.tensor([len(x) - 1 for x in ids], device=hidden.device)
+            out[n].append(hidden[torch.arange(len(ids), device=hidden.device), last].double().cpu().numpy())
     size = getattr(model.config, "hidden_size", None) or getattr(model.config, "n_embd", 0)
-    return np.concatenate(out) if out else np.zeros((0, size))
+    arrays = {n: np.concatenate(v) if v else np.zeros((0, size)) for n, v in out.items()}
+    return arrays[layer] if isinstance(layer, int) else arrays
 
 
 @contextmanager
@@ -135,7 +142,7 @@ def add_at_first(model, layer: int, vectors: torch.Tensor) -> Iterator[dict]:
 
 
 def score_injected(model, tokenizer, rows: Sequence[tuple[str, str, Sequence[str]]], layer: int,
-                   vectors: np.ndarray | torch.Tensor, *, chunk: int = 32,
+                   vectors: np.ndarray | torch.Tensor, *, chunk: int = 1024, prompts: int = 16,
                    max_positions: int | None = None) -> list[list[float]]:
     """log p(candidate | prompt + suffix) for each trial row, with the row's vector added to z at ``layer``.
 
@@ -146,9 +153,11 @@ def score_injected(model, tokenizer, rows: Sequence[tuple[str, str, Sequence[str
     equals a plain forward pass over prompt + suffix + candidate with the same addition at the
     prompt's last position (to float rounding; tested).
 
-    The prompts but their last ids are run once per ``chunk`` rows and shared by every trial of
-    the same prompt (:func:`~trb.adapters.lm_scoring.prefix_cache` with ``drop_last``); a trial
-    runs the prompt's last id, its suffix and its packed candidates.
+    The prompts but their last ids are run once per chunk of consecutive rows (at most ``chunk``
+    rows and ``prompts`` distinct prompts, which bounds the cached keys and values) and shared by
+    every trial of the same prompt in it (:func:`~trb.adapters.lm_scoring.prefix_cache` with
+    ``drop_last``); a trial runs the prompt's last id, its suffix and its packed candidates. So
+    give a prompt's trials consecutively (Track 2 does): each prompt is then run once.
 
     Raises:
         SteeringError: a bad layer, vectors of the wrong shape, a row without candidates, a prompt
@@ -159,23 +168,28 @@ def score_injected(model, tokenizer, rows: Sequence[tuple[str, str, Sequence[str
         raise SteeringError(f"vectors must be (rows, hidden size) with one row per trial: got {tuple(vecs.shape)} "
                             f"for {len(rows)} trials")
     _check_layer(model, layer)
+    if chunk < 1 or prompts < 1:
+        raise SteeringError(f"chunk and prompts must be at least 1, got {chunk} and {prompts}")
     out: list[list[float]] = []
-    for start in range(0, len(rows), chunk):
-        part = rows[start:start + chunk]
+    for start, stop in _chunks([p for p, _, _ in rows], chunk, prompts):
+        part = rows[start:stop]
         prompts = list(dict.fromkeys(p for p, _, _ in part))
         index = {p: i for i, p in enumerate(prompts)}
         requests = []
+        checked: set[tuple[str, str]] = set()  # a prompt's trials share its checks (one tokenisation each)
         for prompt, suffix, candidates in part:
             if not candidates:
                 raise SteeringError("a trial has no candidate to score")
-            base = encode_request(tokenizer, prompt, [])[0]
-            if len(base) < 2:
-                raise SteeringError("a prompt must have at least two tokens (its last one carries the injection)")
-            if encode_request(tokenizer, prompt + suffix, [])[0][: len(base)] != base:
-                raise SteeringError(f"the suffix {suffix!r} merges with the prompt's last token: z would move")
+            if (prompt, suffix) not in checked:
+                base = encode_request(tokenizer, prompt, [])[0]
+                if len(base) < 2:
+                    raise SteeringError("a prompt must have at least two tokens (its last one carries the injection)")
+                if encode_request(tokenizer, prompt + suffix, [])[0][: len(base)] != base:
+                    raise SteeringError(f"the suffix {suffix!r} merges with the prompt's last token: z would move")
+                checked.add((prompt, suffix))
             requests.append((prompt + suffix, list(candidates)))
         cache = prefix_cache(model, tokenizer, prompts, drop_last=True)  # without the injection
-        mine = vecs[start:start + chunk]
+        mine = vecs[start:stop]
         with add_at_first(model, layer, mine) as current:
             # each row feeds its prompt's last id first (where the hook adds), then its suffix and packed
             # candidates; before each pass the hook is handed that pass's rows' vectors, in its row order
@@ -184,4 +198,17 @@ def score_injected(model, tokenizer, rows: Sequence[tuple[str, str, Sequence[str
                 prefix=(cache, [index[p] for p, _, _ in part]),
                 before_group=lambda group, mine=mine, current=current: current.update(
                     vectors=mine[torch.tensor(group)])))
+    return out
+
+
+def _chunks(prompts: Sequence[str], rows: int, distinct: int) -> list[tuple[int, int]]:
+    """[start, stop) runs of consecutive rows: at most ``rows`` rows and ``distinct`` distinct prompts each."""
+    out, start, seen = [], 0, set()
+    for i, p in enumerate(prompts):
+        if i - start >= rows or (p not in seen and len(seen) >= distinct):
+            out.append((start, i))
+            start, seen = i, set()
+        seen.add(p)
+    if start < len(prompts):
+        out.append((start, len(prompts)))
     return out

@@ -178,12 +178,18 @@ class Track(Protocol):
     metrics: tuple[Metric, ...]
     columns: tuple[Column, ...]
 
-    def count(self, release, split: str) -> int:
-        """How many items ``items(release, split)`` yields (for progress and the empty-split check)."""
+    def count(self, release, split: str, **options) -> int:
+        """How many items ``items(release, split, **options)`` yields (for progress and the empty-split check)."""
         ...
 
-    def items(self, release, split: str) -> Iterator[Any]:
-        """The work list: every item of ``split``, with the context the adapter is handed."""
+    def items(self, release, split: str, **options) -> Iterator[Any]:
+        """The work list: every item of ``split``, with the context the adapter is handed.
+
+        ``options`` are the run's options for this track (``run_tracks(track_options=...)``), each one the track
+        declares in its ``options`` mapping (name -> meaning; a track without it takes none). They are recorded
+        with the run, so ``trb rerun`` re-creates the same work. ``count``, ``items`` and ``score`` are all handed
+        them; each uses its own.
+        """
         ...
 
     def score(self, adapter, items: Iterable[Any], timer=None,

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from trb.adapters.capabilities import ActivationAccess, bind
-from trb.errors import AdapterError
+from trb.errors import AdapterError, UsageError
 from trb.grounding import COSINE_FLAG, detection_auc_by_session
 from trb.releases import Release
 from trb.tracks.base import Column, ItemRow, Metric, StepItem, register_track
@@ -47,6 +47,8 @@ DEFAULT_STRENGTH = 4.0
 CHOICE_SPLIT = "dev"
 #: Seed of the random-direction control (with each trial's id).
 RANDOM_SEED = 20250
+#: How a trial budget (``max_contexts``) samples contexts: blake2b of this prefix and the item id, smallest first.
+SAMPLE = "blake2b('trb-track2-sample:' + item_id), smallest first"
 CHOICE_RULE = ("the strength with the highest dev-split detection AUC against the random-direction null at the "
                "default site (ties: the smaller strength)")
 
@@ -70,17 +72,45 @@ class Track2Item(StepItem):
     """A step whose report Track 2 reads under injection (no label: the concept injected is the truth)."""
 
 
-def _split_items(release: Release, split: str) -> Iterator[Track2Item]:
-    for sess in release.sessions(split=split):
-        for t in range(len(sess.steps)):
-            yield Track2Item(f"{sess.session_id}/{t}", sess.session_id, t, sess.split, sess.context_id, sess.context(t))
+def _sample_key(item_id: str) -> bytes:
+    return blake2b(f"trb-track2-sample:{item_id}".encode(), digest_size=16).digest()
 
 
-def track2_items(release: Release, split: str = "eval") -> Iterator[Track2Item]:
-    """Every step context of ``split``, then (unless ``split`` is dev) of the dev split, where the strength is chosen."""
-    yield from _split_items(release, split)
+def _split_items(release: Release, split: str, max_contexts: int | None) -> Iterator[Track2Item]:
+    items = [Track2Item(f"{sess.session_id}/{t}", sess.session_id, t, sess.split, sess.context_id, sess.context(t))
+             for sess in release.sessions(split=split) for t in range(len(sess.steps))]
+    if max_contexts is not None and len(items) > max_contexts:
+        # a fixed sample, the same for every model and seed (so two baselines' trials pair up): the contexts
+        # with the smallest hash of their item id, kept in release order
+        keep = set(sorted(range(len(items)), key=lambda i: _sample_key(items[i].item_id))[:max_contexts])
+        items = [it for i, it in enumerate(items) if i in keep]
+    yield from items
+
+
+def _check_budget(value: int | None, name: str = "max_contexts") -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise UsageError(f"Track 2's {name} must be a positive integer, got {value!r}")
+
+
+def _concepts_for(item_id: str, slot: str, concepts, dist: dict, budget: int | None) -> list[int]:
+    """Indices of the concepts injected into one context: those the slot can give, at most ``budget`` of them."""
+    js = [j for j, (v, _) in enumerate(concepts) if v in dist]
+    if budget is None or len(js) <= budget:
+        return js
+    keep = set(sorted(js, key=lambda j: _sample_key(f"{item_id}|{slot}={concepts[j][0]}"))[:budget])
+    return [j for j in js if j in keep]
+
+
+def track2_items(release: Release, split: str = "eval", max_contexts: int | None = None) -> Iterator[Track2Item]:
+    """Every step context of ``split``, then (unless ``split`` is dev) of the dev split, where the strength is chosen.
+
+    ``max_contexts`` (the trial budget) keeps at most that many contexts of each split: a fixed sample, the
+    contexts whose item id has the smallest :data:`SAMPLE` hash, independent of the model and the seed.
+    """
+    _check_budget(max_contexts)
+    yield from _split_items(release, split, max_contexts)
     if split != CHOICE_SPLIT and CHOICE_SPLIT in release.splits:
-        yield from _split_items(release, CHOICE_SPLIT)
+        yield from _split_items(release, CHOICE_SPLIT, max_contexts)
 
 
 def _random_vectors(keys: list[str], norms: np.ndarray, d: int) -> np.ndarray:
@@ -93,9 +123,13 @@ def _random_vectors(keys: list[str], norms: np.ndarray, d: int) -> np.ndarray:
     return out
 
 
-def score_track2(adapter, items, timer=None, progress=None) -> tuple[list[ItemRow], dict]:
-    """The trials of every item (see the module docstring). Raises AdapterError when the adapter has no concept
-    directions or breaks the capability's contract."""
+def score_track2(adapter, items, timer=None, progress=None, *, max_concepts: int | None = None
+                 ) -> tuple[list[ItemRow], dict]:
+    """The trials of every item (see the module docstring). ``max_concepts``: inject at most that many concepts of
+    each slot into each context (the ones with the smallest hash of item id and concept; every concept the
+    slot can give otherwise). Raises AdapterError when the adapter has no concept directions or breaks the
+    capability's contract."""
+    _check_budget(max_concepts, "max_concepts")
     bound = bind(adapter)
     access = bound.get(ActivationAccess)
     if access is None:
@@ -124,25 +158,30 @@ def score_track2(adapter, items, timer=None, progress=None) -> tuple[list[ItemRo
             base = access.slot_probs_injected(ctxs, slot, site, np.zeros(d), 0.0)
             if len(base) != len(items):
                 raise AdapterError(f"{bound.name}: slot_probs_injected returned {len(base)} for {len(items)} contexts")
-            # trials: (item index, concept index) where the slot can give the concept
-            pairs = [(i, j) for j, (v, _) in enumerate(concepts) for i in range(len(items)) if v in base[i]]
+            # trials: (item index, concept index) where the slot can give the concept, item by item (an adapter
+            # that shares a context's work across its trials sees them together)
+            pairs = [(i, j) for i in range(len(items)) for j in _concepts_for(items[i].item_id, slot, concepts, base[i],
+                                                                              max_concepts)]
             if not pairs:
                 continue
             names = [f"{slot}={v}" for v, _ in concepts]
             vec = np.stack([concepts[j][1] for _, j in pairs])
             keys = [f"{items[i].item_id}|{site}|{names[j]}" for i, j in pairs]
             rnd = _random_vectors(keys, np.linalg.norm(vec, axis=1), d)
-            pctx = [ctxs[i] for i, _ in pairs]
-
+            # every injected and random trial of a context in one call: (pair, condition, strength) rows, the
+            # vectors scaled here and handed over at strength 1
+            conds = [(cond, s) for s in STRENGTHS for cond in ("injected", "random")]
+            trial_ctx = [ctxs[i] for i, _ in pairs for _ in conds]
+            trial_vec = np.concatenate([np.stack([s * (vec[k] if cond == "injected" else rnd[k]) for cond, s in conds])
+                                        for k in range(len(pairs))])
+            probs = access.slot_probs_injected(trial_ctx, slot, site, trial_vec, 1.0)
+            if len(probs) != len(trial_ctx):
+                raise AdapterError(f"{bound.name}: slot_probs_injected returned {len(probs)} distributions for "
+                                   f"{len(trial_ctx)} contexts")
             trials = [("zero", 0.0, [base[i] for i, _ in pairs])]
-            for s in STRENGTHS:
-                trials.append(("injected", s, access.slot_probs_injected(pctx, slot, site, vec, s)))
-                trials.append(("random", s, access.slot_probs_injected(pctx, slot, site, rnd, s)))
-            for cond, strength, probs in trials:
-                if len(probs) != len(pairs):
-                    raise AdapterError(f"{bound.name}: slot_probs_injected returned {len(probs)} distributions for "
-                                       f"{len(pairs)} contexts")
-                for (i, j), key, p in zip(pairs, keys, probs):
+            trials += [(cond, s, probs[c::len(conds)]) for c, (cond, s) in enumerate(conds)]
+            for cond, strength, ps in trials:
+                for (i, j), key, p in zip(pairs, keys, ps):
                     it, v = items[i], concepts[j][0]
                     rows.append({"track": "2", "metric": "grounding", "item_id": f"{key}|{cond}|{strength:g}",
                                  "session_id": it.session_id, "t": it.t, "split": it.split,
@@ -156,6 +195,7 @@ def score_track2(adapter, items, timer=None, progress=None) -> tuple[list[ItemRo
         splits[it.split] = splits.get(it.split, 0) + 1
     rec = dirs.record
     return rows, {"scored": len(rows), "contexts": splits, "sites": sites, "strengths": list(STRENGTHS),
+                  **({"max_concepts": max_concepts} if max_concepts is not None else {}),
                   "concepts": len(rec["concepts"]), "identifiability": ident,
                   "directions": {"release": rec.get("release"), "split": rec.get("split"),
                                  "model_sha256": rec.get("model_sha256")}}
@@ -238,17 +278,22 @@ class Track2:
             return "no concept directions: make them from the train split with `trb concepts MODEL --release DIR`"
         return None
 
-    def count(self, release: Release, split: str) -> int:
-        n = release.count("steps", split)
-        if split != CHOICE_SPLIT and CHOICE_SPLIT in release.splits:
-            n += release.count("steps", CHOICE_SPLIT)
-        return n
+    #: Options a run may set (``run_tracks(track_options={"2": {...}})``), recorded with the run.
+    options = {"max_contexts": "the trial budget: at most this many step contexts of each split (eval and dev), a "
+                               "fixed hash sample of item ids, the same for every model and seed",
+               "max_concepts": "the trial budget: at most this many concepts of each slot injected per context, a "
+                               "fixed hash sample of (item id, concept), the same for every model and seed"}
 
-    def items(self, release: Release, split: str) -> Iterator[Track2Item]:
-        return track2_items(release, split)
+    def count(self, release: Release, split: str, max_contexts: int | None = None, **_) -> int:
+        _check_budget(max_contexts)
+        splits = [split] + ([CHOICE_SPLIT] if split != CHOICE_SPLIT and CHOICE_SPLIT in release.splits else [])
+        return sum(min(release.count("steps", s), max_contexts or release.count("steps", s)) for s in splits)
 
-    def score(self, adapter, items, timer=None, progress=None):
-        return score_track2(adapter, items, timer, progress)
+    def items(self, release: Release, split: str, max_contexts: int | None = None, **_) -> Iterator[Track2Item]:
+        return track2_items(release, split, max_contexts)
+
+    def score(self, adapter, items, timer=None, progress=None, max_concepts: int | None = None, **_):
+        return score_track2(adapter, items, timer, progress, max_concepts=max_concepts)
 
     def aggregate(self, metric: Metric, columns, *, n_resamples: int, confidence: float, seed: int):
         if metric.key not in ("ground", "ground-rand"):
