@@ -97,9 +97,13 @@ def _track_entry(est: Estimate | None, metric: str, *, synthetic_share: float | 
         entry["note"] = note
     if extra:
         entry.update(extra)
-    if est is not None and est.n_sessions >= 2 and est.has_ci and est.ci_low == est.ci_high:
+    if est is not None and est.n_sessions >= 2 and est.has_ci and math.isclose(est.ci_low, est.ci_high, abs_tol=1e-12):
         entry["flags"] = [*entry.get("flags", []), "zero-width interval: every resample gave the same value (a "
                           "degenerate predictor or a constant score), not a certain one"]
+    elif est is not None and est.has_ci and not est.ci_low - 1e-12 <= est.value <= est.ci_high + 1e-12:
+        entry["flags"] = [*entry.get("flags", []), "point outside its interval: the resampled values are shifted "
+                          "from the point value (the statistic is biased under session resampling), so the "
+                          "percentile interval's coverage is in doubt"]
     return entry
 
 
@@ -1631,7 +1635,7 @@ def _pair(fig: dict | None) -> str:
 def _concept_text(fig: dict | None, threshold: float) -> str:
     if fig is None:
         return "—"
-    cos = f"max cos {fig['cos_max']:.2f}"
+    cos = f"max cos {fig['cos_max']:.3f}"
     if fig.get("separable", True):
         return f"{_pair(fig)} · {cos}"
     return f"⚠ not separable ({cos} ≥ {threshold}): {_pair(fig)} is not evidence of grounding"
@@ -1789,10 +1793,10 @@ def _ground_html(report: dict) -> str:
                 if fig is None:
                     cells.append("—")
                 elif fig.get("separable", True):
-                    cells.append(_lines(e(_pair(fig)), e(f"max cos {fig['cos_max']:.2f}")))
+                    cells.append(_lines(e(_pair(fig)), e(f"max cos {fig['cos_max']:.3f}")))
                 else:  # not separable: the AUC is shown greyed, under the flag, never as a signal
                     cells.append(_lines('<span class="red">⚠ not separable: not evidence</span>',
-                                        e(f"({_pair(fig)}) · max cos {fig['cos_max']:.2f} ≥ {threshold}")))
+                                        e(f"({_pair(fig)}) · max cos {fig['cos_max']:.3f} ≥ {threshold}")))
             body.append(f'<tr><th scope="row">{e(concept)}</th>' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
         parts.append('<div class="wide"><table><thead><tr><th>concept</th>'
                      + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr></thead><tbody>" + "".join(body)
