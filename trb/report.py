@@ -22,6 +22,7 @@ import io
 import json
 import math
 import textwrap
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -1316,9 +1317,12 @@ def _transfer_figures(store: ResultsStore, name: str, ev: dict, tr: dict, ref: d
 
     figures: dict[str, dict] = {}
     summary = _timings(tr).get("summary") or {}
+    proxy = tr.get("adapter_tier") == "proxy"
     for m in _metrics():
         if not m.headline:
             continue
+        if proxy and m.track == GROUND_TRACK:  # proxy-tier grounding under its own name, here as everywhere
+            m = replace(m, title=f"{PROXY_GROUNDING} ({m.title.partition(' (')[2]}")
         s = summary.get(m.track) or {}
         if s.get("status") == "not_applicable":
             figures[m.key] = {"title": m.title, "status": "not applicable", "note": not_applicable_text(s)}

@@ -722,3 +722,19 @@ def test_a_point_outside_its_interval_is_flagged(tmp_path):
     assert g["score"] < g["ci_low"]
     assert any(f.startswith("point outside its interval") for f in g["flags"])
     assert "⚠ FLAG: point outside its interval" in render_markdown(rep, None)
+
+
+def test_track6_names_proxy_tier_grounding_too(tmp_path):
+    store, _ = t2_store(tmp_path / "r.duckdb")
+    ctx = {"s1": "ctxA", "s2": "ctxB", "s3": "ctxB"}
+    t1 = [dict(r, split="transfer", context_id=ctx[r["session_id"]])
+          for r in t1_rows([(i, s, 0.1) for i, s, _ in FULL_T1])]
+    t2 = [dict(r, split="transfer", context_id="ctxA") for r in t2_rows(0.05, 9) if r["split"] == "eval"]
+    store.record_run(run("cot-sft", "proxy", run_id="cot-tr", split="transfer", tracks=("1", "2"),
+                         timings=WITH_ACCESS, trained_by=["Lab A"]), t1 + t2)
+    rep = build_report(store, n_resamples=50)
+    trans = next(p for p in rep["profile_vectors"] if p["name"] == "cot-sft")["vector"]["trans"]
+    assert trans["figures"]["ground"]["title"] == "proxy-tier grounding (detection AUC vs no injection)"
+    assert trans["figures"]["1"]["title"] == "Track 1 — governance G"
+    row = next(ln for ln in render_markdown(rep, None).splitlines() if ln.startswith("| trans |"))
+    assert "proxy-tier grounding (detection AUC vs no injection): " in row and "Track 2" not in row
