@@ -549,8 +549,9 @@ def _ground_gap(store: ResultsStore, latest: dict, split: str, rows: list[dict],
 
     trials = {b: _ground_trials(store, latest[(b, split)]) for b in (FULL, ABLATION)}
     for b, t in trials.items():  # the trials must be those of the figure the report shows
-        if t is None or detection_auc_by_session(t["score"], t["injected"], t["concept"], t["session_id"],
-                                                 n_resamples=0).value != figures[b]["score"]:
+        if t is None or not math.isclose(detection_auc_by_session(t["score"], t["injected"], t["concept"],
+                                                                  t["session_id"], n_resamples=0).value,
+                                         figures[b]["score"], abs_tol=1e-12):
             return _comparison(name, GROUND_DIRECTION, None, f"the Track 2 trials of {b} do not reproduce its "
                                "ground figure: the gap is not computed")
     try:
@@ -1142,9 +1143,11 @@ def _png_size(png: bytes) -> tuple[int, int]:
 
 
 def render_html(report: dict) -> str:
-    """The report as one self-contained HTML page (one table per split; the plot embedded as a base64 PNG).
+    """The report as one self-contained HTML page (each split's tables, a row per figure and a column per
+    baseline; Track 2's sections; the profile vector with its plot; Track 6; the per-track plot; both plots
+    embedded as base64 PNGs).
 
-    The page fits a 1,280 px window: the plot scales down to its column, each table cell holds its score and
+    The page fits a 1,280 px window: the plots scale down to their column, each table cell holds its score and
     CI on one line and its counts on a second, and flags and long notes are numbered under each split's tables.
     """
     e = html.escape
