@@ -21,6 +21,8 @@ import html
 import io
 import json
 import math
+import textwrap
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -41,7 +43,10 @@ __all__ = [
     "run_profile",
     "SMOKE_BANNER",
     "build_report",
+    "plot_profiles",
     "plot_tracks",
+    "PROFILE_VECTOR",
+    "PROXY_GROUNDING",
     "render_html",
     "render_json",
     "render_markdown",
@@ -93,9 +98,13 @@ def _track_entry(est: Estimate | None, metric: str, *, synthetic_share: float | 
         entry["note"] = note
     if extra:
         entry.update(extra)
-    if est is not None and est.n_sessions >= 2 and est.has_ci and est.ci_low == est.ci_high:
+    if est is not None and est.n_sessions >= 2 and est.has_ci and math.isclose(est.ci_low, est.ci_high, abs_tol=1e-12):
         entry["flags"] = [*entry.get("flags", []), "zero-width interval: every resample gave the same value (a "
                           "degenerate predictor or a constant score), not a certain one"]
+    elif est is not None and est.has_ci and not est.ci_low - 1e-12 <= est.value <= est.ci_high + 1e-12:
+        entry["flags"] = [*entry.get("flags", []), "point outside its interval: the resampled values are shifted "
+                          "from the point value (the statistic is biased under session resampling), so the "
+                          "percentile interval's coverage is in doubt"]
     return entry
 
 
@@ -209,10 +218,24 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
                 extra["slices"] = slices
         else:
             share = None
+        if m.track == GROUND_TRACK:  # the default site, where the headline figure is read
+            default = sub["site"][sub["site_rank"] == 0] if "site_rank" in sub else ()
+            if len(default):
+                extra["default_site"] = str(default[0])
         out[m.key] = _track_entry(est, m.definition, synthetic_share=share, extra=extra)
         if na:
             out[m.key]["n_not_applicable"] = na["n_items"]
+    for m in _metrics():  # Track 2 figures name their tier: proxy-tier grounding is not the spec's Track 2
+        if m.track == GROUND_TRACK and m.key in out:
+            out[m.key].update(_grounding_tier(run.get("adapter_tier")))
     return out
+
+
+def _grounding_tier(tier: str | None) -> dict:
+    """What a Track 2 figure of an adapter of ``tier`` carries: its tier, and on the proxy tier its label."""
+    if tier == "proxy":
+        return {"tier": "proxy", "label": PROXY_GROUNDING, "tier_note": PROXY_GROUNDING_NOTE}
+    return {"tier": tier}
 
 
 def format_score(entry: dict | None) -> str:
@@ -368,7 +391,197 @@ def _pass_bars(store: ResultsStore, latest: dict, split: str, rows: list[dict], 
         out.append({"comparison": name, "direction": direction, "value": delta["value"], "ci_low": lo, "ci_high": hi,
                     "n_items": delta["n_items"], "n_sessions": delta["n_sessions"], "reading": reading,
                     "delta": FALSIFIER_DELTA})
+    out.append(_ground_gap(store, latest, split, rows, n_resamples=n_resamples, seed=seed))
     return out
+
+
+# -- Track 2: the full − ablation gap ------------------------------------------------------------------
+
+GROUND_TRACK = "2"
+#: How proxy-tier Track 2 figures are labelled in every output.
+PROXY_GROUNDING = "proxy-tier grounding"
+PROXY_GROUNDING_NOTE = ("spec §3 defines Track 2 on native models only (activation-level access to an r_t "
+                        "pathway); proxy-tier grounding adds the concept's vector to a causal LM's residual stream and "
+                        "reads the slot it elicits: this toolkit's extension, reported apart from native-tier grounding "
+                        "and never compared with it")
+GROUND_DIRECTION = (f"spec §3 Track 2: AUC materially above 0.5 and, for a native Trace-AI model, above a same-size "
+                    f"model without L_gov ({FULL} above {ABLATION}; higher is better)")
+
+
+def _ground_trials(store: ResultsStore, run: dict) -> dict[str, np.ndarray] | None:
+    """The trials of a run's headline ``ground`` figure (reported split, default site, injected at the strength
+    chosen on dev, and the zero null) as columns: score, injected, concept, session_id, step (the step's item id).
+
+    The selection is :meth:`trb.tracks.track2.Track2.aggregate`'s; the caller checks the AUC it gives is the
+    run's ``ground`` figure. None when the run has no Track 2 trials.
+    """
+    from trb.tracks.track2 import CHOICE_SPLIT, choose_strength
+
+    m = _metric("ground")
+    table = store.items(run["run_id"], track=m.track)
+    table = table.filter(pc.equal(table.column("metric"), m.metric))
+    if table.num_rows == 0:
+        return None
+    cols = _columns(table, ["item_id", "session_id", "split", "condition", "concept", "site_rank", "strength",
+                            "score"])
+    strength = choose_strength(cols)["strength"]
+    is_dev = cols["split"] == CHOICE_SPLIT
+    reported = ~is_dev if (~is_dev).any() else is_dev
+    at = reported & (cols["site_rank"] == 0)
+    inj = at & (cols["condition"] == "injected") & (cols["strength"] == strength)
+    sel = inj | (at & (cols["condition"] == "zero"))
+    return {"score": cols["score"][sel].astype(float), "injected": inj[sel], "concept": cols["concept"][sel],
+            "session_id": cols["session_id"][sel],
+            "step": np.array([str(i).split("|", 1)[0] for i in cols["item_id"][sel]], dtype=object)}
+
+
+def _weighted_aucs(trials: dict[str, np.ndarray], codes: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """The detection AUC (per concept, then averaged) under each row of session weights ``draws`` (R, k); nan
+    where no concept has both kinds of trial."""
+    import warnings
+
+    from trb.grounding import _auc_weighted  # the AUC detection_auc_by_session resamples, reused as is
+
+    s, pos, st = trials["score"], trials["injected"], trials["concept"]
+    groups = [np.flatnonzero(st == v) for v in dict.fromkeys(st.tolist())]
+    groups = [g for g in groups if pos[g].any() and (~pos[g]).any()]
+    per = np.stack([_auc_weighted(s[g], pos[g], draws[:, codes[g]]) for g in groups], axis=1)
+    with warnings.catch_warnings():  # a resample with no concept left: nanmean of nothing
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(per, axis=1)
+
+
+def ground_gap_by_session(a: dict[str, np.ndarray], b: dict[str, np.ndarray], *, n_resamples: int,
+                          confidence: float = CONFIDENCE, seed: int = 0) -> tuple[Estimate, str]:
+    """AUC(a) − AUC(b) for two runs' ``ground`` trials (see :func:`_ground_trials`), with a session-bootstrap CI.
+
+    **Paired** when both runs' trials are on the same steps (the same step item ids): each replicate draws the
+    shared sessions once and recomputes both AUCs from the drawn sessions' trials, so what the two runs share
+    cancels. Otherwise **independent**: each run's sessions are drawn on their own (a's first, from one
+    ``numpy.random.default_rng(seed)``). Each AUC is :func:`trb.grounding.detection_auc_by_session`'s (per concept,
+    averaged); a replicate in which either is undefined is skipped and counted in ``n_skipped``.
+
+    Returns the estimate (``n_items``: both runs' trials; ``n_sessions``: the sessions drawn, shared or summed) and
+    ``"paired"`` or ``"independent"``.
+
+    Raises:
+        ValueError: a run without a concept that has both injected and null trials.
+    """
+    from trb.grounding import detection_auc_by_session
+    from trb.stats import _session_index
+
+    value = (detection_auc_by_session(a["score"], a["injected"], a["concept"], a["session_id"], n_resamples=0).value
+             - detection_auc_by_session(b["score"], b["injected"], b["concept"], b["session_id"], n_resamples=0).value)
+    paired = set(a["step"].tolist()) == set(b["step"].tolist())
+    n_items = int(a["score"].size + b["score"].size)
+    if paired:
+        codes, k = _session_index(np.concatenate([a["session_id"], b["session_id"]]), n_items)
+        ca, cb = codes[:a["score"].size], codes[a["score"].size:]
+        ka = kb = k
+    else:
+        ca, ka = _session_index(a["session_id"], a["score"].size)
+        cb, kb = _session_index(b["session_id"], b["score"].size)
+        k = ka + kb
+    how = "paired" if paired else "independent"
+    if min(ka, kb) < 2 or n_resamples == 0:
+        return Estimate(value, math.nan, math.nan, n_items, k), how
+    rng = np.random.default_rng(seed)
+    da = rng.multinomial(ka, np.full(ka, 1.0 / ka), size=n_resamples).astype(float)
+    db = da if paired else rng.multinomial(kb, np.full(kb, 1.0 / kb), size=n_resamples).astype(float)
+    dist = _weighted_aucs(a, ca, da) - _weighted_aucs(b, cb, db)
+    kept = dist[~np.isnan(dist)]
+    if kept.size == 0:
+        return Estimate(value, math.nan, math.nan, n_items, k, int(dist.size)), how
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(kept, [alpha, 1 - alpha])
+    return Estimate(value, float(low), float(high), n_items, k, int(dist.size - kept.size)), how
+
+
+def _ground_statement(gap: Estimate, full: dict, abl: dict) -> tuple[bool | None, str]:
+    """Whether the Track 2 direction holds (True, False, or None: not established), said plainly."""
+    chance = _metric("ground").chance
+    parts, verdicts = [], []
+    if full["score"] <= chance:
+        parts.append(f"{FULL} AUC NOT above {chance} ({_f(full['score'])})")
+        verdicts.append(False)
+    elif full.get("ci_low") is not None and full["ci_low"] > chance:
+        parts.append(f"{FULL} AUC above {chance} (its CI lies above {chance})")
+        verdicts.append(True)
+    else:
+        parts.append(f"{FULL} AUC above {chance} in the point value only (its CI reaches {chance})")
+        verdicts.append(None)
+    levels = f"{_f(full['score'])} vs {_f(abl['score'])}"
+    if gap.value <= 0:
+        parts.append(f"full model NOT above the ablation ({levels})")
+        verdicts.append(False)
+    elif gap.has_ci and gap.ci_low > 0:
+        parts.append(f"full model above the ablation ({levels}; the gap's CI lies above 0)")
+        verdicts.append(True)
+    else:
+        parts.append(f"full model above the ablation in the point value only ({levels}; the gap's CI "
+                     + ("includes 0)" if gap.has_ci else "is not available)"))
+        verdicts.append(None)
+    met = False if False in verdicts else (None if None in verdicts else True)
+    head = {True: "direction met", False: "direction NOT met", None: "direction not established"}[met]
+    return met, f"{head}: " + "; ".join(parts)
+
+
+def _ground_gap(store: ResultsStore, latest: dict, split: str, rows: list[dict], *, n_resamples: int,
+                seed: int) -> dict:
+    """Track 2's pass bar on one split: ground(trace-full) − ground(trace-ablation) with its CI, and whether the
+    direction (AUC above 0.5, full above the ablation) holds."""
+    name = f"Track 2 ground({FULL}) − ground({ABLATION})"
+    by = {r["name"]: r for r in rows}
+    figures = {b: (by[b]["tracks"].get("ground") or {}) if b in by else {} for b in (FULL, ABLATION)}
+    missing = [b for b, e in figures.items() if e.get("score") is None]
+    if missing:
+        return _comparison(name, GROUND_DIRECTION, None, f"needs a Track 2 ground figure from both {FULL} and "
+                           f"{ABLATION} on {split} ({' and '.join(missing)}: none)")
+    tiers = {by[b]["adapter_tier"] for b in (FULL, ABLATION)}
+    if tiers != {"native"}:
+        if tiers == {"proxy"}:
+            name = f"{PROXY_GROUNDING}({FULL}) − {PROXY_GROUNDING}({ABLATION})"
+        else:
+            return _comparison(name, GROUND_DIRECTION, None, f"{FULL} and {ABLATION} are on different adapter "
+                               f"tiers ({', '.join(sorted(tiers))}): native-tier and {PROXY_GROUNDING} are never "
+                               "compared")
+    from trb.grounding import detection_auc_by_session
+
+    trials = {b: _ground_trials(store, latest[(b, split)]) for b in (FULL, ABLATION)}
+    for b, t in trials.items():  # the trials must be those of the figure the report shows
+        if t is None or not math.isclose(detection_auc_by_session(t["score"], t["injected"], t["concept"],
+                                                                  t["session_id"], n_resamples=0).value,
+                                         figures[b]["score"], abs_tol=1e-12):
+            return _comparison(name, GROUND_DIRECTION, None, f"the Track 2 trials of {b} do not reproduce its "
+                               "ground figure: the gap is not computed")
+    try:
+        est, how = ground_gap_by_session(trials[FULL], trials[ABLATION], n_resamples=n_resamples,
+                                         confidence=CONFIDENCE, seed=seed)
+    except ValueError as e:
+        return _comparison(name, GROUND_DIRECTION, None, f"undefined: {e}")
+    met, statement = _ground_statement(est, figures[FULL], figures[ABLATION])
+    return _comparison(name, GROUND_DIRECTION, est, bootstrap=how, direction_met=met, statement=statement,
+                       tier="proxy" if tiers == {"proxy"} else "native",
+                       levels={b: {k: figures[b].get(k) for k in ("score", "ci_low", "ci_high")}
+                               for b in (FULL, ABLATION)})
+
+
+def _track2_summary(tables: list[dict], baselines: list[dict]) -> dict:
+    """The report's Track 2 block: the pass bar's gap on each held-out split (the first one's as ``gap``), the
+    rules, and which rows are native-tier and which proxy-tier grounding."""
+    from trb.grounding import COSINE_FLAG
+    from trb.tracks.track2 import CHOICE_RULE, CHOICE_SPLIT
+
+    gaps = {t["split"]: next(c for c in t["pass_bars"] if c["direction"] == GROUND_DIRECTION)
+            for t in tables if t.get("pass_bars")}
+    scored = [b for b in baselines if (b["tracks"].get("ground") or {}).get("score") is not None]
+    first = next((g for g in gaps.values() if g["value"] is not None), None)
+    return {"direction": GROUND_DIRECTION, "gap": first, "gaps": gaps,
+            "strength_rule": f"chosen on the {CHOICE_SPLIT} split only, never on eval: {CHOICE_RULE}",
+            "cosine_threshold": COSINE_FLAG,
+            "native_tier": [f"{b['name']} ({b['split']})" for b in scored if b["adapter_tier"] != "proxy"],
+            "proxy_tier": {"label": PROXY_GROUNDING, "note": PROXY_GROUNDING_NOTE,
+                           "baselines": [f"{b['name']} ({b['split']})" for b in scored if b["adapter_tier"] == "proxy"]}}
 
 
 def _split_key(split) -> tuple:
@@ -507,6 +720,7 @@ def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resam
         "delta_gov_note": delta_note,
         "notes": notes,
         "profile_vectors": profile_vectors,
+        "track2": _track2_summary(tables, baselines),
         "track6": {"rules": dict(TRANSFER_RULES),
                    "anti_goodhart_flagged": [f"{p['name']}: {f['anti_goodhart']['reason']}" for p in profile_vectors
                                              for f in p["vector"]["trans"]["figures"].values()
@@ -554,6 +768,8 @@ def _cell(entry: dict | None) -> str:
     if entry.get("score") is None:
         return f"n/a ({entry.get('note', 'no score')})"
     text = f"{_f(entry['score'])} {_ci(entry)} · {entry['n_items']:,} items / {entry['n_sessions']:,} sessions"
+    if entry.get("label"):  # proxy-tier grounding: named as such wherever it is shown
+        text = f"{entry['label']}: {text}"
     slices = entry.get("slices") or {}
     for name, label in (("adversarial", "adversarial r′"), ("ood", "OOD r′")):
         if name in slices:
@@ -638,8 +854,13 @@ def _pass_bar_lines(table: dict) -> list[str]:
             continue
         ci = _ci(c, True)
         reading = f"; {c['reading']}" if c.get("reading") else ""
-        out.append(f"{c['comparison']} = {_f(c['value'], True)} {ci} ({c['n_items']:,} paired items, "
-                   f"{c['n_sessions']:,} sessions){reading}. Direction: {c['direction']}.")
+        if c.get("bootstrap"):  # Track 2: trials of two runs, their sessions drawn together (paired) or apart
+            counts = f"{c['n_items']:,} trials, {c['n_sessions']:,} sessions, {c['bootstrap']} session bootstrap"
+        else:
+            counts = f"{c['n_items']:,} paired items, {c['n_sessions']:,} sessions"
+        statement = f" {c['statement'][0].upper()}{c['statement'][1:]}." if c.get("statement") else ""
+        out.append(f"{c['comparison']} = {_f(c['value'], True)} {ci} ({counts}){reading}.{statement} "
+                   f"Direction: {c['direction']}.")
     return out
 
 
@@ -693,11 +914,13 @@ def _definitions(keys: list[str]) -> str:
     return "Track definitions: " + "; ".join(f"{_title(k)}: {_metric(k).definition}" for k in keys) + "."
 
 
-def render_markdown(report: dict, plot_path: Path | None = None) -> str:
-    """The report as Markdown: banner (if smoke), facts, one baseline × track table per split, Δgov, the plot link.
+def render_markdown(report: dict, plot_path: Path | None = None, profiles_path: Path | None = None) -> str:
+    """The report as Markdown: banner (if smoke), facts, one baseline × track table per split, Δgov, Track 2's
+    details, the profile vector, Track 6, the plot links.
 
-    ``plot_path`` is written into the image link as given: pass it relative to where
-    the Markdown file will live.
+    ``plot_path`` (the per-track plot, :func:`plot_tracks`) and ``profiles_path`` (the profile plot,
+    :func:`plot_profiles`, linked under the profile-vector table) are written into the image links as given: pass
+    them relative to where the Markdown file will live.
     """
     title = f"# TRB report — release {str(report['release_sha'])[:12]} ({report['release_version']})"
     lines = [title, ""]
@@ -735,7 +958,8 @@ def render_markdown(report: dict, plot_path: Path | None = None) -> str:
                       "spec §3: pass bars are provisional):", ""]
             lines += [f"- {line}" for line in _pass_bar_lines(table)] + [""]
     lines += [f"**{_delta_text(report)}**", ""]
-    lines += _track6_markdown(report)
+    lines += _ground_markdown(report)
+    lines += _track6_markdown(report, profiles_path)
     for note in report.get("notes") or []:
         lines.append(f"- Note: {note}")
     if report.get("notes"):
@@ -761,6 +985,7 @@ _CSS = (
     ".sub{color:#555;font-size:.75rem}"
     "code.run{display:inline-block;width:16ch;word-break:break-all;font-size:.75rem}"
     "a.flag{color:#b00020;text-decoration:none;font-weight:bold}span.red{color:#b00020;font-weight:bold}"
+    "span.tier{color:#7a4f00;font-style:italic}.grey{color:#777}"
     "ol.flags{font-size:.8125rem}"
     "img{max-width:100%;height:auto}"
     ".banner{background:#b00020;color:#fff;font-size:1.4rem;font-weight:bold;padding:1rem;margin:1rem 0}"
@@ -768,13 +993,15 @@ _CSS = (
 )
 
 #: What the HTML tables abbreviate or move out of a cell, said once above them.
-_HTML_LEGEND = ("How to read the tables: a score cell gives the score and its 95% CI (session bootstrap), then the "
-                "items and sessions it was computed on; ⚠ with a number points to a flag or note under the split's "
-                "tables; n/a: no score (the reason beside it or under the tables); —: not measured for this "
-                "baseline. Under each baseline: its adapter tier (native: an explicit r_t pathway; proxy: r elicited "
-                "from a causal LM's text) and its parameters in millions (M). Synthetic share: the share of "
-                "synthetic counterfactuals among the items of the figure to its left. r slots missing: the schema "
-                "slots a proxy's emit_r left empty, per slot, of its emit_r calls.")
+_HTML_LEGEND = ("How to read the tables: each split's tables have one row per figure and one column per baseline. A "
+                "score cell gives the score and its 95% CI (session bootstrap), then the items and sessions it was "
+                "computed on; ⚠ with a number points to a flag or note under the split's tables; n/a: no score (the "
+                "reason beside it or under the tables); —: not measured for this baseline. Under each baseline: its "
+                "adapter tier (native: an explicit r_t pathway; proxy: r elicited from a causal LM's text) and its "
+                "parameters in millions (M). Synthetic share: the share of synthetic counterfactuals among the items "
+                "of the figure above. r slots missing: the schema slots a proxy's emit_r left empty, per slot, of its "
+                f"emit_r calls. A Track 2 figure of a proxy adapter reads {PROXY_GROUNDING}: spec §3 defines Track 2 "
+                "on native models only.")
 
 
 class _HtmlNotes:
@@ -820,50 +1047,57 @@ def _html_cell(entry: dict | None, notes: _HtmlNotes) -> str:
     value = e(f"{_f(entry['score'])} {_ci(entry)}")
     if entry.get("red"):  # a red flag (Track 4 ratio below 1, Track 5 holonomy): the figure itself is red
         value = f'<span class="red">{value}</span>'
-    return _lines(value + marks,
-                  e(f"{entry['n_items']:,} items / {entry['n_sessions']:,} sessions"))
+    if entry.get("label"):  # proxy-tier grounding, named as such (its trials and sessions: in its own section)
+        return _lines(value + marks, f'<span class="tier">{e(entry["label"])}</span>')
+    return _lines(value + marks, e(f"{entry['n_items']:,} items / {entry['n_sessions']:,} sessions"))
 
 
 def _title_lines(key: str) -> str:
-    """A metric's title on two lines: its track, then its name."""
+    """A metric's title on two lines: its track, then its name; a name with a bracketed gloss ("grounding
+    (detection AUC vs no injection)") goes beside its track, the gloss below."""
     track, _, name = _title(key).partition(" — ")
+    head, paren, gloss = name.partition(" (")
+    if paren and gloss.endswith(")"):
+        return _lines(html.escape(f"{track} — {head}"), html.escape(gloss[:-1]))
     return _lines(html.escape(track), html.escape(name)) if name else html.escape(track)
 
 
 def _html_profile_table(report: dict, table: dict, keys: list[str], notes: _HtmlNotes) -> str:
-    """One split's baseline × track table (the Markdown table's columns, the adapter tier and parameters under
-    the baseline's name)."""
+    """One split's figures, turned: one row per main figure (its synthetic share, the r slots a proxy left empty
+    and the run id in rows of their own), one column per baseline (its adapter tier and parameters under its name).
+
+    Turned because the tracks outgrow a page's width (with Track 2, a column per figure needs about 1,800 px)
+    while the spec's baselines are five; the Markdown keeps one row per baseline.
+    """
     e = html.escape
+    bases = table["baselines"]
     slots = any(base.get("emit_r") for base in report["baselines"])
-    head = [_lines("baseline", "tier · parameters"), "split"]
-    for k in keys:
-        head.append(_title_lines(k))
-        if _has_share(k):
-            head.append(_lines("synthetic", "share"))  # of the figure to its left
-    if slots:
-        head.append(_lines("r slots missing", "of emit_r calls"))
-    head.append("run")
-    rows = []
-    for base in table["baselines"]:
+    head = [_lines("figure", e(f"split {table['split']}"))]
+    for base in bases:
         n_params = base.get("n_parameters")
         params = "n/a" if n_params is None else f"{n_params / 1e6:.2f}M"
-        cells = [_lines(e(base["name"]), e(f"{base['adapter_tier']} · {params}")), e(base["split"])]
-        for k in keys:
-            entry = base["tracks"].get(k)
-            cells.append(_html_cell(entry, notes))
-            if _has_share(k):
-                cells.append(e(_share(entry)))
-        if slots:
+        head.append(_lines(e(base["name"]), e(f"{base['adapter_tier']} · {params}")))
+    rows = []
+    for k in keys:
+        rows.append([_title_lines(k), *(_html_cell(b["tracks"].get(k), notes) for b in bases)])
+        if _has_share(k):
+            rows.append([_lines("synthetic share", "of the figure above"),
+                         *(e(_share(b["tracks"].get(k))) for b in bases)])
+    if slots:
+        cells = []
+        for base in bases:
             emit = base.get("emit_r")
             if emit:
                 missing = [f"{slot} {n}" for slot, n in (emit.get("missing") or {}).items() if n]
                 cells.append(_lines(e(", ".join(missing) or "none"), e(f"of {emit['calls']:,} emit_r")))
             else:
                 cells.append("—")
-        cells.append(f'<code class="run">{e(base["run_id"])}</code>')
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        rows.append([_lines("r slots missing", "of emit_r calls"), *cells])
+    rows.append(["run", *(f'<code class="run">{e(b["run_id"])}</code>' for b in bases)])
+    body = "".join(f'<tr><th scope="row">{r[0]}</th>' + "".join(f"<td>{c}</td>" for c in r[1:]) + "</tr>"
+                   for r in rows)
     return ('<div class="wide"><table><thead><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table></div>")
+            + body + "</tbody></table></div>")
 
 
 _SLICES = (("adversarial", "adversarial r′"), ("ood", "OOD r′"))
@@ -909,9 +1143,11 @@ def _png_size(png: bytes) -> tuple[int, int]:
 
 
 def render_html(report: dict) -> str:
-    """The report as one self-contained HTML page (one table per split; the plot embedded as a base64 PNG).
+    """The report as one self-contained HTML page (each split's tables, a row per figure and a column per
+    baseline; Track 2's sections; the profile vector with its plot; Track 6; the per-track plot; both plots
+    embedded as base64 PNGs).
 
-    The page fits a 1,280 px window: the plot scales down to its column, each table cell holds its score and
+    The page fits a 1,280 px window: the plots scale down to their column, each table cell holds its score and
     CI on one line and its counts on a second, and flags and long notes are numbered under each split's tables.
     """
     e = html.escape
@@ -953,12 +1189,13 @@ def render_html(report: dict) -> str:
                          "verdicts; spec §3: pass bars are provisional):</p><ul>"
                          + "".join(f"<li>{e(line)}</li>" for line in _pass_bar_lines(table)) + "</ul>")
     parts.append(f'<p class="delta">{e(_delta_text(report))}</p>')
-    parts.append(_track6_html(report))
+    parts.append(_ground_html(report))
+    parts.append(_track6_html(report, _profiles_png(report)))
     if report.get("notes"):
         parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in report["notes"]) + "</ul>")
     parts.append("<p>Track definitions:</p><ul>"
                  + "".join(f"<li>{e(_title(k))}: {e(_metric(k).definition)}</li>" for k in all_keys) + "</ul>")
-    parts.append(f'<div class="plot"><img alt="TRB per-track profile with 95% CIs" width="{width}" '
+    parts.append(f'<div class="plot"><img id="tracks-plot" alt="TRB per-track profile with 95% CIs" width="{width}" '
                  f'height="{height}" src="data:image/png;base64,{png}"></div>')
     parts.append("</body></html>")
     return "\n".join(p for p in parts if p) + "\n"
@@ -996,6 +1233,7 @@ def _figure(report: dict):
         fig.delaxes(ax)
     axes = grid[:len(panels)]
     for ax, key in zip(axes, panels):
+        hollow: list[bool] = []  # proxy-tier grounding: an open marker, apart from native-tier points
         if key == "delta":
             d = report["delta_gov"]
             names, vals, lo, hi = ["Δgov"], [d["value"]], [d["ci_low"]], [d["ci_high"]]
@@ -1006,12 +1244,13 @@ def _figure(report: dict):
             for base in report["baselines"]:
                 entry = base["tracks"].get(key)
                 if entry and entry.get("score") is not None:
-                    names.append(f"{base['name']}\n({base['adapter_tier']}, {base['split']})")
+                    names.append(f"{base['name']}\n({entry.get('label') or base['adapter_tier']}, {base['split']})")
+                    hollow.append(bool(entry.get("label")))
                     vals.append(entry["score"])
                     lo.append(entry["ci_low"])
                     hi.append(entry["ci_high"])
             m = _metric(key)
-            ax.set_title(m.title, fontsize=10)
+            ax.set_title(textwrap.fill(m.title, 40), fontsize=10)  # a long title on two lines, inside its panel
             if m.chance is not None:
                 ax.axhline(m.chance, color="grey", lw=0.8, ls="--", label="chance")
             if m.bounds is not None:
@@ -1022,7 +1261,11 @@ def _figure(report: dict):
                         [(h if h is not None else val) - val for val, h in zip(vals, hi)]], dtype=float)
         err = np.clip(err, 0, None)  # a percentile interval may sit just beside the point estimate
         if len(names):
-            ax.errorbar(x, v, yerr=err, fmt="o", capsize=5, color="#1f4e79")
+            open_ = np.asarray(hollow + [False] * (len(names) - len(hollow)), dtype=bool)
+            for sel, face in ((~open_, "#1f4e79"), (open_, "white")):
+                if sel.any():
+                    ax.errorbar(x[sel], v[sel], yerr=err[:, sel], fmt="o", capsize=5, color="#1f4e79",
+                                markerfacecolor=face)
         else:
             ax.text(0.5, 0.5, "no scores", ha="center", va="center", transform=ax.transAxes)
         ax.set_xticks(x, names, fontsize=8, rotation=30, ha="right")
@@ -1053,8 +1296,13 @@ def plot_tracks(report: dict, path: Path) -> Path:
 #: The profile vector of spec §1, in order: entry name -> the report key of its figure (trans: Track 6's own).
 PROFILE_VECTOR = (("G", "1"), ("ground", "ground"), ("attr", "3"), ("viab", "viab"), ("nav", "nav"),
                   ("trans", None))
-#: The capability Track 2 needs (spec §3: activation-level access, native adapter only).
-_GROUND_CAPABILITY = "activation_injection"
+
+
+def _ground_capabilities() -> list[str]:
+    """The capabilities Track 2 needs, by their recorded names (spec §3: activation-level access)."""
+    from trb.adapters.capabilities import capability_name
+
+    return [capability_name(c) for c in registered_tracks()[GROUND_TRACK].needs]
 
 
 def _metric_columns(store: ResultsStore, run: dict, m: Metric) -> dict[str, np.ndarray]:
@@ -1072,9 +1320,12 @@ def _transfer_figures(store: ResultsStore, name: str, ev: dict, tr: dict, ref: d
 
     figures: dict[str, dict] = {}
     summary = _timings(tr).get("summary") or {}
+    proxy = tr.get("adapter_tier") == "proxy"
     for m in _metrics():
         if not m.headline:
             continue
+        if proxy and m.track == GROUND_TRACK:  # proxy-tier grounding under its own name, here as everywhere
+            m = replace(m, title=f"{PROXY_GROUNDING} ({m.title.partition(' (')[2]}")
         s = summary.get(m.track) or {}
         if s.get("status") == "not_applicable":
             figures[m.key] = {"title": m.title, "status": "not applicable", "note": not_applicable_text(s)}
@@ -1130,10 +1381,12 @@ def _vector_entry(row: dict | None, key: str) -> dict:
     """A profile-vector entry from a baseline's eval row: its figure, or what it is not, and why."""
     if row is None:
         return {"status": "not run", "note": "not run: no eval-split run"}
-    if key == "ground" and _GROUND_CAPABILITY not in (row.get("capabilities") or ()):
+    needs = _ground_capabilities() if key == "ground" else []
+    recorded = row.get("capabilities")
+    if needs and recorded is not None and not set(needs) <= set(recorded):
         # whether or not Track 2 was asked for, this adapter could not have run it
-        return {"status": "not applicable", "note": "not applicable: needs activation access (Track 2, "
-                                                    f"capability {_GROUND_CAPABILITY})"}
+        return {"status": "not applicable", "note": f"not applicable: needs activation access (Track 2, "
+                                                    f"capability {', '.join(needs)})"}
     e = row["tracks"].get(key)
     if e is None:
         return {"status": "not run", "note": "not run: not in the eval run"}
@@ -1142,7 +1395,8 @@ def _vector_entry(row: dict | None, key: str) -> dict:
     if e.get("score") is None:
         return {"status": "not run", "note": e.get("note") or "no score"}
     return {"status": "ok", **{k: e.get(k) for k in ("score", "ci_low", "ci_high", "n_items", "n_sessions",
-                                                    "slices", "flags", "red") if e.get(k) is not None}}
+                                                    "slices", "flags", "red", "tier", "label", "tier_note")
+                               if e.get(k) is not None}}
 
 
 def _profile_vectors(store: ResultsStore, latest: dict[tuple[str, str], dict], baselines: list[dict], *,
@@ -1174,6 +1428,10 @@ def _vector_text(entry: dict) -> str:
         return entry.get("note") or entry.get("status", "—")
     if "figures" not in entry:
         text = f"{_f(entry['score'])} {_ci(entry)}"
+        if entry.get("label"):
+            text = f"{entry['label']}: {text}"
+        for flag in entry.get("flags") or ():  # the flag's name; the split tables and Track 2's section say more
+            text += f" · ⚠ {flag.split(':')[0]}"
         for name, label in _SLICES:  # R*'s adversarial and OOD slices stand beside Track 1 (spec §5)
             sl = (entry.get("slices") or {}).get(name)
             if sl:
@@ -1223,7 +1481,7 @@ def _collapse_text(f: dict) -> str:
     return "no" + (f" ({c['note']})" if c.get("note") else "")
 
 
-def _track6_markdown(report: dict) -> list[str]:
+def _track6_markdown(report: dict, profiles_path: Path | None = None) -> list[str]:
     lines = ["## Profile vector (G, ground, attr, viab, nav, trans)", "",
              "Each entry on its own (never combined); G, attr, viab and nav from the eval split; trans is Track 6 "
              "(transfer split against eval).", "",
@@ -1234,6 +1492,8 @@ def _track6_markdown(report: dict) -> list[str]:
     for n, _ in PROFILE_VECTOR:
         cells = [n] + [_vector_text(p["vector"][n]) for p in profiles]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    if profiles_path is not None:
+        lines += ["", f"![{_PROFILES_ALT}]({Path(profiles_path).as_posix()})"]
     lines += ["", "## Track 6 — transfer and the anti-Goodhart line", ""]
     lines += [f"- {line}" for line in _track6_rules_lines()] + [""]
     rows = _track6_rows(report)
@@ -1255,7 +1515,7 @@ def _track6_markdown(report: dict) -> list[str]:
     return lines
 
 
-def _track6_html(report: dict) -> str:
+def _track6_html(report: dict, profiles_png: bytes | None = None) -> str:
     e = html.escape
     parts = ["<h2>Profile vector (G, ground, attr, viab, nav, trans)</h2>",
              "<p>Each entry on its own (never combined); G, attr, viab and nav from the eval split; trans is Track 6 "
@@ -1272,6 +1532,11 @@ def _track6_html(report: dict) -> str:
             cells.append(text)
         body.append("<tr>" + "".join(f'<td style="white-space:normal">{c}</td>' for c in cells) + "</tr>")
     parts.append(f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
+    if profiles_png is not None:
+        width, height = _png_size(profiles_png)
+        parts.append(f'<div class="plot"><img id="profiles-plot" alt="{_PROFILES_ALT}" width="{width}" '
+                     f'height="{height}" src="data:image/png;base64,{base64.b64encode(profiles_png).decode("ascii")}">'
+                     "</div>")
     parts.append("<h2>Track 6 — transfer and the anti-Goodhart line</h2><ul>"
                  + "".join(f"<li>{e(line)}</li>" for line in _track6_rules_lines()) + "</ul>")
     rows = _track6_rows(report)
@@ -1299,3 +1564,372 @@ def _track6_html(report: dict) -> str:
         body.append("<tr>" + "".join(f'<td style="white-space:normal">{c}</td>' for c in cells) + "</tr>")
     parts.append(f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
     return "\n".join(parts)
+
+
+# -- Track 2 details: strength choice, sweep, per-concept AUCs, identifiability, the pass bar ------------------
+
+_GROUND_INTRO = ("Detection AUC of injected-vs-null trials (per concept, then averaged; session-bootstrap CI): ground "
+                 "against the zero null (nothing injected), ground-rand against a random direction of the same norm "
+                 "at the same strength. Both are read on the evaluated split's trials at the adapter's default site "
+                 "and at the headline strength, chosen on the dev split alone, never on eval: {rule}. Concepts whose "
+                 "direction has a cosine of at least {cos} with another concept's are not separable: their AUC is "
+                 "not evidence of grounding.")
+
+
+def _ground_rows(report: dict, proxy: bool) -> list[dict]:
+    """Report rows with a described Track 2 figure, of one tier (native, or proxy-tier grounding)."""
+    return [b for b in report["baselines"] if "strength" in (b["tracks"].get("ground") or {})
+            and (b["adapter_tier"] == "proxy") == proxy]
+
+
+def _ground_heads(rows: list[dict]) -> list[str]:
+    """A column title per row: its baseline, with its split where the rows are of several splits."""
+    several = len({b["split"] for b in rows}) > 1
+    return [f"{b['name']} ({b['split']})" if several else b["name"] for b in rows]
+
+
+def _chance_text(entry: dict) -> str:
+    chance = _metric("ground").chance
+    if entry["score"] <= chance:
+        return f"NOT above {chance}"
+    if entry.get("ci_low") is not None and entry["ci_low"] > chance:
+        return f"CI above {chance}"
+    return f"above {chance} in the point value only (CI reaches {chance})"
+
+
+def _strength_texts(entry: dict) -> tuple[str, str, list[tuple[str, float, bool]]]:
+    """The headline strength, how it was chosen, and the dev AUCs by strength (strength, AUC, chosen)."""
+    choice = entry["strength"]
+    s = f"{choice['strength']:g}"
+    how = "chosen on dev, never eval" if choice.get("split") == "dev" else choice["rule"]
+    dev = [(k, v, k == s) for k, v in (choice.get("dev_auc_random") or {}).items()]
+    return s, how, dev
+
+
+def _sweep_grid(rows: list[dict]) -> list[tuple[str, str, list[tuple[dict | None, bool]]]]:
+    """(site, strength, per row: its AUCs vs each null and whether it is the headline cell) for every site and
+    strength any row swept, in the rows' order."""
+    sites: dict[str, list[str]] = {}
+    for b in rows:
+        for site, by in b["tracks"]["ground"]["sweep"].items():
+            strengths = sites.setdefault(site, [])
+            strengths += [s for s in by if s not in strengths]
+    out = []
+    for site, strengths in sites.items():
+        for s in strengths:
+            cells = []
+            for b in rows:
+                g = b["tracks"]["ground"]
+                head = site == g.get("default_site") and s == f"{g['strength']['strength']:g}"
+                cells.append(((g["sweep"].get(site) or {}).get(s), head))
+            default = any(b["tracks"]["ground"].get("default_site") == site for b in rows)
+            out.append((f"{site} (default)" if default else site, s, cells))
+    return out
+
+
+def _concept_grid(rows: list[dict]) -> list[tuple[str, list[dict | None]]]:
+    concepts: list[str] = []
+    for b in rows:
+        concepts += [c for c in b["tracks"]["ground"]["per_concept"] if c not in concepts]
+    return [(c, [b["tracks"]["ground"]["per_concept"].get(c) for b in rows]) for c in concepts]
+
+
+def _pair(fig: dict | None) -> str:
+    """AUC vs the zero null / vs the random null."""
+    return "—" if fig is None else f"{_f(fig.get('zero'))} / {_f(fig.get('random'))}"
+
+
+def _concept_text(fig: dict | None, threshold: float) -> str:
+    if fig is None:
+        return "—"
+    cos = f"max cos {fig['cos_max']:.3f}"
+    if fig.get("separable", True):
+        return f"{_pair(fig)} · {cos}"
+    return f"⚠ not separable ({cos} ≥ {threshold}): {_pair(fig)} is not evidence of grounding"
+
+
+def _ground_gap_lines(report: dict, proxy: bool) -> list[str]:
+    gaps = (report.get("track2") or {}).get("gaps") or {}
+    out = []
+    for split, c in gaps.items():
+        if (c.get("tier") == "proxy") != proxy:
+            continue
+        if c["value"] is None:
+            if not proxy:
+                out.append(f"{c['comparison']} on {split}: not available — {c.get('note', '')}.")
+            continue
+        out.append(f"{c['comparison']} on {split} = {_f(c['value'], True)} {_ci(c, True)} ({c['bootstrap']} "
+                   f"session bootstrap; {c['n_sessions']:,} sessions, {c['n_items']:,} trials): {c['statement']}.")
+    return out
+
+
+def _ground_titles(proxy: bool) -> tuple[str, str, str]:
+    """The section title and the two figures' names, for one tier."""
+    if proxy:
+        return (f"{PROXY_GROUNDING[0].upper()}{PROXY_GROUNDING[1:]} (proxy tier: this toolkit's extension, not spec "
+                "Track 2)", f"{PROXY_GROUNDING}: AUC vs zero null", f"{PROXY_GROUNDING}: AUC vs random null")
+    return "Track 2 — grounding by concept injection (native tier)", "ground: AUC vs zero null", \
+        "ground-rand: AUC vs random null"
+
+
+def _ground_intro() -> str:
+    from trb.grounding import COSINE_FLAG
+    from trb.tracks.track2 import CHOICE_RULE
+
+    return _GROUND_INTRO.format(rule=CHOICE_RULE, cos=COSINE_FLAG)
+
+
+def _ground_markdown(report: dict) -> list[str]:
+    """Track 2's sections: native tier first, then proxy-tier grounding apart from it."""
+    threshold = (report.get("track2") or {}).get("cosine_threshold")
+    lines: list[str] = []
+    for proxy in (False, True):
+        rows = _ground_rows(report, proxy)
+        title, zero, rand = _ground_titles(proxy)
+        if not rows and proxy:
+            continue
+        lines += [f"## {title}", ""]
+        if proxy:
+            lines += [f"**{PROXY_GROUNDING_NOTE[0].upper()}{PROXY_GROUNDING_NOTE[1:]}.**", ""]
+        if not rows:
+            lines += ["No native-tier baseline has a Track 2 figure on this release (it needs an adapter with "
+                      "activation access and concept directions).", ""]
+            lines += [f"- {ln}" for ln in _ground_gap_lines(report, proxy)]
+            lines += [""] if _ground_gap_lines(report, proxy) else []
+            continue
+        lines += [_ground_intro(), ""]
+        if not proxy:
+            lines += [f"Pass-bar direction ({GROUND_DIRECTION}):", ""]
+            lines += [f"- **{ln}**" for ln in _ground_gap_lines(report, proxy)] + [""]
+        lines += [f"| baseline | split | {zero} [95% CI] | {rand} [95% CI] | vs chance (0.5) | headline strength | "
+                  "dev AUC vs random null, by strength | flags |", "|" + "---|" * 8]
+        for b in rows:
+            g, gr = b["tracks"]["ground"], b["tracks"].get("ground-rand") or {}
+            s, how, dev = _strength_texts(g)
+            dev_text = " · ".join(f"**{k}: {_f(v)}**" if chosen else f"{k}: {_f(v)}" for k, v, chosen in dev) or "—"
+            flags = "; ".join(f"⚠ {f}" for f in g.get("flags") or ()) or "none"
+            cells = [b["name"], b["split"], f"{_f(g['score'])} {_ci(g)} · {g['n_items']:,} trials / "
+                     f"{g['n_sessions']:,} sessions", f"{_f(gr.get('score'))} {_ci(gr)}", _chance_text(g),
+                     f"{s} ({how})", dev_text, flags]
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        heads = _ground_heads(rows)
+        lines += ["", "AUC by activation site and strength on the evaluated split, vs the zero null / vs the random "
+                  "null (◀ the headline: default site, strength chosen on dev):", "",
+                  "| site | strength | " + " | ".join(heads) + " |", "|" + "---|" * (2 + len(heads))]
+        for site, s, cells in _sweep_grid(rows):
+            texts = [f"**{_pair(fig)}** ◀" if head else _pair(fig) for fig, head in cells]
+            lines.append("| " + " | ".join([site, s, *texts]) + " |")
+        lines += ["", "AUC per concept at the headline strength and default site, vs the zero null / vs the random "
+                  "null, with the concept direction's largest cosine with another concept's:", "",
+                  "| concept | " + " | ".join(heads) + " |", "|" + "---|" * (1 + len(heads))]
+        for concept, figs in _concept_grid(rows):
+            cells = [concept, *(_concept_text(f, threshold) for f in figs)]
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("")
+    return lines
+
+
+def _ground_html(report: dict) -> str:
+    e = html.escape
+    threshold = (report.get("track2") or {}).get("cosine_threshold")
+    parts: list[str] = []
+    for proxy in (False, True):
+        rows = _ground_rows(report, proxy)
+        title, zero, rand = _ground_titles(proxy)
+        if not rows and proxy:
+            continue
+        parts.append(f"<h2>{e(title)}</h2>")
+        if proxy:
+            parts.append(f'<p><span class="tier">{e(PROXY_GROUNDING_NOTE[0].upper() + PROXY_GROUNDING_NOTE[1:])}.'
+                         "</span></p>")
+        gap_lines = _ground_gap_lines(report, proxy)
+        if not rows:
+            parts.append("<p>No native-tier baseline has a Track 2 figure on this release (it needs an adapter with "
+                         "activation access and concept directions).</p>")
+            if gap_lines:
+                parts.append("<ul>" + "".join(f"<li>{e(ln)}</li>" for ln in gap_lines) + "</ul>")
+            continue
+        parts.append(f"<p>{e(_ground_intro())}</p>")
+        if not proxy:
+            items = []
+            for ln in gap_lines:
+                text = e(ln)
+                if "direction NOT met" in ln:
+                    text = f'<span class="red">{text}</span>'
+                items.append(f"<li><strong>{text}</strong></li>")
+            parts.append(f"<p>Pass-bar direction ({e(GROUND_DIRECTION)}):</p><ul>{''.join(items)}</ul>")
+        notes = _HtmlNotes(f"ground{int(proxy)}-note")
+        head = [_lines("baseline", "tier · split"), _lines(*(e(x) for x in zero.split(": ", 1))),
+                _lines(*(e(x) for x in rand.split(": ", 1))), _lines("vs chance", "(0.5)"),
+                _lines("headline", "strength"), _lines("dev AUC vs random null", "by strength")]
+        body = []
+        for b in rows:
+            g, gr = b["tracks"]["ground"], b["tracks"].get("ground-rand") or {}
+            s, how, dev = _strength_texts(g)
+            marks = "".join(notes.mark(f"⚠ FLAG: {f}") for f in g.get("flags") or ())
+            dev_text = " · ".join(f"<strong>{e(k)}: {_f(v)}</strong>" if chosen else f"{e(k)}: {_f(v)}"
+                                  for k, v, chosen in dev) or "—"
+            chance = e(_chance_text(g))
+            if g["score"] <= _metric("ground").chance:
+                chance = f'<span class="red">{chance}</span>'
+            cells = [_lines(e(b["name"]), e(f"{b['adapter_tier']} · {b['split']}")),
+                     _lines(e(f"{_f(g['score'])} {_ci(g)}") + marks,
+                            e(f"{g['n_items']:,} trials / {g['n_sessions']:,} sessions")),
+                     _lines(e(f"{_f(gr.get('score'))} {_ci(gr)}")), _lines(chance), _lines(e(s), e(how)),
+                     _lines(dev_text)]
+            body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        parts.append('<div class="wide"><table><thead><tr>' + "".join(f"<th>{h}</th>" for h in head)
+                     + "</tr></thead><tbody>" + "".join(body) + "</tbody></table></div>")
+        parts.append(notes.html())
+        heads = _ground_heads(rows)
+        parts.append("<p>AUC by activation site and strength on the evaluated split, vs the zero null / vs the random "
+                     "null (◀ the headline: default site, strength chosen on dev):</p>")
+        body = []
+        for site, s, cells in _sweep_grid(rows):
+            texts = [f"<strong>{e(_pair(fig))}</strong> ◀" if hd else e(_pair(fig)) for fig, hd in cells]
+            body.append(f"<tr><td>{e(site)}</td><td>{e(s)}</td>" + "".join(f"<td>{t}</td>" for t in texts) + "</tr>")
+        parts.append('<div class="wide"><table><thead><tr><th>site</th><th>strength</th>'
+                     + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr></thead><tbody>" + "".join(body)
+                     + "</tbody></table></div>")
+        parts.append("<p>AUC per concept at the headline strength and default site, vs the zero null / vs the random "
+                     "null, with the concept direction's largest cosine with another concept's:</p>")
+        body = []
+        for concept, figs in _concept_grid(rows):
+            cells = []
+            for fig in figs:
+                if fig is None:
+                    cells.append("—")
+                elif fig.get("separable", True):
+                    cells.append(_lines(e(_pair(fig)), e(f"max cos {fig['cos_max']:.3f}")))
+                else:  # not separable: the AUC is shown greyed, under the flag, never as a signal
+                    cells.append(_lines('<span class="red">⚠ not separable: not evidence</span>',
+                                        e(f"({_pair(fig)}) · max cos {fig['cos_max']:.3f} ≥ {threshold}")))
+            body.append(f'<tr><th scope="row">{e(concept)}</th>' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        parts.append('<div class="wide"><table><thead><tr><th>concept</th>'
+                     + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr></thead><tbody>" + "".join(body)
+                     + "</tbody></table></div>")
+    return "\n".join(parts)
+
+
+# -- the profile plot: one panel per baseline, the six entries each on its own scale ---------------------------
+
+#: Each entry's chance or null level, and how the plot names it (G's is the baseline's own uniform-policy G).
+_PROFILE_NULLS = {"G": "the uniform policy's G", "ground": "0.5", "attr": "0.5", "viab": "1 (no change)",
+                  "nav": "0 (no lift)", "trans": "0 (no drop)"}
+_PROFILE_HEIGHT = 3.3
+_PROFILES_ALT = "TRB profile vector per baseline with 95% CIs, each entry on its own scale"
+
+
+def _profile_point(report: dict, p: dict, entry: str, key: str | None) -> dict:
+    """One entry of one baseline's profile as the plot draws it: value, interval, null level and label, or the
+    reason it has no value (``na``)."""
+    e = p["vector"][entry]
+    if e.get("status") != "ok":
+        return {"na": e.get("status") or "no score"}
+    if key is None:  # trans: the drop eval − min over contexts of the first figure Track 6 computed
+        figs = {k: f for k, f in e["figures"].items() if f.get("status") == "ok"}
+        fkey, f = next(iter(figs.items()))
+        name = next((n for n, k in PROFILE_VECTOR if k == fkey), fkey)
+        return {"value": f["drop"]["value"], "lo": f["drop"]["ci_low"], "hi": f["drop"]["ci_high"], "null": 0.0,
+                "label": f"trans\n({name} drop)", "open": False}
+    if key == "1":  # G's null: the uniform policy's G on the same items (a reference point of the same run)
+        row = next((b for b in report["baselines"] if b["name"] == p["name"] and b["split"] == "eval"), None)
+        null = ((row or {}).get("tracks", {}).get("1-uniform") or {}).get("score")
+    else:
+        null = _metric(key).chance
+    label = f"{entry}\n(proxy tier)" if e.get("label") else entry
+    return {"value": e["score"], "lo": e.get("ci_low"), "hi": e.get("ci_high"), "null": null, "label": label,
+            "open": bool(e.get("label"))}
+
+
+def _profile_limits(points: list[dict], key: str | None) -> tuple[float, float]:
+    """An entry's x range, the same in every panel: its metric's bounds, else its values, intervals and null."""
+    m = _metric(key) if key is not None else None
+    if m is not None and m.bounds is not None:
+        lo, hi = m.bounds
+        return lo - 0.04 * (hi - lo), hi + 0.04 * (hi - lo)
+    xs = [x for pt in points for x in (pt.get("value"), pt.get("lo"), pt.get("hi"), pt.get("null")) if x is not None]
+    if not xs:
+        return -1.0, 1.0
+    lo, hi = min(xs), max(xs)
+    span = max(hi - lo, 0.2)
+    return lo - 0.12 * span, hi + 0.12 * span
+
+
+def _profiles_figure(report: dict):
+    """The profile vector of every baseline: one panel per baseline, the six entries stacked in it, each on its
+    own horizontal scale (the same scale for that entry in every panel) with its chance or null level dashed;
+    an entry not run or not applicable is a grey label. Proxy-tier grounding is an open marker, labelled.
+
+    Returns ``(figure, panels)``: ``panels[baseline][entry]`` is the entry's axes. Uses matplotlib's object API
+    with the Agg canvas (no pyplot). The grid is at most three panels wide, about 1,190 px at 110 dpi.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    profiles = list(report.get("profile_vectors") or ())
+    n = max(len(profiles), 1)
+    ncols = min(_PLOT_COLUMNS, n)
+    nrows = math.ceil(n / ncols)
+    fig = Figure(figsize=(_PANEL_WIDTH * _PLOT_COLUMNS, 0.9 + _PROFILE_HEIGHT * nrows), layout="constrained")
+    FigureCanvasAgg(fig)
+    points = {p["name"]: {entry: _profile_point(report, p, entry, key) for entry, key in PROFILE_VECTOR}
+              for p in profiles}
+    limits = {entry: _profile_limits([points[p["name"]][entry] for p in profiles], key) for entry, key in PROFILE_VECTOR}
+    subfigs = fig.subfigures(nrows, _PLOT_COLUMNS, squeeze=False).ravel()
+    panels: dict[str, dict] = {}
+    for sf, p in zip(subfigs, profiles):
+        sf.suptitle(f"{p['name']} ({p['adapter_tier']})", fontsize=10)
+        axes = sf.subplots(len(PROFILE_VECTOR), 1)
+        panels[p["name"]] = {}
+        for ax, (entry, _) in zip(axes, PROFILE_VECTOR):
+            panels[p["name"]][entry] = ax
+            pt = points[p["name"]][entry]
+            ax.set_yticks([])
+            ax.set_ylim(-1, 1)
+            ax.set_xlim(*limits[entry])
+            ax.tick_params(axis="x", labelsize=6, length=2, pad=1)
+            ax.xaxis.set_major_locator(MaxNLocator(5))
+            ax.set_ylabel(pt.get("label", entry), rotation=0, ha="right", va="center", fontsize=8)
+            if "na" in pt:
+                ax.text(0.5, 0.5, f"n/a: {pt['na']}", transform=ax.transAxes, ha="center", va="center", fontsize=7,
+                        color="grey")
+                ax.set_xticks([])
+                for spine in ax.spines.values():
+                    spine.set_color("#cccccc")
+                continue
+            if pt["null"] is not None:
+                ax.axvline(pt["null"], color="grey", lw=0.8, ls="--")
+            v = pt["value"]
+            err = [[max(v - pt["lo"], 0.0) if pt["lo"] is not None else 0.0],
+                   [max(pt["hi"] - v, 0.0) if pt["hi"] is not None else 0.0]]
+            ax.errorbar([v], [0.0], xerr=err, fmt="o", ms=4, capsize=3, color="#1f4e79",
+                        markerfacecolor="white" if pt["open"] else "#1f4e79")
+            ax.text(v, 0.35, f"{v:.3f}", ha="center", va="bottom", fontsize=6, color="#1f4e79")
+    for sf in subfigs[len(profiles):]:
+        sf.set_facecolor("none")
+    nulls = "; ".join(f"{k}: {v}" for k, v in _PROFILE_NULLS.items())
+    fig.supxlabel(f"Each entry on its own scale (the same in every panel), with its {int(100 * CONFIDENCE)}% CI; open "
+                  f"marker: {PROXY_GROUNDING}; n/a: not run or not applicable.\nDashed: the entry's chance or null "
+                  f"level ({nulls}).", fontsize=7)
+    title = f"Profile vector per baseline · {_plot_title(report)}"
+    fig.suptitle(title, color="#b00020" if report["smoke_test"] else "black",
+                 fontweight="bold" if report["smoke_test"] else "normal")
+    return fig, panels
+
+
+def _profiles_png(report: dict) -> bytes:
+    buf = io.BytesIO()
+    fig, _ = _profiles_figure(report)
+    fig.savefig(buf, format="png", dpi=110, metadata={"Title": _plot_title(report)})
+    return buf.getvalue()
+
+
+def plot_profiles(report: dict, path: Path) -> Path:
+    """Write the profile plot (one panel per baseline: its six entries, each with its CI on its own scale and its
+    chance or null level) as PNG to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(_profiles_png(report))
+    return path

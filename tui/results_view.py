@@ -3,7 +3,10 @@
 Headless (no ``textual``): reads ``results.duckdb`` through :class:`trb.results.ResultsStore`.
 A run's figures come from :func:`trb.report.run_profile`, the same computation ``trb report``
 uses, one per metric of the track registry under the registry's title (Track 1: G;
-Track 3: balanced accuracy, …), so the app and the report cannot disagree.
+Track 3: balanced accuracy, …), so the app and the report cannot disagree. A headline's
+column is titled by its profile-vector entry (G, ground, attr, viab, nav: the report's
+names), short enough for every headline to fit 80 columns; a Track 2 figure of a proxy
+adapter carries the report's label, "proxy-tier grounding".
 
 Worst items come one list at a time: the items of one track's stored metric (Track 1's
 ``tv`` items, its ``llr`` items, Track 3's ``attribution`` items), lowest score first,
@@ -17,7 +20,7 @@ was scored against (Track 1: the model's distribution, Φ(r′) and TV).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import orjson
 
@@ -32,13 +35,16 @@ class Column:
     key: str
     track: str
     title: str
+    short: str  # the column's title: the metric's profile-vector entry (G, ground, attr, …), else its report key
 
 
 def metric_columns() -> list[Column]:
     """The runs table's figure columns: every headline metric of the registered tracks, in registry order."""
+    from trb.report import PROFILE_VECTOR
     from trb.tracks.base import all_metrics
 
-    return [Column(m.key, m.track, m.title) for m in all_metrics() if m.headline]
+    entries = {key: name for name, key in PROFILE_VECTOR if key is not None}
+    return [Column(m.key, m.track, m.title, entries.get(m.key, m.key)) for m in all_metrics() if m.headline]
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,9 @@ class Figure:
     score: float | None
     n_items: int
     note: str | None  # why there is no figure (not run, not applicable, undefined)
+    label: str | None = None  # the report's label ("proxy-tier grounding" for a proxy adapter's Track 2 figure)
+    flags: tuple[str, ...] = ()  # the report's flags (not identifiable concepts, a one-class predictor, …)
+    details: tuple[str, ...] = ()  # what the report says beside the figure (Track 2: its strength, chosen on dev)
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,7 @@ class RunSummary:
     tracks: dict[str, tuple[float | None, int]]  # headline metric key -> (the report's figure, items)
     notes: dict[str, str]  # metric key -> why there is no figure (not run, not applicable, undefined)
     figures: tuple[Figure, ...] = ()  # every metric the report shows for the run, in registry order
+    labels: dict[str, str] = field(default_factory=dict)  # headline key -> the report's label, where it has one
 
 
 def _store(path: str | os.PathLike):
@@ -87,12 +97,25 @@ def read_runs(path: str | os.PathLike) -> list[RunSummary]:
         tracks = {k: (profile[k]["score"], profile[k]["n_items"]) for k in keys
                   if k in profile and profile[k]["n_items"]}
         notes = {k: profile[k]["note"] for k in keys if k in profile and profile[k].get("note")}
+        labels = {k: profile[k]["label"] for k in keys if k in profile and profile[k].get("label")}
         figures = tuple(Figure(m.key, m.title, m.headline, profile[m.key].get("score"),
-                               profile[m.key].get("n_items") or 0, profile[m.key].get("note"))
+                               profile[m.key].get("n_items") or 0, profile[m.key].get("note"),
+                               profile[m.key].get("label"), tuple(profile[m.key].get("flags") or ()),
+                               _details(profile[m.key]))
                         for m in metrics if m.key in profile)
         out.append(RunSummary(r["run_id"], r["created_at"], r["baseline"], r["adapter_tier"], r["release_version"],
-                              bool(r["smoke_test"]), r["split"], tracks, notes, figures))
+                              bool(r["smoke_test"]), r["split"], tracks, notes, figures, labels))
     return out
+
+
+def _details(entry: dict) -> tuple[str, ...]:
+    """What the report says beside a figure, in short lines: Track 2's headline strength and how it was chosen."""
+    choice = entry.get("strength")
+    if not isinstance(choice, dict) or entry.get("score") is None:
+        return ()
+    how = "chosen on dev, never eval" if choice.get("split") == "dev" else choice.get("rule", "")
+    site = f" at site {entry['default_site']}" if entry.get("default_site") else ""
+    return (f"strength {choice['strength']:g}{site} ({how})",)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 import subprocess
 import sys
@@ -340,8 +341,10 @@ def test_report_modules_load_no_forbidden_packages():
 
 def test_pass_bars_are_paired_differences_matching_hand_computations(report):
     (table,) = [t for t in report["tables"] if t["split"] == "eval"]
-    g, t3, falsifier = table["pass_bars"]
+    g, t3, falsifier, ground = table["pass_bars"]
     full = np.array([x for _, _, x in FULL_T1])
+    # Track 2 was run by no baseline here: its pass bar says what it needs, with no number
+    assert ground["value"] is None and "needs a Track 2 ground figure" in ground["note"]
     assert g["comparison"] == "G(trace-full) − G(cot-sft)"
     assert g["value"] == pytest.approx(np.mean(full - 0.25), abs=1e-12) and g["n_items"] == 5 and g["n_sessions"] == 3
     assert g["ci_low"] <= g["value"] <= g["ci_high"] and "higher is better" in g["direction"]
@@ -414,3 +417,324 @@ def test_track1_slices_appear_in_markdown_and_html(report):
     cells = [b["tracks"]["1"]["slices"]["adversarial"] for b in report["baselines"]]
     row = r"\s+".join(rf"{c['score']:.3f}\s+{c['n_items']} items" for c in cells)
     assert re.search(rf"governance G, adversarial r′ only\s+{row}", page), row
+
+
+# -- Track 2: details, the full − ablation gap, proxy-tier grounding, the profile plot ---------------------------
+
+#: Each concept's largest cosine with another concept's direction: goal=B's is not separable (≥ 0.8).
+CONCEPTS = {"goal=A": 0.21, "goal=B": 0.93, "planned_next=up": 0.35}
+STRENGTHS = (1.0, 2.0, 4.0, 8.0)
+SITES = ("h", "embed")
+T2_B = 200
+WITH_ACCESS = {"capabilities": ["activation_access", "batched_act"]}
+
+
+def t2_rows(gain: float, seed: int, *, sessions: int = 16, dev: int = 8, steps: int = 2, skip=(),
+            concepts: dict[str, float] = CONCEPTS, sites: tuple[str, ...] = SITES) -> list[dict]:
+    """Track 2 trials as the track writes them: per step, site and concept, the zero null and, at each strength,
+    an injected and a random-direction trial. The injection raises the slot's probability by up to ``gain``
+    (half that at the second site); steps in ``skip`` (``session/t``) have no trials."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for split, n in (("eval", sessions), ("dev", dev)):
+        for k in range(n):
+            for t in range(steps):
+                step = f"{split}-s{k}/{t}"
+                for rank, site in enumerate(sites):
+                    for c, cos in concepts.items():
+                        base = rng.uniform(0, 0.5)
+                        trials = [("zero", 0.0, base)]
+                        for s in STRENGTHS:
+                            eff = gain * (1 if rank == 0 else 0.5) * min(s, 4) / 4
+                            trials += [("injected", s, base + eff * rng.uniform(0, 1)),
+                                       ("random", s, base + 0.05 * rng.normal())]
+                        if step in skip:
+                            continue
+                        rows += [{"track": "2", "metric": "grounding", "item_id": f"{step}|{site}|{c}|{cond}|{s:g}",
+                                  "session_id": f"{split}-s{k}", "t": t, "split": split,
+                                  "score": float(np.clip(round(x, 2), 0, 1)), "condition": cond, "concept": c,
+                                  "site": site, "site_rank": rank, "strength": s, "cos_max": cos}
+                                 for cond, s, x in trials]
+    return rows
+
+
+def _auc_mean(rows, pos, neg, weights=None) -> float:
+    """Mean over concepts of sklearn's (weighted) ROC AUC of ``pos`` trials against ``neg`` trials; nan if none."""
+    from sklearn.metrics import roc_auc_score
+
+    aucs = []
+    for c in CONCEPTS:
+        sel = [r for r in rows if r["concept"] == c and (pos(r) or neg(r))]
+        y = np.array([pos(r) for r in sel])
+        w = np.ones(len(sel)) if weights is None else np.array([weights[r["session_id"]] for r in sel])
+        if w[y].sum() > 0 and w[~y].sum() > 0:
+            aucs.append(roc_auc_score(y, [r["score"] for r in sel], sample_weight=w))
+    return float(np.mean(aucs)) if aucs else math.nan
+
+
+def hand_ground(rows) -> tuple[float, float, list[dict]]:
+    """A run's ground figure by hand: the strength with the best dev AUC against the random null at the default
+    site (ties: the smaller), then the eval AUC against the zero null there. Returns (AUC, strength, the trials)."""
+    dev = [r for r in rows if r["split"] == "dev" and r["site_rank"] == 0]
+    dev_auc = {s: _auc_mean(dev, lambda r, s=s: r["condition"] == "injected" and r["strength"] == s,
+                            lambda r, s=s: r["condition"] == "random" and r["strength"] == s) for s in STRENGTHS}
+    strength = max(STRENGTHS, key=lambda s: (dev_auc[s], -s))
+    trials = [r for r in rows if r["split"] == "eval" and r["site_rank"] == 0
+              and (r["condition"] == "zero" or (r["condition"] == "injected" and r["strength"] == strength))]
+    return _auc_mean(trials, lambda r: r["condition"] == "injected", lambda r: r["condition"] == "zero"), strength, \
+        trials
+
+
+def hand_gap_ci(full: list[dict], abl: list[dict], *, paired: bool, n: int = T2_B, seed: int = 0) -> tuple[float, float]:
+    """The gap's percentile interval by hand: draw sessions (shared when paired, else the full run's then the
+    ablation's), weight each trial by its session's count, recompute both AUCs with sklearn."""
+    rng = np.random.default_rng(seed)
+    inj = lambda r: r["condition"] == "injected"  # noqa: E731
+    zero = lambda r: r["condition"] == "zero"  # noqa: E731
+    sess = {name: sorted({r["session_id"] for r in rows}) for name, rows in (("f", full), ("a", abl))}
+    if paired:
+        assert sess["f"] == sess["a"]
+        draws_f = rng.multinomial(len(sess["f"]), [1 / len(sess["f"])] * len(sess["f"]), size=n)
+        draws_a = draws_f
+    else:
+        draws_f = rng.multinomial(len(sess["f"]), [1 / len(sess["f"])] * len(sess["f"]), size=n)
+        draws_a = rng.multinomial(len(sess["a"]), [1 / len(sess["a"])] * len(sess["a"]), size=n)
+    dist = []
+    for df, da in zip(draws_f, draws_a):
+        d = (_auc_mean(full, inj, zero, dict(zip(sess["f"], df))) - _auc_mean(abl, inj, zero, dict(zip(sess["a"], da))))
+        if not math.isnan(d):
+            dist.append(d)
+    low, high = np.quantile(dist, [0.025, 0.975])
+    return float(low), float(high)
+
+
+def t2_store(path: Path, *, full_gain: float = 0.25, abl_gain: float = 0.35, abl_skip=()) -> tuple[ResultsStore, dict]:
+    """trace-full and trace-ablation (native) with Track 2, cot-sft (proxy) with proxy-tier grounding, and
+    instruct-base (proxy, no activation access) with Track 1 only. Returns the store and each run's Track 2 rows."""
+    t2 = {"full": t2_rows(full_gain, 1), "abl": t2_rows(abl_gain, 2, skip=abl_skip), "cot": t2_rows(0.1, 3)}
+    store = ResultsStore(path)
+    store.record_run(run("trace-full", "native", run_id="full", tracks=("1", "2", "3"), timings=WITH_ACCESS),
+                     t1_rows(FULL_T1) + t3_rows(FULL_T3) + t2["full"])
+    store.record_run(run("trace-ablation", "native", run_id="abl", tracks=("1", "2"), timings=WITH_ACCESS),
+                     t1_rows(ABL_T1) + t2["abl"])
+    store.record_run(run("cot-sft", "proxy", run_id="cot", tracks=("1", "2", "3"), timings=WITH_ACCESS),
+                     t1_rows([(i, s, 0.25) for i, s, _ in FULL_T1]) + t3_rows(COT_T3) + t2["cot"])
+    store.record_run(run("instruct-base", "proxy", run_id="ib", tracks=("1",),
+                         timings={"capabilities": ["batched_act"]}), t1_rows([(i, s, 0.2) for i, s, _ in FULL_T1]))
+    return store, t2
+
+
+@pytest.fixture(scope="module")
+def t2(tmp_path_factory) -> tuple[dict, dict]:
+    """The Track 2 report (full 0.25 gain, ablation 0.35: the full model is NOT above the ablation) and the rows."""
+    store, rows = t2_store(tmp_path_factory.mktemp("t2") / "results.duckdb")
+    return build_report(store, n_resamples=T2_B), rows
+
+
+def _gap(rep: dict) -> dict:
+    (table,) = rep["tables"]
+    return next(c for c in table["pass_bars"] if c["comparison"].startswith("Track 2"))
+
+
+def test_ground_gap_is_the_paired_session_bootstrap_of_the_two_auc(t2):
+    rep, rows = t2
+    full, s_full, trials_full = hand_ground(rows["full"])
+    abl, s_abl, trials_abl = hand_ground(rows["abl"])
+    by = {b["name"]: b["tracks"] for b in rep["baselines"]}
+    assert by["trace-full"]["ground"]["score"] == pytest.approx(full, abs=1e-12)
+    assert by["trace-ablation"]["ground"]["score"] == pytest.approx(abl, abs=1e-12)
+    assert by["trace-full"]["ground"]["strength"]["strength"] == s_full
+    gap = _gap(rep)
+    assert gap["value"] == pytest.approx(full - abl, abs=1e-12) and gap["value"] < 0
+    assert gap["bootstrap"] == "paired" and gap["n_sessions"] == 16
+    assert gap["n_items"] == len(trials_full) + len(trials_abl)
+    low, high = hand_gap_ci(trials_full, trials_abl, paired=True)
+    assert (gap["ci_low"], gap["ci_high"]) == pytest.approx((low, high), abs=1e-9)
+    # the direction fails, and every format says so plainly, with the two levels
+    assert gap["direction_met"] is False
+    plain = f"full model NOT above the ablation ({full:.3f} vs {abl:.3f})"
+    assert plain in gap["statement"]
+    js = json.loads(render_json(rep))
+    assert plain in js["track2"]["gap"]["statement"] and js["track2"]["gap"]["value"] == pytest.approx(full - abl)
+    for text in (render_markdown(rep, None), render_html(rep)):
+        assert plain in text and "direction NOT met" in text
+        assert f"Track 2 ground(trace-full) − ground(trace-ablation) on eval = {full - abl:+.3f}" in text
+    assert not re.search(r"\b(PASS|FAIL)(ED)?\b", render_markdown(rep, None))  # a direction, not a verdict
+
+
+def test_ground_gap_is_independent_when_the_runs_are_on_different_steps(tmp_path):
+    skip = {f"eval-s{k}/{t}" for k in (0, 1) for t in (0, 1)}  # the ablation lacks two eval sessions
+    store, rows = t2_store(tmp_path / "r.duckdb", full_gain=0.45, abl_gain=0.05, abl_skip=skip)
+    gap = _gap(build_report(store, n_resamples=T2_B))
+    full, _, trials_full = hand_ground(rows["full"])
+    abl, _, trials_abl = hand_ground(rows["abl"])
+    assert gap["bootstrap"] == "independent" and gap["n_sessions"] == 16 + 14
+    assert gap["value"] == pytest.approx(full - abl, abs=1e-12) and gap["value"] > 0
+    assert (gap["ci_low"], gap["ci_high"]) == pytest.approx(hand_gap_ci(trials_full, trials_abl, paired=False),
+                                                            abs=1e-9)
+    assert gap["ci_low"] > 0 and gap["direction_met"] is True
+    assert gap["statement"].startswith("direction met") and "full model above the ablation" in gap["statement"]
+
+
+def test_track2_details_in_markdown_html_and_json(t2):
+    rep, rows = t2
+    g = next(b for b in rep["baselines"] if b["name"] == "trace-full")["tracks"]["ground"]
+    # JSON: the strength choice (dev), the sweep, per-concept AUCs with their cosine, the identifiability flag
+    js = next(b for b in json.loads(render_json(rep))["baselines"] if b["name"] == "trace-full")["tracks"]["ground"]
+    assert js["strength"]["split"] == "dev" and set(js["sweep"]) == set(SITES) and js["default_site"] == "h"
+    assert {c: f["separable"] for c, f in js["per_concept"].items()} == {"goal=A": True, "goal=B": False,
+                                                                         "planned_next=up": True}
+    assert any(f.startswith("not identifiable: 1 of 3 concepts") for f in js["flags"])
+    # the dev AUCs the strength was chosen on, against sklearn
+    dev = [r for r in rows["full"] if r["split"] == "dev" and r["site_rank"] == 0]
+    for s in STRENGTHS:
+        want = _auc_mean(dev, lambda r, s=s: r["condition"] == "injected" and r["strength"] == s,
+                         lambda r, s=s: r["condition"] == "random" and r["strength"] == s)
+        assert g["strength"]["dev_auc_random"][f"{s:g}"] == pytest.approx(want, abs=1e-12)
+    s = f"{g['strength']['strength']:g}"
+    md, page = render_markdown(rep, None), render_html(rep)
+    for text in (md, page):
+        assert "Track 2 — grounding by concept injection (native tier)" in text
+        assert "chosen on the dev split alone, never on eval" in text and "chosen on dev, never eval" in text
+        assert "not evidence of grounding" in text
+    section = md.split("## Track 2 — grounding by concept injection (native tier)")[1].split("\n## ")[0]
+    # the sweep: every site × strength, the headline cell (default site, chosen strength) marked
+    sweep = [ln for ln in section.splitlines() if ln.startswith(("| h ", "| embed "))]
+    assert len(sweep) == len(SITES) * len(STRENGTHS)
+    head = next(ln for ln in sweep if ln.startswith(f"| h (default) | {s} |"))
+    cell = g["sweep"]["h"][s]
+    assert f"**{cell['zero']:.3f} / {cell['random']:.3f}** ◀" in head and f"{g['score']:.3f}" in head
+    # per concept: the flagged concept's AUC is under its flag, never bare
+    rows_md = {ln.split(" | ")[0][2:]: ln for ln in section.splitlines() if ln.startswith(("| goal=", "| planned_"))}
+    flagged = g["per_concept"]["goal=B"]
+    assert "⚠ not separable (max cos 0.930 ≥ 0.8)" in rows_md["goal=B"]
+    assert rows_md["goal=B"].count("not evidence of grounding") == 2  # both native baselines' cells
+    assert f"{flagged['zero']:.3f} / {flagged['random']:.3f} is not evidence" in rows_md["goal=B"]
+    assert "not separable" not in rows_md["goal=A"] and "max cos 0.210" in rows_md["goal=A"]
+    assert '<span class="red">⚠ not separable: not evidence</span>' in page
+    # the native section lists native baselines only
+    assert "| cot-sft |" not in section and "| trace-full |" in section
+
+
+def test_proxy_tier_grounding_is_labelled_and_kept_apart_everywhere(t2):
+    rep, _ = t2
+    cot = next(b for b in rep["baselines"] if b["name"] == "cot-sft")
+    assert cot["tracks"]["ground"]["label"] == "proxy-tier grounding" and cot["tracks"]["ground"]["tier"] == "proxy"
+    full = next(b for b in rep["baselines"] if b["name"] == "trace-full")
+    assert "label" not in full["tracks"]["ground"] and full["tracks"]["ground"]["tier"] == "native"
+    score = f"{cot['tracks']['ground']['score']:.3f}"
+    md = render_markdown(rep, None)
+    main_row = next(ln for ln in md.splitlines() if ln.startswith("| cot-sft | eval |"))
+    assert f"proxy-tier grounding: {score} [" in main_row
+    vector = next(ln for ln in md.splitlines() if ln.startswith("| ground |"))
+    assert f"proxy-tier grounding: {score} [" in vector
+    assert vector.count("proxy-tier grounding") == 1  # trace-full's and trace-ablation's entries are native
+    proxy = md.split("## Proxy-tier grounding (proxy tier: this toolkit's extension, not spec Track 2)")[1]
+    assert "spec §3 defines track 2 on native models only" in proxy.lower() and "| cot-sft | eval |" in proxy
+    js = json.loads(render_json(rep))
+    pv = {p["name"]: p["vector"]["ground"] for p in js["profile_vectors"]}
+    assert pv["cot-sft"]["label"] == "proxy-tier grounding" and pv["cot-sft"]["tier"] == "proxy"
+    assert js["track2"]["proxy_tier"]["baselines"] == ["cot-sft (eval)"]
+    assert js["track2"]["native_tier"] == ["trace-ablation (eval)", "trace-full (eval)"]
+    page = render_html(rep)
+    assert page.count('<span class="tier">proxy-tier grounding</span>') == 2  # ground and ground-rand of cot-sft
+    assert "Proxy-tier grounding (proxy tier" in page
+    # the per-track plot names it under its point
+    ticks = [t.get_text() for ax in _figure(rep).axes if ax.get_title().startswith("Track 2")
+             for t in ax.get_xticklabels()]
+    assert "cot-sft\n(proxy-tier grounding, eval)" in ticks and "trace-full\n(native, eval)" in ticks
+
+
+def test_profile_vector_ground_needs_recorded_activation_access(t2):
+    rep, _ = t2
+    pv = {p["name"]: p["vector"]["ground"] for p in rep["profile_vectors"]}
+    by = {b["name"]: b["tracks"]["ground"] for b in rep["baselines"]}
+    assert pv["trace-full"]["status"] == "ok" and pv["trace-full"]["score"] == by["trace-full"]["score"]
+    assert pv["instruct-base"]["status"] == "not applicable"
+    assert "capability activation_access" in pv["instruct-base"]["note"]
+
+
+def test_the_profile_plot_has_a_panel_per_baseline_with_six_entries(t2, tmp_path):
+    from trb.report import _profiles_figure, plot_profiles
+
+    rep, _ = t2
+    fig, panels = _profiles_figure(rep)
+    names = [p["name"] for p in rep["profile_vectors"]]
+    assert list(panels) == names == ["instruct-base", "cot-sft", "trace-ablation", "trace-full"]
+    assert [sf.get_suptitle() for sf in fig.subfigs[:4]] == [
+        f"{p['name']} ({p['adapter_tier']})" for p in rep["profile_vectors"]]
+    rows = {b["name"]: b["tracks"] for b in rep["baselines"]}
+    for name, axes in panels.items():
+        assert list(axes) == ["G", "ground", "attr", "viab", "nav", "trans"]
+        vector = next(p for p in rep["profile_vectors"] if p["name"] == name)["vector"]
+        for entry, ax in axes.items():
+            texts = [t.get_text() for t in ax.texts]
+            if vector[entry]["status"] != "ok":  # not run / not applicable: a grey label, nothing drawn
+                assert texts == [f"n/a: {vector[entry]['status']}"] and not ax.lines and not ax.collections
+                continue
+            (point,) = [ln for ln in ax.lines if ln.get_marker() == "o"]
+            assert point.get_xdata()[0] == pytest.approx(vector[entry]["score"])
+            (bars,) = ax.collections  # the CI
+            (seg,) = bars.get_segments()
+            assert [seg[0][0], seg[1][0]] == pytest.approx([vector[entry]["ci_low"], vector[entry]["ci_high"]])
+            nulls = [ln.get_xdata()[0] for ln in ax.lines if ln.get_linestyle() == "--"]
+            assert nulls == ([0.5] if entry in ("ground", "attr") else [])  # G's null: no uniform-policy G here
+    # each entry has one scale across the panels; an AUC's is [0, 1] (padded)
+    for entry in ("G", "ground", "attr"):
+        lims = {panels[n][entry].get_xlim() for n in names}
+        assert len(lims) == 1 and min(lims)[0] < 0 < 1 < min(lims)[1]
+    assert panels["cot-sft"]["ground"].get_ylabel() == "ground\n(proxy tier)"
+    assert panels["trace-full"]["ground"].get_ylabel() == "ground"
+    assert panels["instruct-base"]["ground"].texts[0].get_text() == "n/a: not applicable"
+    assert rows["trace-full"]["3"]["score"] is not None and panels["trace-full"]["attr"].lines
+    path = plot_profiles(rep, tmp_path / "out" / "profiles.png")
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    with Image.open(path) as img:
+        assert img.format == "PNG" and 1000 < img.size[0] <= 1280
+    # Markdown links it under the profile vector; HTML embeds it
+    md = render_markdown(rep, Path("report.png"), Path("report-profiles.png"))
+    vector_part = md.split("## Profile vector")[1].split("## Track 6")[0]
+    assert "](report-profiles.png)" in vector_part
+    m = re.search(r'<img id="profiles-plot"[^>]+src="data:image/png;base64,([A-Za-z0-9+/=]+)"', render_html(rep))
+    assert m and base64.b64decode(m.group(1))[:8] == PNG_MAGIC
+
+
+def test_a_point_outside_its_interval_is_flagged(tmp_path):
+    """Injected and null trials of one session move together (the same context): the session bootstrap weights a
+    session's own pairs by its count squared, so the resampled AUCs sit above the point value. Said, not hidden."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for k in range(10):
+        base = rng.uniform(0, 1)  # sessions differ a lot; within one, the injection adds a little
+        for t in range(4):
+            for c in ("goal=A", "goal=B"):
+                z = base + 0.02 * rng.normal()
+                for split in ("eval", "dev"):
+                    for cond, s, x in (("zero", 0.0, z), ("injected", 4.0, z + 0.03), ("random", 4.0, z)):
+                        rows.append({"track": "2", "metric": "grounding", "item_id": f"{split}{k}/{t}|h|{c}|{cond}",
+                                     "session_id": f"{split}{k}", "t": t, "split": split, "score": x,
+                                     "condition": cond, "concept": c, "site": "h", "site_rank": 0, "strength": s,
+                                     "cos_max": 0.1})
+    store = ResultsStore(tmp_path / "r.duckdb")
+    store.record_run(run("trace-full", "native", tracks=("2",), timings=WITH_ACCESS), rows)
+    rep = build_report(store, n_resamples=500)
+    g = rep["baselines"][0]["tracks"]["ground"]
+    assert g["score"] < g["ci_low"]
+    assert any(f.startswith("point outside its interval") for f in g["flags"])
+    assert "⚠ FLAG: point outside its interval" in render_markdown(rep, None)
+
+
+def test_track6_names_proxy_tier_grounding_too(tmp_path):
+    store, _ = t2_store(tmp_path / "r.duckdb")
+    ctx = {"s1": "ctxA", "s2": "ctxB", "s3": "ctxB"}
+    t1 = [dict(r, split="transfer", context_id=ctx[r["session_id"]])
+          for r in t1_rows([(i, s, 0.1) for i, s, _ in FULL_T1])]
+    t2 = [dict(r, split="transfer", context_id="ctxA") for r in t2_rows(0.05, 9) if r["split"] == "eval"]
+    store.record_run(run("cot-sft", "proxy", run_id="cot-tr", split="transfer", tracks=("1", "2"),
+                         timings=WITH_ACCESS, trained_by=["Lab A"]), t1 + t2)
+    rep = build_report(store, n_resamples=50)
+    trans = next(p for p in rep["profile_vectors"] if p["name"] == "cot-sft")["vector"]["trans"]
+    assert trans["figures"]["ground"]["title"] == "proxy-tier grounding (detection AUC vs no injection)"
+    assert trans["figures"]["1"]["title"] == "Track 1 — governance G"
+    row = next(ln for ln in render_markdown(rep, None).splitlines() if ln.startswith("| trans |"))
+    assert "proxy-tier grounding (detection AUC vs no injection): " in row and "Track 2" not in row

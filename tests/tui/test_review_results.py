@@ -38,7 +38,35 @@ MANY = [{"track": "1", "metric": "tv", "item_id": f"cf-p{i:03d}", "session_id": 
          "score": round(1 - i / 200, 3)} for i in range(120)]
 
 
+def t2_items(gain: float, sessions: int = 6) -> list[dict]:
+    """Track 2 trials: per session (eval, and dev where the strength is chosen) and concept, the zero null and at
+    each strength an injected and a random-direction trial; planned_next=left's direction is not separable."""
+    rows = []
+    for split, n in (("eval", sessions), ("dev", 3)):
+        for s in range(n):
+            for c, cos in (("goal=C6", 0.3), ("planned_next=left", 0.85)):
+                base = 0.1 + 0.05 * s
+                trials = [("zero", 0.0, base)] + [
+                    (cond, st, base + (gain * st / 8 if cond == "injected" else 0.01 * (s % 3)))
+                    for st in (1.0, 2.0, 4.0, 8.0) for cond in ("injected", "random")]
+                rows += [{"track": "2", "metric": "grounding", "item_id": f"{split}{s}/0|h|{c}|{cond}|{st:g}",
+                          "session_id": f"7f3a-{split}{s}", "t": 0, "split": split, "score": round(x, 3),
+                          "condition": cond, "concept": c, "site": "h", "site_rank": 0, "strength": st,
+                          "cos_max": cos} for cond, st, x in trials]
+    return rows
+
+
+#: Tracks 4 and 5, one episode per task and condition: completion 3/4 acting through r, 1/4 ablated (ratio 3);
+#: reach 3/4 steered, 1/4 ablated (lift 0.5).
+ROLLOUTS = ([{"track": "4", "metric": "completion", "item_id": f"task{i}/0/{c}", "session_id": f"task{i}/0",
+              "score": float(x), "condition": c} for i in range(4) for c, x in (("full", i != 1), ("ablated", i == 0))]
+            + [{"track": "5", "metric": "reach", "item_id": f"task{i}/0/{c}", "session_id": f"task{i}/0",
+                "score": float(x), "condition": c} for i in range(4) for c, x in (("steered", i != 1), ("ablated", i == 0))])
+
+
 def make_results(path):
+    """Three runs of Tracks 1 and 3, a fourth with every headline figure (Tracks 1 to 5), and a proxy run with
+    proxy-tier grounding (Track 2 on a proxy adapter)."""
     store = ResultsStore(path)
     store.record_run(RUN, ITEMS)
     store.record_run({**RUN, "run_id": "run-b-0002", "created_at": "2026-11-21T10:00:00+00:00",
@@ -46,13 +74,17 @@ def make_results(path):
                      [{**ITEMS[0], "score": 0.5}])
     store.record_run({**RUN, "run_id": "run-c-0003", "created_at": "2026-11-22T10:00:00+00:00",
                       "baseline": "trace-ablation", "tracks": ["1"]}, MANY)
+    store.record_run({**RUN, "run_id": "run-d-0004", "created_at": "2026-11-23T10:00:00+00:00",
+                      "tracks": ["1", "2", "3", "4", "5"]}, ITEMS + t2_items(0.5) + ROLLOUTS)
+    store.record_run({**RUN, "run_id": "run-e-0005", "created_at": "2026-11-24T10:00:00+00:00", "baseline": "cot-sft",
+                      "adapter_tier": "proxy", "tracks": ["2"]}, t2_items(0.2))
     return path
 
 
 def test_runs_have_hand_computed_figures_and_worst_items_come_per_track(tmp_path):
     path = make_results(tmp_path / "results.duckdb")
     runs = read_runs(path)
-    assert [r.run_id for r in runs] == ["run-a-0001", "run-b-0002", "run-c-0003"]
+    assert [r.run_id for r in runs] == ["run-a-0001", "run-b-0002", "run-c-0003", "run-d-0004", "run-e-0005"]
     t1_mean, t1_n = runs[0].tracks["1"]
     assert abs(t1_mean - (0.40 + 0.90 + 0.80) / 3) < 1e-12 and t1_n == 3
     # Track 3 is balanced accuracy, as in the report: (TPR 1/1 + TNR 1/2) / 2 = 0.75 (plain accuracy would be 2/3)
@@ -100,14 +132,12 @@ async def test_jump_from_a_bad_score_to_its_trace(review_corpus, tmp_path):
         screen = app.screen
         assert isinstance(screen, ResultsScreen)
         runs_table = screen.query_one("#runs", FitTable)
-        # at 80 columns the registry's full titles head the figure columns (run id, tier and release give way;
-        # the pane below names them)
+        # at 80 columns every headline figure has its column, titled by its profile-vector entry (the run id and
+        # tier give way; the pane below names them), each figure without its item count (the pane gives it)
         assert [str(c.label) for c in runs_table.columns.values()] == [
-            "baseline", "split", "Track 1 — governance G", "Track 2 — grounding (detection AUC vs no injection)",
-            "Track 3 — attribution BA", "Track 4 — viability (completion ratio)",
-            "Track 5 — navigability (reach-rate lift)"]
+            "baseline", "split", "release", "G", "ground", "attr", "viab", "nav"]
         runs = table_rows(runs_table)
-        assert runs[0][1:] == ["eval", "0.700 (n=3)", "—", "0.750 (n=3)", "—", "—"] and runs[0][0].startswith("trace-f")
+        assert runs[0] == ["trace-full*", "eval", "0.1.0", "0.700", "—", "0.750", "—", "—"]
         assert "SMOKE TEST" in str(screen.query_one("#title").render())
         pane = _pane(screen)  # the run's every figure, under the registry's titles
         assert "run run-a-0001" in pane and "native tier" in pane
@@ -167,23 +197,27 @@ async def test_jump_from_a_bad_score_to_its_trace(review_corpus, tmp_path):
         await settle(pilot)
         assert runs_table.shown_columns() == ["run", "baseline", "split", "tier", "release", "1", "ground", "3", "viab",
                                               "nav"]
-        assert table_rows(runs_table)[0][:5] == ["run-a-0001", "trace-full*", "eval", "native", "0.1.0"]
+        assert table_rows(runs_table)[0] == ["run-a-0001", "trace-full*", "eval", "native", "0.1.0", "0.700 (n=3)",
+                                             "—", "0.750 (n=3)", "—", "—"]
         assert not any(c.endswith("…") for t in (runs_table, worst) for r in table_rows(t) for c in r)
 
 
 def test_the_app_shows_exactly_the_reports_numbers(tmp_path):
     """Same store, same figures: the results screen's cells are the report's values, metric by metric.
 
-    Track 1 here mixes TV and LLR items (the LLR variant is its own figure, never averaged into G)
-    and Track 3 has unbalanced classes (balanced accuracy differs from plain accuracy).
+    Track 1 here mixes TV and LLR items (the LLR variant is its own figure, never averaged into G),
+    Track 3 has unbalanced classes (balanced accuracy differs from plain accuracy), and Track 2 runs on a
+    native adapter and on a proxy one (proxy-tier grounding, labelled as the report labels it).
     """
     from trb.report import build_report, format_score
     from tui.results_view import metric_columns
 
     path = tmp_path / "results.duckdb"
     store = ResultsStore(path)
-    store.record_run(RUN, ITEMS + [{"track": "1", "metric": "llr", "item_id": "cf-text", "session_id": "7f3a",
-                                    "t": 4, "score": -3.0}])
+    store.record_run({**RUN, "tracks": ["1", "2", "3"]}, ITEMS + t2_items(0.5) + [
+        {"track": "1", "metric": "llr", "item_id": "cf-text", "session_id": "7f3a", "t": 4, "score": -3.0}])
+    store.record_run({**RUN, "run_id": "run-e-0005", "baseline": "cot-sft", "adapter_tier": "proxy", "tracks": ["2"]},
+                     t2_items(0.2))
     store.record_run({**RUN, "run_id": "run-c-0003", "created_at": "2026-11-22T10:00:00+00:00",
                       "baseline": "trace-ablation", "split": "transfer"},
                      [{**ITEMS[0], "score": 0.25}, {**ITEMS[3], "session_id": "s2"}, {**ITEMS[4], "session_id": "s3"}])
@@ -202,8 +236,10 @@ def test_the_app_shows_exactly_the_reports_numbers(tmp_path):
                 continue
             assert run.tracks[key] == (entry["score"], entry["n_items"])
             assert format_score(entry) == f"{run.tracks[key][0]:.3f}"
+            assert run.labels.get(key) == entry.get("label")  # "proxy-tier grounding" where the report says so
             compared += 1
-    assert compared == 4
+    assert compared == 6
+    assert shown["run-e-0005"].labels == {"ground": "proxy-tier grounding"} and not shown["run-a-0001"].labels
     assert shown["run-a-0001"].tracks["1"][0] == (0.40 + 0.90 + 0.80) / 3  # the LLR item is not in G
     # the pane's every figure, too: the report's value under the registry's title, for every metric it shows
     from trb.tracks.base import metric_by_key
@@ -214,5 +250,39 @@ def test_the_app_shows_exactly_the_reports_numbers(tmp_path):
         for key, entry in base["tracks"].items():
             f = shown_figures[key]
             assert f.title == metric_by_key(key).title and f.score == entry["score"]
+            # the same flags, but those about an interval (the app shows point values, without intervals)
+            interval = ("zero-width interval", "point outside its interval")
+            assert f.label == entry.get("label")
+            assert f.flags == tuple(x for x in entry.get("flags") or () if not x.startswith(interval))
             figures += entry["score"] is not None
     assert figures > compared  # the LLR variant and Track 3's threshold-free figures are among them
+
+
+@drive
+async def test_every_headline_fits_80_columns_and_proxy_tier_grounding_is_named(review_corpus, tmp_path):
+    path = make_results(tmp_path / "results.duckdb")
+    app = ReviewApp(review_corpus, results=path, reviewer="rev-1")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        screen = app.screen
+        runs_table = screen.query_one("#runs", FitTable)
+        # the run with every headline figure: all five on screen at 80 columns, none cut
+        full = next(r for r in table_rows(runs_table) if r[3:] == ["0.700", "0.833", "0.750", "3.000", "0.500"])
+        assert full[0] == "trace-full*" and not any(c.endswith("…") for r in table_rows(runs_table) for c in r)
+        # Track 4's ratio and Track 5's lift by hand (ROLLOUTS): 3/4 ÷ 1/4 and 3/4 − 1/4
+        (run_d,) = [r for r in read_runs(path) if r.run_id == "run-d-0004"]
+        assert run_d.tracks["viab"] == (3.0, 4) and run_d.tracks["nav"] == (0.5, 4)
+        # the proxy adapter's Track 2 figure: "proxy" in its cell, "proxy-tier grounding" in the title and the pane
+        proxy = table_rows(runs_table)[4]
+        assert proxy[0] == "cot-sft*" and proxy[4] == "proxy 0.944"
+        for _ in range(4):
+            await pilot.press("down")
+        await settle(pilot)
+        pane = _pane(screen)
+        assert re.search(r"^proxy-tier grounding \(detection AUC vs no injection\) +0\.944  n=24$", pane, re.M)
+        assert "Track 2 — grounding" not in pane  # never under the native title
+        assert "  strength 8 at site h (chosen on dev, never eval)" in pane
+        assert pane.count("proxy-tier grounding: this toolkit's extension (spec §3 defines Track 2 on native") == 1
+        assert pane.count("⚠ not identifiable: 1 of 2 concepts") == 1  # said once for ground and ground-rand

@@ -1,7 +1,11 @@
 """Results (``--results FILE``): runs with the registry's figures, then one list of worst items at a time.
 
-The runs table shows each headline metric of the track registry under its title, the
-figure ``trb report`` prints; the pane below shows every metric of the highlighted run.
+The runs table shows each headline metric of the track registry, the figure ``trb report``
+prints, under its profile-vector entry (G, ground, attr, viab, nav), with its item count
+where the row has room (the figure alone where it has not: every headline stays on screen
+at 80 columns); a proxy adapter's Track 2 figure reads "proxy …" (proxy-tier grounding:
+spec §3 defines Track 2 on native models only). The pane below shows every metric of the
+highlighted run under its full title, with the report's flags and Track 2's strength.
 The worst items are one track's items of one metric (``t`` goes to the next list),
 lowest score first, a page at a time (``]`` / ``[``); on an item the pane shows what it
 was scored on: Track 1's model distribution beside Φ(r′), with r′'s planned action and
@@ -31,7 +35,7 @@ from tui.results_view import (
     read_runs,
     worst_items,
 )
-from tui.widgets.fit_table import Col, FitTable
+from tui.widgets.fit_table import Alt, Col, FitTable
 from tui.widgets.phi_bars import compare_bars_text
 
 __all__ = ["ResultsScreen", "PAGE_SIZE"]
@@ -43,11 +47,23 @@ _PAGE = Binding.Group("Page")
 _DETAIL = Binding.Group("Detail")
 
 
-def _score(entry: tuple[float | None, int] | None) -> str:
-    """The report's figure (same rounding as ``trb report``) and its item count."""
+def _score(entry: tuple[float | None, int] | None, label: str | None = None) -> Alt | str:
+    """The report's figure (same rounding as ``trb report``) with its item count, and the figure alone for a
+    narrow table; a labelled figure (proxy-tier grounding) says "proxy" before it."""
     if not entry or entry[0] is None:
         return "—"
-    return f"{format_score({'score': entry[0]})} (n={entry[1]})"  # n without separators: it fits at 80 columns
+    figure = format_score({"score": entry[0]})
+    if label:
+        figure = f"{label.split('-')[0]} {figure}"  # "proxy-tier grounding": "proxy 0.612"
+    return Alt(f"{figure} (n={entry[1]})", figure)  # n without separators: narrower
+
+
+def _figure_title(f) -> str:
+    """A figure's title in the pane: the registry's, or its label with the title's gloss (proxy-tier grounding)."""
+    if not f.label:
+        return f.title
+    gloss = f.title.partition(" (")[2]
+    return f"{f.label} ({gloss}" if gloss else f.label
 
 
 def _worst_columns(lst: ItemList) -> list[Col]:
@@ -86,14 +102,27 @@ def run_text(run: RunSummary) -> Text:
                 f" · split {run.split or '—'} · {run.created_at[:19].replace('T', ' ')}\n", style="dim")
     if run.smoke_test:
         text.append("SMOKE TEST: not a TRB score\n", style="bold red")
-    width = max((len(f.title) for f in run.figures), default=10)
+    width = max((len(_figure_title(f)) for f in run.figures), default=10)
+    said: set[str] = set()  # a flag two figures share (Track 2's identifiability) is said once
     for f in run.figures:
-        text.append(f"{f.title:<{width}}  ", style="bold" if f.headline else "")
+        text.append(f"{_figure_title(f):<{width}}  ", style="bold" if f.headline else "")
         if f.score is None:
             text.append(f"—  {f.note or ''}\n", style="dim")
-        else:
-            text.append(f"{format_score({'score': f.score})}", style="bold" if f.headline else "")
-            text.append(f"  n={f.n_items:,}\n", style="dim")
+            continue
+        text.append(f"{format_score({'score': f.score})}", style="bold" if f.headline else "")
+        text.append(f"  n={f.n_items:,}\n", style="dim")
+        lines = list(f.details)
+        if f.label:  # proxy-tier grounding, said once: what it is and why it stands apart
+            lines.append(f"{f.label}: this toolkit's extension (spec §3 defines Track 2 on native models only); "
+                         "never compared with native-tier grounding")
+        for line in lines:
+            if line not in said:
+                said.add(line)
+                text.append(f"  {line}\n", style="dim")
+        for flag in f.flags:
+            if flag not in said:
+                said.add(flag)
+                text.append(f"  ⚠ {flag}\n", style="red")
     text.append("point values, as trb report computes them; its intervals come from a session bootstrap",
                 style="dim italic")
     return text
@@ -169,7 +198,7 @@ class ResultsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(f"results {escape(self.app.results.name)}", id="title")
-        cols = [Col(c.key, c.title) for c in metric_columns()]  # the registry's headline metrics, by their title
+        cols = [Col(c.key, c.short) for c in metric_columns()]  # the registry's headline metrics, by their entry
         yield FitTable([*_RUN_COLUMNS, *cols], id="runs", empty_enter="no runs in this results store")
         yield Static("", id="list")
         yield FitTable([Col("item", "item")], id="worst", empty_enter="no items in this list")
@@ -195,15 +224,17 @@ class ResultsScreen(Screen):
 
     def show_runs(self, runs: list[RunSummary]) -> None:
         self.runs = runs
+        title = [f"results {escape(self.app.results.name)}"]
         if any(r.smoke_test for r in runs):
-            self.query_one("#title", Static).update(
-                f"results {escape(self.app.results.name)} · * SMOKE TEST: not a TRB score")
+            title.append("* SMOKE TEST: not a TRB score")
+        self.query_one("#title", Static).update(" · ".join(title))
         table = self.query_one("#runs", FitTable)
         rows = []
         for r in runs:
             smoke = "*" if r.smoke_test else ""  # the title line says what * means
             rows.append((r.run_id, [r.run_id, (r.baseline or "—") + smoke, r.split or "—", r.adapter_tier or "—",
-                                    r.release_version or "—", *[_score(r.tracks.get(c.key)) for c in metric_columns()]]))
+                                    r.release_version or "—",
+                                    *[_score(r.tracks.get(c.key), r.labels.get(c.key)) for c in metric_columns()]]))
         table.fill(rows)
         if not runs:
             self.set_status("no runs in this results store")

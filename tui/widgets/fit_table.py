@@ -1,10 +1,11 @@
 """A row table whose columns fit the terminal: full content where there is room, cut only where there is none.
 
 Each column has its content's width (its longest cell or its title). When a row does not
-fit, columns marked droppable are hidden first (the least needed first); then the
-*flexible* columns (free text: contexts, outcomes, labels) give up width, widest first,
-down to their minimum, and only those are cut (with ``…``); past that the table scrolls
-sideways. The widths are worked out again on every resize and every new set of
+fit, cells given in two forms (:class:`Alt`: a figure with its item count, and the figure
+alone) take their short form, a whole column at a time; then columns marked droppable are
+hidden (the least needed first); then the *flexible* columns (free text: contexts, outcomes,
+labels) give up width, widest first, down to their minimum, and only those are cut (with
+``…``); past that the table scrolls sideways. The widths are worked out again on every resize and every new set of
 rows, and the cursor stays on the row it was on.
 """
 
@@ -17,7 +18,7 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import DataTable
 
-__all__ = ["Col", "FitTable", "fit_widths"]
+__all__ = ["Alt", "Col", "FitTable", "fit_widths"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,21 @@ class Col:
     drop: int = 0
 
 
+@dataclass(frozen=True)
+class Alt:
+    """A cell in two forms: ``long`` where its column has room, ``short`` (never cut) where it has not."""
+
+    long: str
+    short: str
+
+    def __str__(self) -> str:
+        return self.long
+
+
+def _short(cell):
+    return cell.short if isinstance(cell, Alt) else cell
+
+
 def _len(cell) -> int:
     return max((cell_len(line) for line in str(cell.plain if isinstance(cell, Text) else cell).split("\n")), default=0)
 
@@ -42,11 +58,20 @@ def fit_widths(specs: Sequence[Col], rows: Iterable[Sequence], room: int, paddin
     natural = {}
     for i, c in enumerate(specs):
         natural[c.key] = max([_len(c.label), *(_len(r[i]) for r in rows if i < len(r))], default=1) or 1
+    short = {}  # the width of a column with two-form cells when every one of them takes its short form
+    for i, c in enumerate(specs):
+        if any(i < len(r) and isinstance(r[i], Alt) for r in rows):
+            short[c.key] = max([_len(c.label), *(_len(_short(r[i])) for r in rows if i < len(r))], default=1) or 1
     shown = list(specs)
     while True:
         widths = {c.key: natural[c.key] for c in shown}
         avail = room - 2 * padding * len(shown)
         over = sum(widths.values()) - avail
+        if over > 0:  # short forms before anything is hidden or cut
+            for c in shown:
+                if c.key in short:
+                    over -= widths[c.key] - short[c.key]
+                    widths[c.key] = short[c.key]
         flex = [c for c in shown if c.flex]
         droppable = [c for c in shown if c.drop > 0]
         if over > 0 and droppable:  # hide the least needed columns before cutting any text
@@ -64,6 +89,8 @@ def fit_widths(specs: Sequence[Col], rows: Iterable[Sequence], room: int, paddin
 
 
 def _cut(cell, width: int):
+    if isinstance(cell, Alt):
+        cell = cell.long if _len(cell.long) <= width else cell.short
     if _len(cell) <= width:
         return cell
     if isinstance(cell, Text):
@@ -134,8 +161,12 @@ class FitTable(DataTable):
         else:
             self.clear()
         shown = [i for i, c in enumerate(self.specs) if c.key in widths]
+        # a column whose long forms do not all fit shows every two-form cell short: one form per column
+        short = {i for i in shown if any(isinstance(cells[i], Alt) and _len(cells[i].long) > widths[self.specs[i].key]
+                                         for _, cells in self._fit_rows if i < len(cells))}
         for key, cells in self._fit_rows:
-            self.add_row(*(_cut(cells[i], widths[self.specs[i].key]) for i in shown), key=key)
+            self.add_row(*(_cut(_short(cells[i]) if i in short else cells[i], widths[self.specs[i].key])
+                           for i in shown), key=key)
         if not self._fit_rows:
             return
         if target is not None:
