@@ -49,6 +49,7 @@ __all__ = [
     "load_concepts",
     "write_concepts",
     "detection_auc_by_session",
+    "resampled_aucs",
 ]
 
 #: The slots whose values are concepts.
@@ -320,19 +321,47 @@ def write_concepts(model_dir: str | os.PathLike, release_dir: str | os.PathLike,
 # -- the detection AUC ---------------------------------------------------------------------------------
 
 
-def _auc_weighted(scores: np.ndarray, pos: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Mann-Whitney AUC (ties 1/2) of ``scores`` for ``pos`` under each row of ``weights`` (R, n); nan where a
-    class has no weight."""
+def _auc_parts(scores: np.ndarray, pos: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The Mann-Whitney numerator (ties 1/2) and denominator of ``scores`` for ``pos`` under each row of
+    ``weights`` (R, n): sums over (positive, negative) pairs of the product of their weights."""
     uniq, group = np.unique(scores, return_inverse=True)
     onehot = np.zeros((scores.size, uniq.size))
     onehot[np.arange(scores.size), group] = 1.0
     pw = (weights * pos) @ onehot  # (R, G) positive weight per tie group
     nw = (weights * ~pos) @ onehot
     below = np.cumsum(nw, axis=1) - nw
-    num = np.sum(pw * (below + 0.5 * nw), axis=1)
-    den = pw.sum(1) * nw.sum(1)
+    return np.sum(pw * (below + 0.5 * nw), axis=1), pw.sum(1) * nw.sum(1)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        return np.where(den > 1e-12, num / np.where(den > 1e-12, den, 1.0), np.nan)
+
+
+def _auc_weighted(scores: np.ndarray, pos: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Mann-Whitney AUC (ties 1/2) of ``scores`` for ``pos`` under each row of ``weights`` (R, n); nan where a
+    class has no weight."""
+    return _ratio(*_auc_parts(scores, pos, weights))
+
+
+def resampled_aucs(scores: np.ndarray, pos: np.ndarray, codes: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """The AUC of one stratum under each session resample: ``draws`` (R, k) counts how often each session was drawn,
+    ``codes`` gives each trial's session (0..k-1). Nan where a class is not drawn.
+
+    A pair of trials from two sessions i ≠ j weighs k_i·k_j; a pair within one session weighs k_i, once per copy
+    of the session, not k_i² (a literal resample would also pair one copy's injected trials with another copy's
+    null trials of the same steps, so on average it weighs within-session pairs about twice as much as the point
+    estimate does, and a step's injected and null trials share a context: the intervals would sit above the
+    point value). Every pair then weighs 1 in expectation, as in the point estimate.
+    """
+    num, den = _auc_parts(scores, pos, draws[:, codes])
+    present = np.unique(codes)
+    own = np.zeros((present.size, scores.size))
+    own[np.searchsorted(present, codes), np.arange(scores.size)] = 1.0
+    num_s, den_s = _auc_parts(scores, pos, own)  # per session: its within-session pairs, unweighted
+    k = draws[:, present]
+    extra = k * k - k
+    return _ratio(num - extra @ num_s, den - extra @ den_s)
 
 
 def detection_auc_by_session(scores: Sequence[float], injected: Sequence[bool], strata: Sequence, sessions: Sequence,
@@ -340,9 +369,9 @@ def detection_auc_by_session(scores: Sequence[float], injected: Sequence[bool], 
     """Detection AUC of injected vs null trials: the Mann-Whitney AUC of ``scores`` for ``injected`` within each
     stratum (a concept), averaged over strata, with a session-bootstrap percentile CI.
 
-    A resample draws sessions with replacement and weights each trial by how often its session was drawn; a
-    stratum without both kinds of trial in a resample is left out of that resample's mean, and a resample with no
-    stratum left is skipped (``n_skipped``).
+    A resample draws sessions with replacement; a pair of trials weighs the product of their sessions' counts, a
+    pair within one session its count (:func:`resampled_aucs`); a stratum without both kinds of trial in a
+    resample is left out of that resample's mean, and a resample with no stratum left is skipped (``n_skipped``).
 
     Raises:
         ValueError: misaligned inputs, non-finite scores, or no stratum with both injected and null trials.
@@ -366,7 +395,7 @@ def detection_auc_by_session(scores: Sequence[float], injected: Sequence[bool], 
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     rng = np.random.default_rng(seed)
     draws = rng.multinomial(k, np.full(k, 1.0 / k), size=n_resamples).astype(float)  # (R, k) session counts
-    per = np.stack([_auc_weighted(s[g], pos[g], draws[:, codes[g]]) for g in groups], axis=1)  # (R, strata)
+    per = np.stack([resampled_aucs(s[g], pos[g], codes[g], draws) for g in groups], axis=1)  # (R, strata)
     with warnings.catch_warnings():  # a resample with no stratum left: nanmean of nothing
         warnings.simplefilter("ignore", RuntimeWarning)
         dist = np.nanmean(per, axis=1)

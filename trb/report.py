@@ -440,12 +440,12 @@ def _weighted_aucs(trials: dict[str, np.ndarray], codes: np.ndarray, draws: np.n
     where no concept has both kinds of trial."""
     import warnings
 
-    from trb.grounding import _auc_weighted  # the AUC detection_auc_by_session resamples, reused as is
+    from trb.grounding import resampled_aucs  # the AUC detection_auc_by_session resamples, reused as is
 
     s, pos, st = trials["score"], trials["injected"], trials["concept"]
     groups = [np.flatnonzero(st == v) for v in dict.fromkeys(st.tolist())]
     groups = [g for g in groups if pos[g].any() and (~pos[g]).any()]
-    per = np.stack([_auc_weighted(s[g], pos[g], draws[:, codes[g]]) for g in groups], axis=1)
+    per = np.stack([resampled_aucs(s[g], pos[g], codes[g], draws) for g in groups], axis=1)
     with warnings.catch_warnings():  # a resample with no concept left: nanmean of nothing
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmean(per, axis=1)

@@ -90,7 +90,10 @@ def _num(x) -> float | None:
 class _Group:
     """The items of one sample (the eval run, or one context): columns, and item indices per session (sorted ids)."""
 
-    def __init__(self, columns: Mapping[str, np.ndarray], mask: np.ndarray):
+    def __init__(self, columns: Mapping[str, np.ndarray], mask: np.ndarray, shared: Mapping | None = None):
+        #: rows every replicate keeps as they are, outside the resampled sessions (Track 2: the dev trials its
+        #: strength is chosen on)
+        self.shared = shared
         self.columns = {k: np.asarray(v)[mask] for k, v in columns.items()}
         sessions = np.asarray(self.columns["session_id"]).astype(str)
         self.session_ids, self.codes = np.unique(sessions, return_inverse=True)
@@ -148,8 +151,23 @@ def _generic(track, metric: Metric, group: _Group, confidence: float, seed: int)
 
 
 def _figure(track, metric: Metric, group: _Group, confidence: float, seed: int, generic: bool = False):
+    weighted = getattr(track, "weighted_figure", None)
+    if weighted is not None:  # the track's own statistic of session weights (Track 2's AUC)
+        return weighted(metric, group.columns, group.codes, group.k, shared=group.shared)
     stat = None if generic else _fast(metric, group)
     return stat or _generic(track, metric, group, confidence, seed)
+
+
+def _split_shared(track, columns: Mapping[str, np.ndarray]) -> tuple[dict, dict | None]:
+    """A track with a ``choice_split`` (Track 2: dev) has rows that choose, not score: they go to every group."""
+    split = getattr(track, "choice_split", None)
+    if split is None or "split" not in columns:
+        return dict(columns), None
+    is_shared = np.asarray(columns["split"], dtype=object) == split
+    if not is_shared.any() or is_shared.all():
+        return dict(columns), None
+    return ({k: np.asarray(v)[~is_shared] for k, v in columns.items()},
+            {k: np.asarray(v)[is_shared] for k, v in columns.items()})
 
 
 def _interval(dist: np.ndarray, confidence: float) -> tuple[float, float, int]:
@@ -179,6 +197,8 @@ def transfer_estimate(track, metric: Metric, eval_columns: Mapping[str, np.ndarr
     """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    eval_columns, eval_shared = _split_shared(track, eval_columns)
+    transfer_columns, transfer_shared = _split_shared(track, transfer_columns)
     n_eval = len(eval_columns["session_id"])
     n_transfer = len(transfer_columns["session_id"])
     if n_eval == 0 or n_transfer == 0:
@@ -187,8 +207,8 @@ def transfer_estimate(track, metric: Metric, eval_columns: Mapping[str, np.ndarr
     if any(c is None for c in ctx):
         raise ValueError(f"{sum(c is None for c in ctx)} transfer items have no context_id")
     contexts = sorted({str(c) for c in ctx})
-    groups = [("eval", _Group(eval_columns, np.ones(n_eval, dtype=bool)))]
-    groups += [(c, _Group(transfer_columns, ctx.astype(str) == c)) for c in contexts]
+    groups = [("eval", _Group(eval_columns, np.ones(n_eval, dtype=bool), eval_shared))]
+    groups += [(c, _Group(transfer_columns, ctx.astype(str) == c, transfer_shared)) for c in contexts]
     points, dists = [], []
     rng = np.random.default_rng(seed)
     for name, g in groups:

@@ -485,9 +485,28 @@ def hand_ground(rows) -> tuple[float, float, list[dict]]:
         trials
 
 
+def _auc_pairs(rows, pos, neg, counts: dict) -> float:
+    """Mean over concepts of the pairwise AUC under session counts, by enumerating pairs: a pair from sessions
+    i != j weighs k_i * k_j, a pair within one session k_i (once per copy); nan if none."""
+    aucs = []
+    for c in CONCEPTS:
+        p = [r for r in rows if r["concept"] == c and pos(r)]
+        q = [r for r in rows if r["concept"] == c and neg(r)]
+        num = den = 0.0
+        for a in p:
+            for b in q:
+                ka, kb = counts[a["session_id"]], counts[b["session_id"]]
+                w = ka if a["session_id"] == b["session_id"] else ka * kb
+                num += w * (1.0 if a["score"] > b["score"] else 0.5 if a["score"] == b["score"] else 0.0)
+                den += w
+        if den > 0:
+            aucs.append(num / den)
+    return float(np.mean(aucs)) if aucs else math.nan
+
+
 def hand_gap_ci(full: list[dict], abl: list[dict], *, paired: bool, n: int = T2_B, seed: int = 0) -> tuple[float, float]:
     """The gap's percentile interval by hand: draw sessions (shared when paired, else the full run's then the
-    ablation's), weight each trial by its session's count, recompute both AUCs with sklearn."""
+    ablation's), recompute both AUCs pair by pair under the drawn counts (:func:`_auc_pairs`)."""
     rng = np.random.default_rng(seed)
     inj = lambda r: r["condition"] == "injected"  # noqa: E731
     zero = lambda r: r["condition"] == "zero"  # noqa: E731
@@ -501,7 +520,7 @@ def hand_gap_ci(full: list[dict], abl: list[dict], *, paired: bool, n: int = T2_
         draws_a = rng.multinomial(len(sess["a"]), [1 / len(sess["a"])] * len(sess["a"]), size=n)
     dist = []
     for df, da in zip(draws_f, draws_a):
-        d = (_auc_mean(full, inj, zero, dict(zip(sess["f"], df))) - _auc_mean(abl, inj, zero, dict(zip(sess["a"], da))))
+        d = _auc_pairs(full, inj, zero, dict(zip(sess["f"], df))) - _auc_pairs(abl, inj, zero, dict(zip(sess["a"], da)))
         if not math.isnan(d):
             dist.append(d)
     low, high = np.quantile(dist, [0.025, 0.975])

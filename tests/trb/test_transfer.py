@@ -193,6 +193,49 @@ def test_balanced_accuracy_transfer_agrees_with_the_tracks_own_aggregate():
         assert fast[key] == pytest.approx(slow[key], abs=1e-12)
 
 
+def _t2_cols(rng, split: str, sessions: list[str], gain: float, contexts=None) -> dict:
+    """Track 2 rows: per step, each concept's zero null, and injected/random at every strength."""
+    from trb.tracks.track2 import STRENGTHS
+
+    rows = []
+    for si, sid in enumerate(sessions):
+        for t in range(3):
+            for c in ("goal=A", "goal=B"):
+                level = rng.random()
+                rows.append((sid, split, c, "zero", 0.0, level))
+                for st in STRENGTHS:
+                    rows.append((sid, split, c, "injected", st, level + gain * st / 8 + rng.normal(scale=0.05)))
+                    rows.append((sid, split, c, "random", st, level + rng.normal(scale=0.05)))
+    cols = {k: np.array([r[i] for r in rows], dtype=object) for i, k in
+            enumerate(("session_id", "split", "concept", "condition", "strength", "score"))}
+    cols["score"], cols["strength"] = cols["score"].astype(float), cols["strength"].astype(float)
+    cols["site_rank"] = np.zeros(len(rows), dtype=int)
+    cols["context_id"] = np.array([None if contexts is None else contexts[sessions.index(r[0])] for r in rows],
+                                  dtype=object)
+    return cols
+
+
+def test_track2_transfer_keeps_the_dev_trials_out_of_the_contexts_and_chooses_the_strength_on_them():
+    """A transfer run's Track 2 rows hold the dev trials the strength is chosen on (no transfer context): each
+    context's figure is Track 2's own on that context's trials with the dev trials, and the eval figure likewise."""
+    rng = np.random.default_rng(5)
+    cat = lambda *cs: {k: np.concatenate([c[k] for c in cs]) for k in cs[0]}  # noqa: E731
+    dev = _t2_cols(rng, "dev", [f"d{i}" for i in range(6)], 0.4)
+    ev = cat(_t2_cols(rng, "eval", [f"e{i}" for i in range(8)], 0.5), dev)
+    xs = [f"x{i}" for i in range(8)]
+    xf = cat(_t2_cols(rng, "transfer", xs, 0.1, contexts=["c1"] * 4 + ["c2"] * 4), dev)
+    track, m = get_track("2"), metric_by_key("ground")
+    est = transfer_estimate(track, m, ev, xf, n_resamples=300, seed=2)
+    agg = lambda cols: track.aggregate(m, cols, n_resamples=0, confidence=0.95, seed=0).value  # noqa: E731
+    assert est["eval"]["score"] == pytest.approx(agg(ev), abs=1e-12)
+    for c in est["contexts"]:
+        own = cat({k: v[xf["context_id"] == c["context_id"]] for k, v in xf.items()}, dev)
+        assert c["score"] == pytest.approx(agg(own), abs=1e-12)
+        assert c["n_sessions"] == 4 and c["ci_low"] <= c["score"] <= c["ci_high"]
+    assert [c["context_id"] for c in est["contexts"]] == ["c1", "c2"] and est["drop"]["value"] > 0
+    assert est["eval"]["n_sessions"] == 8  # dev sessions choose the strength; they are not resampled
+
+
 def test_collapse_and_anti_goodhart_rules_at_their_boundaries():
     g = metric_by_key("1")
 

@@ -24,6 +24,7 @@ an adapter without it is "not applicable (needs activation_access)".
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from hashlib import blake2b
 
@@ -306,6 +307,39 @@ class Track2:
         if _null(metric) == "random":
             null &= columns["strength"] == strength
         return _auc(columns, inj, null, n_resamples=n_resamples, confidence=confidence, seed=seed)
+
+    #: Rows of this split choose the headline strength and are not scored (Track 6 keeps them out of the contexts).
+    choice_split = CHOICE_SPLIT
+
+    def weighted_figure(self, metric: Metric, columns, codes: np.ndarray, k: int, shared=None):
+        """The figure as a function of session weights (R, k) (``codes``: each row's session), for Track 6's
+        resampling: the strength is chosen once, on ``shared`` (the dev trials; else the columns' own dev rows),
+        and each replicate's AUC weighs pairs as :func:`trb.grounding.resampled_aucs` does (a pair within a
+        session once per copy). Rows of the choice split in ``columns`` take no part in the AUC."""
+        from trb.grounding import resampled_aucs
+
+        if metric.key not in ("ground", "ground-rand"):
+            raise KeyError(metric.key)
+        strength = choose_strength(shared if shared is not None else columns)["strength"]
+        at = (columns["split"] != CHOICE_SPLIT) & (columns["site_rank"] == 0)
+        inj = at & (columns["condition"] == "injected") & (columns["strength"] == strength)
+        null = at & (columns["condition"] == _null(metric))
+        if _null(metric) == "random":
+            null &= columns["strength"] == strength
+        sel = inj | null
+        score, pos = np.asarray(columns["score"], dtype=float)[sel], inj[sel]
+        concept, code = np.asarray(columns["concept"], dtype=object)[sel], np.asarray(codes)[sel]
+        groups = [np.flatnonzero(concept == c) for c in dict.fromkeys(concept.tolist())]
+        groups = [g for g in groups if pos[g].any() and (~pos[g]).any()]
+
+        def stat(w: np.ndarray) -> np.ndarray:
+            if not groups:
+                return np.full(w.shape[0], np.nan)
+            per = np.stack([resampled_aucs(score[g], pos[g], code[g], w) for g in groups], axis=1)
+            with warnings.catch_warnings():  # a replicate with no concept left: nanmean of nothing
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return np.nanmean(per, axis=1)
+        return stat
 
     def describe(self, metric: Metric, columns) -> dict:
         """The strength choice (dev), the sweep by site and strength and the per-concept AUCs (reported split,
