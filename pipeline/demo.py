@@ -1,9 +1,11 @@
 """`trb-demo`: the whole pipeline on the simulated world, end to end (a SMOKE TEST).
 
 simulate → ingest → smoke release → train both native references and the two LM
-baselines on the train split → Tracks 1, 3, 4 and 5 on all five spec baselines (§4: instruct
-base, CoT-prompted base and CoT-supervised finetune through the proxy adapter; the
-Trace-AI ablation and full model through the native adapter) → the report. Deterministic for a seed; leaves the
+baselines on the train split, and learn every model's Track 2 concept directions there →
+Tracks 1–5 on all five spec baselines (§4: instruct base, CoT-prompted base and
+CoT-supervised finetune through the proxy adapter, where Track 2 is proxy-tier grounding; the
+Trace-AI ablation and full model through the native adapter) on the eval split, and Tracks 1–3
+on the transfer split (Track 6, with the demo's trainer recorded) → the report and its plots. Deterministic for a seed; leaves the
 corpus, the release, the checkpoints and ``results.duckdb`` in the work directory
 for ``trb report`` and ``trb query``.
 
@@ -26,9 +28,18 @@ __all__ = ["DEMO_SESSIONS", "demo_baseline_settings", "run_demo"]
 #: Sessions the demo simulates: 500 keeps `make demo` within 6 minutes (4 min 22 s here) with Tracks 4 and 5
 #: (closed-loop rollouts) on all five baselines; the LM baselines' training is most of the time.
 DEMO_SESSIONS = 500
-#: The tracks the demo runs on every baseline: 1 and 3 on the release, 4 and 5 as closed-loop rollouts on the
+#: The tracks the demo runs on every baseline: 1, 2 and 3 on the release, 4 and 5 as closed-loop rollouts on the
 #: built-in task set (environments/tasksets/grid-rollouts-v1.toml).
-DEMO_TRACKS = ("1", "3", "4", "5")
+DEMO_TRACKS = ("1", "2", "3", "4", "5")
+#: The tracks of the demo's transfer-split runs (Track 6): those whose items come from the release.
+DEMO_TRANSFER_TRACKS = ("1", "2", "3")
+#: Track 2's trial budget in the demo, the same for every baseline (a fixed hash sample, recorded with each
+#: run): 20 contexts of each split and 3 concepts of each slot per context. A proxy model scores every value of
+#: the slot for every trial, so its trials cost about 0.25 s a context here at this budget.
+DEMO_GROUNDING = {"max_contexts": 20, "max_concepts": 3}
+#: Who trained the demo's models, recorded with every run: the simulated transfer contexts were collected by
+#: other (simulated) labs, so the transfer-provenance rule (spec §5) lets the demo run them.
+DEMO_TRAINER = "TRB demo (local training)"
 #: Held-out episodes per task in the demo's rollouts: the built-in task set with one eval seed per task
 #: (TaskSet.with_seeds: its own content SHA, recorded with the SHA it derives from). The set itself defines
 #: 4; with 4 the demo took 6 min 12 s here (the proxy baselines' rollouts grow with the episodes).
@@ -64,8 +75,9 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
     from trb.adapters.native import NativeAdapter
     from trb.adapters.proxy import ProxyAdapter
     from trb.baselines import BASELINE_RUNS, TRAINED_VARIANTS, train_baseline
+    from trb.grounding import write_concepts
     from trb.reference.train import train_reference
-    from trb.report import build_report, plot_tracks, render_markdown
+    from trb.report import build_report, plot_profiles, plot_tracks, render_markdown
     from trb.results import ResultsStore
     from trb.run import run_tracks
 
@@ -109,26 +121,37 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
                        progress=progress and sys.stderr.isatty())
         models[variant] = out
         step(f"train {variant}", t)
+    t = time.perf_counter()
+    for variant in TRAINED_VARIANTS:  # the native references wrote theirs while training
+        write_concepts(models[variant], release.directory, adapter="proxy")
+    step("concept directions (LM baselines)", t)
     from environments.tasksets import default_taskset
 
     tasks = default_taskset().with_seeds(eval=rollout_seeds)
     results = work / "results.duckdb"
-    for baseline, (weights, scaffold) in BASELINE_RUNS.items():
+    options = {"2": dict(DEMO_GROUNDING)}
+    transfer = "transfer" in (release.manifest.get("counts", {}).get("sessions") or {})
+    adapters = [(baseline, f"proxy, scaffold {scaffold}",
+                 lambda w=weights, s=scaffold: ProxyAdapter.load(models[w], scaffold=s))
+                for baseline, (weights, scaffold) in BASELINE_RUNS.items()]
+    adapters += [(f"trace-{v}", "native", lambda v=v: NativeAdapter.load(models[v])) for v in ("ablation", "full")]
+    for baseline, how, load in adapters:
         t = time.perf_counter()
-        adapter = ProxyAdapter.load(models[weights], scaffold=scaffold)
-        runs[baseline] = run_tracks(release.directory, adapter, baseline=baseline, results=results,
-                                    seed=seed, progress=progress, tracks=DEMO_TRACKS, tasks=tasks)["run_id"]
-        step(f"run {baseline} (proxy, scaffold {scaffold})", t)
-    for variant in ("ablation", "full"):
-        t = time.perf_counter()
-        adapter = NativeAdapter.load(models[variant])
-        runs[variant] = run_tracks(release.directory, adapter, baseline=f"trace-{variant}", results=results,
-                                   seed=seed, progress=progress, tracks=DEMO_TRACKS, tasks=tasks)["run_id"]
-        step(f"run trace-{variant}", t)
+        adapter = load()
+        runs[baseline] = run_tracks(release.directory, adapter, baseline=baseline, results=results, seed=seed,
+                                    progress=progress, tracks=DEMO_TRACKS, tasks=tasks, track_options=options,
+                                    trained_by=DEMO_TRAINER)["run_id"]
+        if transfer:  # Track 6: the same model on the held-out contexts
+            runs[f"{baseline} (transfer)"] = run_tracks(
+                release.directory, adapter, baseline=baseline, results=results, seed=seed, progress=progress,
+                tracks=DEMO_TRANSFER_TRACKS, split="transfer", track_options=options,
+                trained_by=DEMO_TRAINER)["run_id"]
+        step(f"run {baseline} ({how})", t)
 
     report = build_report(ResultsStore(results), release_sha=release.manifest["release_sha"], seed=seed)
     plot = plot_tracks(report, work / "report.png")
-    md = render_markdown(report, Path(plot.name))
+    profiles = plot_profiles(report, work / "report-profiles.png")
+    md = render_markdown(report, Path(plot.name), Path(profiles.name))
     (work / "report.md").write_text(md, encoding="utf-8")
     timings["total"] = time.perf_counter() - t0
     _say(f"[demo] done in {timings['total']:.1f} s; report: {work / 'report.md'}")

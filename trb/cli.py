@@ -271,7 +271,7 @@ def query(sql, results, as_json) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 def report(results, release_sha, fmt, output, seed) -> None:
     """The profile vector per baseline (never a mean across tracks) and Δgov with its CI."""
-    from trb.report import build_report, plot_tracks, render_html, render_json, render_markdown
+    from trb.report import build_report, plot_profiles, plot_tracks, render_html, render_json, render_markdown
     from trb.results import ResultsStore
 
     rep = build_report(ResultsStore(Path(results)), release_sha=release_sha, seed=seed)
@@ -280,10 +280,13 @@ def report(results, release_sha, fmt, output, seed) -> None:
     elif fmt == "html":
         text = render_html(rep)
     else:
-        plot = None
+        plot = profiles = None
         if output:
-            plot = plot_tracks(rep, Path(output).with_suffix(".png"))
-        text = render_markdown(rep, Path(plot.name) if plot else None)  # the link is relative to the report
+            out = Path(output)
+            plot = plot_tracks(rep, out.with_suffix(".png"))
+            profiles = plot_profiles(rep, out.with_name(out.stem + "-profiles.png"))
+        # the links are relative to the report
+        text = render_markdown(rep, Path(plot.name) if plot else None, Path(profiles.name) if profiles else None)
     if output:
         Path(output).write_text(text, encoding="utf-8")
         click.echo(f"wrote {output}", err=True)

@@ -108,14 +108,24 @@ def read_runs(path: str | os.PathLike) -> list[RunSummary]:
     return out
 
 
+#: R*'s slices as the report names them (spec §5: they stand beside Track 1 everywhere).
+_SLICE_LABELS = (("adversarial", "adversarial r′"), ("ood", "OOD r′"))
+
+
 def _details(entry: dict) -> tuple[str, ...]:
-    """What the report says beside a figure, in short lines: Track 2's headline strength and how it was chosen."""
+    """What the report says beside a figure, in short lines: Track 1's adversarial and OOD slices of R*; Track 2's
+    headline strength and how it was chosen."""
+    lines = []
+    for key, label in _SLICE_LABELS:
+        sl = (entry.get("slices") or {}).get(key)
+        if sl:
+            lines.append(f"{label} slice: {sl['score']:.3f} (n={sl['n_items']})")
     choice = entry.get("strength")
-    if not isinstance(choice, dict) or entry.get("score") is None:
-        return ()
-    how = "chosen on dev, never eval" if choice.get("split") == "dev" else choice.get("rule", "")
-    site = f" at site {entry['default_site']}" if entry.get("default_site") else ""
-    return (f"strength {choice['strength']:g}{site} ({how})",)
+    if isinstance(choice, dict) and entry.get("score") is not None:
+        how = "chosen on dev, never eval" if choice.get("split") == "dev" else choice.get("rule", "")
+        site = f" at site {entry['default_site']}" if entry.get("default_site") else ""
+        lines.append(f"strength {choice['strength']:g}{site} ({how})")
+    return tuple(lines)
 
 
 @dataclass(frozen=True)

@@ -123,8 +123,19 @@ def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
     sizes = [b["n_parameters"] for b in rep["baselines"]]
     assert all(sizes) and max(sizes) <= 1.15 * min(sizes), sizes
     assert all(b["split_check"]["checked"] for b in rep["baselines"])  # each model's training subjects checked
-    (table,) = rep["tables"]
-    assert [c["comparison"].split(" ")[0] for c in table["pass_bars"]] == ["G(trace-full)", "Track", "Δgov"]
+    assert [t["split"] for t in rep["tables"]] == ["eval", "transfer"]
+    table = rep["tables"][0]
+    assert [c["comparison"].split(" ")[0] for c in table["pass_bars"]][:3] == ["G(trace-full)", "Track", "Δgov"]
+    # Track 2 on every baseline under the demo's budget (proxy-tier grounding on the LM baselines), Track 6 from
+    # the transfer runs, and the six-entry profile vector with the profile plot
+    for b in rep["baselines"]:
+        g = b["tracks"]["ground"]
+        assert g["n_sessions"] > 0 and g["ci_low"] <= g["score"] <= g["ci_high"], b["name"]
+    vec = {p["name"]: p["vector"] for p in rep["profile_vectors"]}
+    assert set(vec) == set(tiers) and all(len(v) == 6 for v in vec.values())
+    assert all(v["trans"]["figures"] for v in vec.values())
+    assert (work / "report-profiles.png").is_file() and "(report-profiles.png)" in md
+    assert "proxy-tier grounding" in md
     assert demo_main(["--workdir", str(work)]) == ExitCode.USAGE  # never overwrites
 
 

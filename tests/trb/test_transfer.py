@@ -198,8 +198,8 @@ def _t2_cols(rng, split: str, sessions: list[str], gain: float, contexts=None) -
     from trb.tracks.track2 import STRENGTHS
 
     rows = []
-    for si, sid in enumerate(sessions):
-        for t in range(3):
+    for sid in sessions:
+        for _ in range(3):
             for c in ("goal=A", "goal=B"):
                 level = rng.random()
                 rows.append((sid, split, c, "zero", 0.0, level))

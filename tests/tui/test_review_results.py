@@ -21,7 +21,7 @@ RUN = {"run_id": "run-a-0001", "created_at": "2026-11-20T10:00:00+00:00", "relea
 T1_DETAIL = '{"p":{"answer_2":0.85,"answer_4":0.15},"phi":{"answer_2":0.25,"answer_4":0.75},"tv":0.6}'
 ITEMS = [
     {"track": "1", "metric": "tv", "item_id": "7f3a-cf-syn-t1-adv", "session_id": "7f3a", "t": 1, "score": 0.40,
-     "origin": "synthetic", "detail": T1_DETAIL},
+     "origin": "synthetic", "adversarial": True, "detail": T1_DETAIL},
     {"track": "1", "metric": "tv", "item_id": "cf-b", "session_id": "7f3a", "t": 2, "score": 0.90},
     {"track": "1", "metric": "tv", "item_id": "cf-c", "session_id": "7f3a", "t": 3, "score": 0.80},
     {"track": "3", "metric": "attribution", "item_id": "7f3a-attr-clock-jump", "session_id": "7f3a", "t": 5,
@@ -93,6 +93,9 @@ def test_runs_have_hand_computed_figures_and_worst_items_come_per_track(tmp_path
         ("Track 1 — governance G", t1_mean), ("Track 2 — grounding (detection AUC vs no injection)", None),
         ("Track 3 — attribution BA", 0.75), ("Track 4 — viability (completion ratio)", None),
         ("Track 5 — navigability (reach-rate lift)", None)]
+    # R*'s adversarial slice stands beside Track 1 (spec §5), as in the report: the one adversarial item, 0.40
+    (g,) = [f for f in runs[0].figures if f.key == "1"]
+    assert "adversarial r′ slice: 0.400 (n=1)" in g.details
     assert runs[1].tracks == {"1": (0.5, 1)} and runs[1].notes["3"] == "run on this track but no items scored"
     # one list per track (and stored metric), titled by the registry; never mixed
     lists = item_lists(path, "run-a-0001")
