@@ -124,15 +124,20 @@ def _notes(app) -> str:
     return "\n".join(n.message for n in app._notifications)
 
 
+async def _open_results(app, pilot):
+    """The results screen, opened with R from the queue."""
+    await settle(pilot)
+    await pilot.press("R")
+    await settle(pilot)
+    return app.screen
+
+
 @drive
 async def test_jump_from_a_bad_score_to_its_trace(review_corpus, tmp_path):
     path = make_results(tmp_path / "results.duckdb")
     app = ReviewApp(review_corpus, results=path, reviewer="rev-1")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("R")
-        await settle(pilot)
-        screen = app.screen
+        screen = await _open_results(app, pilot)
         assert isinstance(screen, ResultsScreen)
         runs_table = screen.query_one("#runs", FitTable)
         # at 80 columns every headline figure has its column, titled by its profile-vector entry (the run id and
@@ -266,10 +271,7 @@ async def test_every_headline_fits_80_columns_and_proxy_tier_grounding_is_named(
     path = make_results(tmp_path / "results.duckdb")
     app = ReviewApp(review_corpus, results=path, reviewer="rev-1")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("R")
-        await settle(pilot)
-        screen = app.screen
+        screen = await _open_results(app, pilot)
         runs_table = screen.query_one("#runs", FitTable)
         # the run with every headline figure: all five on screen at 80 columns, none cut
         full = next(r for r in table_rows(runs_table) if r[3:] == ["0.700", "0.833", "0.750", "3.000", "0.500"])
