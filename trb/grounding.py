@@ -324,11 +324,12 @@ def write_concepts(model_dir: str | os.PathLike, release_dir: str | os.PathLike,
 def _auc_parts(scores: np.ndarray, pos: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The Mann-Whitney numerator (ties 1/2) and denominator of ``scores`` for ``pos`` under each row of
     ``weights`` (R, n): sums over (positive, negative) pairs of the product of their weights."""
-    uniq, group = np.unique(scores, return_inverse=True)
-    onehot = np.zeros((scores.size, uniq.size))
-    onehot[np.arange(scores.size), group] = 1.0
-    pw = (weights * pos) @ onehot  # (R, G) positive weight per tie group
-    nw = (weights * ~pos) @ onehot
+    order = np.argsort(scores, kind="stable")
+    ranked = scores[order]
+    starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])  # each tie group's first trial
+    w, p = weights[:, order], pos[order]
+    pw = np.add.reduceat(w * p, starts, axis=1)  # (R, G) positive weight per tie group, scores ascending
+    nw = np.add.reduceat(w * ~p, starts, axis=1)
     below = np.cumsum(nw, axis=1) - nw
     return np.sum(pw * (below + 0.5 * nw), axis=1), pw.sum(1) * nw.sum(1)
 
