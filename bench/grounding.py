@@ -10,7 +10,9 @@ in the same process:
    ``score_track2`` on every step context of the eval and dev splits (trials = rows it returns),
    and ``run_tracks(tracks=("2",))``, the whole ``trb run`` of Track 2 into a fresh results store.
    Peer: the bare adapter calls Track 2 makes, every ``slot_probs_injected`` call of one recorded
-   ``score_track2``, replayed alone on the same contexts and vectors.
+   ``score_track2``, replayed alone on the same contexts and vectors. Each repeat times
+   ``score_track2``, then its peer, then ``run_tracks``, each after a full collection with the heap
+   frozen (as ``trb run`` scores); medians of ``--native-repeats`` (5: they take seconds).
 2. **Proxy** (``ProxyAdapter.load``: a tiny GPT-2 made here, and SmolLM2-135M-Instruct from
    ``trb models fetch smollm2``): the trials of one ``slot_probs_injected`` call, built as the proxy
    builds them: emit_r's base prompt of real step contexts (``ProxyAdapter._z_prompt``), the suffix
@@ -26,7 +28,8 @@ in the same process:
        (what every trial costs when the 32 rows of a chunk are 32 different prompts);
    (c) ``score_injected`` as ``slot_probs_injected`` calls it (chunk 32), rows in Track 2's order:
        a prompt's ids but the last are run once per chunk and shared by its trials in that chunk;
-   (d) the same, with the rows grouped by prompt first.
+   (d) the same, with the rows grouped by prompt first (not run when every chunk holds the same
+       prompts either way, i.e. fewer contexts than a chunk: then it is (c)'s work, shown as "= (c)").
 
    (a) and (b) cost the same for every trial, so they are timed on the first ``--naive-trials`` trials
    (one concept across the first contexts); (c) and (d) on all of them. Methods run interleaved
@@ -136,7 +139,7 @@ def native(args, work: Path) -> dict:
                           results=work / f"results-{next(stores)}.duckdb")
 
     t: dict[str, list] = {k: [] for k in ("score", "bare", "run", "score_cpu", "bare_cpu", "ratio", "ratio_cpu")}
-    for rep in range(args.repeats):
+    for rep in range(args.native_repeats):
         ws, cs, out = _timed(lambda: score_track2(adapter, items))
         wb, cb, _ = _timed(bare)
         wr, _, run_row = _timed(run)
@@ -254,6 +257,9 @@ def proxy_row(name: str, adapter, contexts, slot: str, goals: list[str], naive_t
         "c": (len(rows), lambda: score_injected(model, tok, rows, layer, vecs)),
         "d": (len(rows), lambda: score_injected(model, tok, g_rows, layer, g_vecs)),
     }
+    same = _prompt_passes(rows, 32) == _prompt_passes(g_rows, 32)
+    if same:  # every chunk holds the same prompts either way (fewer contexts than a chunk): (d) is (c)'s work
+        del methods["d"]
     n_tok = [len(tok(p, add_special_tokens=False)["input_ids"]) for p in dict.fromkeys(p for p, _, _ in rows)]
     _log(f"{name}, slot {slot}: {len(contexts)} contexts, {len(rows)} trials, {len(rows[0][2])} candidates each, "
          f"prompts of {statistics.mean(n_tok):.0f} tokens on average; layer {layer}")
@@ -271,11 +277,12 @@ def proxy_row(name: str, adapter, contexts, slot: str, goals: list[str], naive_t
     def delta(m):
         return float(np.max(np.abs(np.asarray([x for r in out[m][:k] for x in r]) - ref)))
 
-    assert [len(r) for r in out["d"]] == [len(r[2]) for r in g_rows]
+    if same:
+        rate["d"] = rate["c"]
     return {"model": name, "slot": slot, "contexts": len(contexts), "trials": len(rows), "naive": k,
             "candidates": len(rows[0][2]), "tokens": statistics.mean(n_tok), **rate,
             "passes_c": _prompt_passes(rows, 32) / len(rows), "passes_d": _prompt_passes(g_rows, 32) / len(rows),
-            "d_ca": delta("c"), "d_ba": delta("b")}
+            "d_ca": delta("c"), "d_ba": delta("b"), "same": same}
 
 
 def _smollm2_dir(path: str | None) -> Path:
@@ -292,7 +299,7 @@ def proxy(args, work: Path) -> list[dict]:
     goals = _goal_values(release, args.goal_values)
     history = None if args.history == "all" else int(args.history)
     out = []
-    models = [("tiny GPT-2 (4 × 256)", lambda: _tiny_gpt2(work / "tiny-gpt2", [
+    models = [] if args.skip_tiny else [("tiny GPT-2 (4 × 256)", lambda: _tiny_gpt2(work / "tiny-gpt2", [
         ProxyAdapter.prompt(c, None) for c in contexts]), args.tiny_contexts, args.tiny_naive_trials)]
     if not args.skip_smollm2:
         models.append(("SmolLM2-135M-Instruct", lambda: _smollm2_dir(args.smollm2_dir), args.smollm2_contexts,
@@ -319,6 +326,7 @@ def _release_passes(n_contexts: int, concepts: int, chunk: int = 32) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--native-repeats", type=int, default=5, help="repeats of the native part (default 5: seconds each)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the machine is shared)")
     ap.add_argument("--sessions", type=int, default=120, help="simulated sessions of the release (default 120)")
     ap.add_argument("--goal-values", type=int, default=12, help="goal concepts (candidates) of the proxy (default 12)")
@@ -336,6 +344,7 @@ def main() -> None:
                     help="SmolLM2 directory (default: where trb models fetch puts it; fetched if missing)")
     ap.add_argument("--skip-smollm2", action="store_true")
     ap.add_argument("--skip-native", action="store_true")
+    ap.add_argument("--skip-tiny", action="store_true")
     args = ap.parse_args()
 
     import torch
@@ -356,7 +365,7 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     if nat is not None:
         print(f"Native tier: trace-full reference model, {nat['contexts']} step contexts (eval + dev), "
-              f"{nat['calls']} slot_probs_injected calls; median of {args.repeats}")
+              f"{nat['calls']} slot_probs_injected calls; median of {args.native_repeats}")
         print()
         print("| trials | score_track2 s | trials/s | bare slot_probs_injected calls s | trials/s (bare) "
               "| score_track2 / bare | (CPU) | run_tracks(tracks=2) s | trials/s (run) |")
@@ -373,9 +382,10 @@ def main() -> None:
           "| prompt passes / trial (c), (d) | max abs Δ (c−a) | max abs Δ (b−a) |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
+        d = "= (c)" if r["same"] else f"{r['d']:.2f}"
         print(f"| {r['model']} | {r['slot']} | {r['contexts']} × {r['trials'] // r['contexts']} = {r['trials']} "
               f"| {r['candidates']} | {r['tokens']:.0f} | {r['a']:.2f} [{r['naive']}] | {r['b']:.2f} [{r['naive']}] "
-              f"| {r['c']:.2f} | {r['d']:.2f} | {r['c'] / r['a']:.1f}x | {r['c'] / r['b']:.1f}x "
+              f"| {r['c']:.2f} | {d} | {r['c'] / r['a']:.1f}x | {r['c'] / r['b']:.1f}x "
               f"| {r['passes_c']:.2f}, {r['passes_d']:.2f} | {r['d_ca']:.1e} | {r['d_ba']:.1e} |")
     if nat is not None:
         print(f"\nIn a Track 2 run on this release ({nat['contexts']} contexts), a goal call of 12 concepts gives "
