@@ -49,6 +49,7 @@ bench: install $(LS_STAMP) install-browser
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/release.py
 	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/report_scale.py
 	$(BIN)/python bench/rollout.py
 	$(BIN)/python bench/annotate.py
 	$(BIN)/python bench/annotate_ui.py
@@ -56,6 +57,7 @@ bench: install $(LS_STAMP) install-browser
 	$(BIN)/python bench/collect.py
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/track1_scoring.py
+	$(BIN)/python bench/grounding.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR)
