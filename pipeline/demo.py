@@ -34,9 +34,9 @@ DEMO_TRACKS = ("1", "2", "3", "4", "5")
 #: The tracks of the demo's transfer-split runs (Track 6): those whose items come from the release.
 DEMO_TRANSFER_TRACKS = ("1", "2", "3")
 #: Track 2's trial budget in the demo, the same for every baseline (a fixed hash sample, recorded with each
-#: run): 20 contexts of each split and 3 concepts of each slot per context. A proxy model scores every value of
+#: run): 10 contexts of each split and 3 concepts of each slot per context. A proxy model scores every value of
 #: the slot for every trial, so its trials cost about 0.25 s a context here at this budget.
-DEMO_GROUNDING = {"max_contexts": 20, "max_concepts": 3}
+DEMO_GROUNDING = {"max_contexts": 10, "max_concepts": 3}
 #: Who trained the demo's models, recorded with every run: the simulated transfer contexts were collected by
 #: other (simulated) labs, so the transfer-provenance rule (spec §5) lets the demo run them.
 DEMO_TRAINER = "TRB demo (local training)"
