@@ -110,19 +110,22 @@ def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
     assert rep["smoke_test"] is True and tiers == {  # the five spec baselines, 1-3 proxy and 4-5 native (§4)
         "instruct-base": "proxy", "cot-prompted": "proxy", "cot-sft": "proxy",
         "trace-ablation": "native", "trace-full": "native"}
-    assert [row.split(" | ")[0].lstrip("| ") for row in md.splitlines() if row.startswith("| ") and " | proxy | " in row
-            or row.startswith("| ") and " | native | " in row] == [
+    assert [row.split(" | ")[0].lstrip("| ") for row in md.splitlines() if row.startswith("| ") and (
+            " | eval | proxy | " in row or " | eval | native | " in row)] == [
         "instruct-base", "cot-prompted", "cot-sft", "trace-ablation", "trace-full"]
     for path in ("models/instruct-base/trb-baseline.json", "models/cot-sft/model.safetensors"):
         assert (work / path).exists(), path
     assert rep["delta_gov"]["ci_low"] > 0
-    for b in rep["baselines"]:  # Tracks 4 and 5 ran on every baseline, on the built-in task set's held-out seeds
+    assert [(b["name"], b["split"]) for b in rep["baselines"]] == [
+        (n, s) for s in ("eval", "transfer") for n in tiers]  # a transfer-split run per baseline (Track 6)
+    evals = [b for b in rep["baselines"] if b["split"] == "eval"]
+    for b in evals:  # Tracks 4 and 5 ran on every baseline, on the built-in task set's held-out seeds
         assert b["tracks"]["nav"]["n_sessions"] == 12 and b["tracks"]["nav-cg2"]["n_sessions"] == 9, b["name"]
         assert b["tracks"]["viab"]["n_items"] == 24 or "undefined" in b["tracks"]["viab"].get("note", ""), b["name"]
     # spec §4: the five baselines at the same model size (within ±15% of each other), each row saying its size
-    sizes = [b["n_parameters"] for b in rep["baselines"]]
+    sizes = [b["n_parameters"] for b in evals]
     assert all(sizes) and max(sizes) <= 1.15 * min(sizes), sizes
-    assert all(b["split_check"]["checked"] for b in rep["baselines"])  # each model's training subjects checked
+    assert all(b["split_check"]["checked"] for b in evals)  # each model's training subjects checked
     assert [t["split"] for t in rep["tables"]] == ["eval", "transfer"]
     table = rep["tables"][0]
     assert [c["comparison"].split(" ")[0] for c in table["pass_bars"]][:3] == ["G(trace-full)", "Track", "Δgov"]
