@@ -134,7 +134,7 @@ def native(args, work: Path) -> dict:
 
     stores = itertools.count()
 
-    def run():  # the whole `trb run -t 2`, into a fresh results store each time
+    def run():  # the whole `trb run --tracks 2`, into a fresh results store each time
         return run_tracks(release, adapter, baseline="trace-full", tracks=("2",), progress=False,
                           results=work / f"results-{next(stores)}.duckdb")
 
@@ -388,9 +388,9 @@ def main() -> None:
               f"| {r['c']:.2f} | {d} | {r['c'] / r['a']:.1f}x | {r['c'] / r['b']:.1f}x "
               f"| {r['passes_c']:.2f}, {r['passes_d']:.2f} | {r['d_ca']:.1e} | {r['d_ba']:.1e} |")
     if nat is not None:
-        print(f"\nIn a Track 2 run on this release ({nat['contexts']} contexts), a goal call of 12 concepts gives "
-              f"score_injected {_release_passes(nat['contexts'], 12):.2f} prompt passes per trial (concept-major rows, "
-              "chunks of 32).")
+        passes = _release_passes(nat["contexts"], args.goal_values)
+        print(f"\nIn a Track 2 run on this release ({nat['contexts']} contexts), a goal call of {args.goal_values} "
+              f"concepts gives score_injected {passes:.2f} prompt passes per trial (concept-major rows, chunks of 32).")
 
 
 if __name__ == "__main__":

@@ -38,8 +38,8 @@ Peers, in the same process: a plain DuckDB ``SELECT run_id, track, metric, avg(s
 **Resamples.** ``trb report`` draws 2,000 per figure; this bench defaults to 200. Track 6's
 figure for Track 2 has no vectorised bootstrap (``trb.transfer`` has one for G and balanced
 accuracy only): every resample runs Track 2's own ``aggregate`` on the resampled rows, so that
-part of the report grows with resamples × Track 2 rows, about an hour at 2,000 resamples on
-1M rows on a 2-core machine. ``--resamples 2000`` measures it.
+part of the report grows with resamples × Track 2 rows: at 2,000 resamples on 1M rows, about 40
+minutes on a 2-core machine (bench/README.md). ``--resamples 2000`` measures it.
 """
 
 from __future__ import annotations
