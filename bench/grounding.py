@@ -158,25 +158,6 @@ def native(args, work: Path) -> dict:
 # -- proxy ---------------------------------------------------------------------------------------------------
 
 
-def _tiny_gpt2(d: Path, texts: list[str]) -> Path:
-    """A 4-layer GPT-2 (256 wide, random weights) on a byte-level BPE trained on ``texts``: saved, to be loaded back."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts, trainer=trainers.BpeTrainer(
-        vocab_size=4000, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
-    fast.save_pretrained(d)
-    torch.manual_seed(0)
-    GPT2LMHeadModel(GPT2Config(vocab_size=len(fast), n_embd=256, n_layer=4, n_head=4, n_positions=2048,
-                               bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id)).save_pretrained(d)
-    return d
-
-
 def _goal_values(release: Path, n: int) -> list[str]:
     """The ``n`` goal values most often recorded in the train split (the concepts a proxy's directions would have)."""
     from trb.releases import Release
@@ -292,6 +273,8 @@ def _smollm2_dir(path: str | None) -> Path:
 
 
 def proxy(args, work: Path) -> list[dict]:
+    from engine_helpers import save_tiny_gpt2
+
     from trb.adapters.proxy import ProxyAdapter
 
     release = work / "release" / "corpus" / "releases" / "0.1.0"
@@ -299,7 +282,7 @@ def proxy(args, work: Path) -> list[dict]:
     goals = _goal_values(release, args.goal_values)
     history = None if args.history == "all" else int(args.history)
     out = []
-    models = [] if args.skip_tiny else [("tiny GPT-2 (4 × 256)", lambda: _tiny_gpt2(work / "tiny-gpt2", [
+    models = [] if args.skip_tiny else [("tiny GPT-2 (4 × 256)", lambda: save_tiny_gpt2(work / "tiny-gpt2", [
         ProxyAdapter.prompt(c, None) for c in contexts]), args.tiny_contexts, args.tiny_naive_trials)]
     if not args.skip_smollm2:
         models.append(("SmolLM2-135M-Instruct", lambda: _smollm2_dir(args.smollm2_dir), args.smollm2_contexts,

@@ -30,6 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "trb"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -78,20 +79,10 @@ def _requests(prompts, tokenizer, n_contexts: int, max_tokens: int, seed: int) -
 
 def _tiny_gpt2(d: Path, texts: list[str]):
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+    from engine_helpers import save_tiny_gpt2
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts, trainer=trainers.BpeTrainer(
-        vocab_size=4000, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
-    fast.save_pretrained(d)
-    torch.manual_seed(0)
-    config = GPT2Config(vocab_size=len(fast), n_embd=256, n_layer=4, n_head=4, n_positions=2048,
-                        bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id)
-    GPT2LMHeadModel(config).save_pretrained(d)
+    save_tiny_gpt2(d, texts)
     return (AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32, local_files_only=True).eval(),
             AutoTokenizer.from_pretrained(d, local_files_only=True))
 

@@ -182,8 +182,8 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
                 else:
                     opts = options.get(track.id, {})
                     r, s = track.score(bound, track.items(release, split, **opts), timer, progress=bar.update, **opts)
-                    if options.get(track.id):
-                        s = {**s, "options": options[track.id]}
+                    if opts:
+                        s = {**s, "options": opts}
                 rows += r
                 summary[track.id] = s
                 per_track_s[track.id] = time.perf_counter() - t0

@@ -18,27 +18,36 @@ def make_release(tmp: Path, *, sessions: int = 120, seed: int = 4) -> Path:
     return Path(cut_release(c, "0.1.0", kind="smoke", progress=False).directory)
 
 
-def make_tiny_lm(release: Path, out: Path) -> Path:
-    """A 1-layer GPT-2 with a BPE tokenizer trained on the release's observations, saved with save_pretrained."""
-    import duckdb
+def save_tiny_gpt2(out: Path, texts: list[str], *, vocab_size: int = 4000, n_embd: int = 256, n_layer: int = 4,
+                   n_head: int = 4, n_positions: int = 2048) -> Path:
+    """A GPT-2 with random weights (seed 0) and a byte-level BPE tokenizer trained on ``texts``, both written to
+    ``out`` with save_pretrained, to be loaded back through the real loading code."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
-    texts = [r[0] for r in duckdb.connect().execute(
-        f"SELECT observation FROM read_parquet('{release}/data/steps/*.parquet') LIMIT 2000").fetchall()]
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts + ["Reasoning: goal=C3; planned_next=right; Action: right"],
-                            trainer=trainers.BpeTrainer(vocab_size=600, special_tokens=["<|endoftext|>"],
-                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.train_from_iterator(texts, trainer=trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
     fast.save_pretrained(out)
     torch.manual_seed(0)
-    GPT2LMHeadModel(GPT2Config(vocab_size=len(fast), n_embd=32, n_layer=1, n_head=2, n_positions=4096,
-                               bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id)).save_pretrained(out)
+    GPT2LMHeadModel(GPT2Config(vocab_size=len(fast), n_embd=n_embd, n_layer=n_layer, n_head=n_head,
+                               n_positions=n_positions, bos_token_id=fast.bos_token_id,
+                               eos_token_id=fast.eos_token_id)).save_pretrained(out)
     return out
+
+
+def make_tiny_lm(release: Path, out: Path) -> Path:
+    """A 1-layer GPT-2 with a BPE tokenizer trained on the release's observations, saved with save_pretrained."""
+    import duckdb
+
+    texts = [r[0] for r in duckdb.connect().execute(
+        f"SELECT observation FROM read_parquet('{release}/data/steps/*.parquet') LIMIT 2000").fetchall()]
+    return save_tiny_gpt2(out, texts + ["Reasoning: goal=C3; planned_next=right; Action: right"], vocab_size=600,
+                          n_embd=32, n_layer=1, n_head=2, n_positions=4096)
 
 
 def make_reference(release: Path, out: Path, variant: str = "full") -> Path:

@@ -745,9 +745,7 @@ class ProxyAdapter:
         self._states = (list(contexts), states)
         return states[layer]
 
-    def _slot_values(self, context: StepContext, slot: str) -> list[str]:
-        if slot == "planned_next":
-            return list(context.action_space)
+    def _goal_values(self) -> list[str]:
         dirs = self.concept_directions()
         if dirs is None:
             raise AdapterError("the proxy model states goals in free text: its goal values are those of its concept "
@@ -771,7 +769,8 @@ class ProxyAdapter:
         d = int(getattr(self.model.config, "hidden_size", 0) or getattr(self.model.config, "n_embd", 0))
         v = injection_vectors(vectors, strength, len(contexts), d, site)
         delim = _delim(slot)
-        values = [self._slot_values(c, slot) for c in contexts]
+        goals = self._goal_values() if slot == "goal" else None  # the same for every context
+        values = [goals if goals is not None else list(c.action_space) for c in contexts]
         todo = [i for i, vals in enumerate(values) if vals]
         rows = [(self._z_prompt(contexts[i]), f" {slot}=", [x + delim for x in values[i]]) for i in todo]
         out: list[dict[str, float]] = [{} for _ in contexts]

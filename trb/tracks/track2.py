@@ -73,8 +73,13 @@ class Track2Item(StepItem):
     """A step whose report Track 2 reads under injection (no label: the concept injected is the truth)."""
 
 
+def _digest(text: str, size: int = 16) -> bytes:
+    """blake2b of ``text``: the same in every process (Python's hash() is salted)."""
+    return blake2b(text.encode(), digest_size=size).digest()
+
+
 def _sample_key(item_id: str) -> bytes:
-    return blake2b(f"trb-track2-sample:{item_id}".encode(), digest_size=16).digest()
+    return _digest(f"trb-track2-sample:{item_id}")
 
 
 def _split_items(release: Release, split: str, max_contexts: int | None) -> Iterator[Track2Item]:
@@ -118,7 +123,7 @@ def _random_vectors(keys: list[str], norms: np.ndarray, d: int) -> np.ndarray:
     """One Gaussian direction per key, scaled to the given norm; each from its own seed (order-independent)."""
     out = np.empty((len(keys), d))
     for i, k in enumerate(keys):
-        key = int.from_bytes(blake2b(k.encode("utf-8"), digest_size=8).digest(), "little")  # the same in every process
+        key = int.from_bytes(_digest(k, 8), "little")
         u = np.random.default_rng([RANDOM_SEED, key]).standard_normal(d)
         out[i] = u * (norms[i] / np.linalg.norm(u))
     return out
@@ -173,8 +178,9 @@ def score_track2(adapter, items, timer=None, progress=None, *, max_concepts: int
             # vectors scaled here and handed over at strength 1
             conds = [(cond, s) for s in STRENGTHS for cond in ("injected", "random")]
             trial_ctx = [ctxs[i] for i, _ in pairs for _ in conds]
-            trial_vec = np.concatenate([np.stack([s * (vec[k] if cond == "injected" else rnd[k]) for cond, s in conds])
-                                        for k in range(len(pairs))])
+            scale = np.array([s for _, s in conds])[None, :, None]
+            injected = np.array([cond == "injected" for cond, _ in conds])[None, :, None]
+            trial_vec = (np.where(injected, vec[:, None, :], rnd[:, None, :]) * scale).reshape(-1, d)
             probs = access.slot_probs_injected(trial_ctx, slot, site, trial_vec, 1.0)
             if len(probs) != len(trial_ctx):
                 raise AdapterError(f"{bound.name}: slot_probs_injected returned {len(probs)} distributions for "
