@@ -390,17 +390,22 @@ def plan(results, release_sha, split, baseline, half_width_delta_gov, half_width
                    "(its residual stream; Track 2 on it is reported as proxy-tier grounding).")
 @click.option("--history", type=click.IntRange(min=0), default=None,
               help="[proxy] Earlier steps the prompt shows, as the runs will load the model (z depends on it).")
-def concepts_cmd(model, release_dir, adapter_kind, history) -> None:
+@click.option("--max-steps", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Learn from at most N train steps: a fixed hash sample, the same for every model, recorded with "
+                   "the directions (a large model's z costs a forward pass per step; default: every step).")
+def concepts_cmd(model, release_dir, adapter_kind, history, max_steps) -> None:
     """(Re)write a model's Track 2 concept directions from a release's train split, atomically, beside its weights."""
     from trb.grounding import write_concepts
 
     if history is not None and adapter_kind != "proxy":
         raise click.UsageError("--history belongs to --adapter proxy")
     options = {"history": history} if history is not None else {}
-    record = write_concepts(model, release_dir, adapter=adapter_kind, **options)
+    record = write_concepts(model, release_dir, adapter=adapter_kind, max_steps=max_steps, **options)
     n = len(record.get("concepts", []))
-    click.echo(f"{n} concept directions for {model} ({adapter_kind}; sites {', '.join(record['sites'])}) from the "
-               f"train split of release {record['release']['sha'][:12]} -> {Path(model) / 'concepts'}")
+    sample = record.get("sample")
+    steps = f"{record['n_steps']} of {sample['of']} steps" if sample else f"{record['n_steps']} steps"
+    click.echo(f"{n} concept directions for {model} ({adapter_kind}; sites {', '.join(record['sites'])}) from "
+               f"{steps} of the train split of release {record['release']['sha'][:12]} -> {Path(model) / 'concepts'}")
 
 
 @cli.group("models")

@@ -29,6 +29,7 @@ import shutil
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from hashlib import blake2b
 from pathlib import Path
 
 import numpy as np
@@ -109,7 +110,8 @@ def _recorded(r: dict | None, slot: str) -> str | None:
 
 
 def learn_concepts(access, release, *, split: str = "train", sites: Sequence[str] | None = None,
-                   min_count: int = MIN_COUNT, model_sha256: str | None = None) -> ConceptDirections:
+                   min_count: int = MIN_COUNT, model_sha256: str | None = None,
+                   max_steps: int | None = None) -> ConceptDirections:
     """Learn concept directions through ``access`` (an ActivationAccess adapter) from ``split`` of ``release``.
 
     Args:
@@ -118,6 +120,10 @@ def learn_concepts(access, release, *, split: str = "train", sites: Sequence[str
         split: the split to learn from: ``train`` (anything else is refused; the eval split is never fitted on).
         sites: the sites (default: every site the adapter has).
         model_sha256: the weights the directions belong to (recorded; default: ``access.spec()["sha256"]``).
+        max_steps: learn from at most this many of the split's steps with a recorded slot: a fixed sample,
+            the steps whose ``session_id/t`` has the smallest :data:`STEP_SAMPLE` hash, the same for every
+            model (for a large model, whose z costs a forward pass over the step's whole prompt). The
+            record says so (``sample``). Default: every step.
     Raises:
         UsageError: a split other than train, no concept with enough steps, bad ``min_count``.
         ReleaseError: the release cannot be read.
@@ -129,22 +135,43 @@ def learn_concepts(access, release, *, split: str = "train", sites: Sequence[str
         raise UsageError(f"concept directions are learned from the train split only, not {split!r}")
     if min_count < 1:
         raise UsageError(f"min_count must be at least 1, got {min_count}")
+    if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
+        raise UsageError(f"max_steps must be a positive integer, got {max_steps!r}")
     own = not isinstance(release, Release)
     rel = Release(release) if own else release
     try:
-        contexts, recorded = [], []
+        contexts, recorded, ids = [], [], []
         for sess in rel.sessions(split=split):
             for t in range(len(sess.steps)):
                 r = sess.recorded_r(t)
                 if any(_recorded(r, s) for s in CONCEPT_SLOTS):
                     contexts.append(sess.context(t))
                     recorded.append({s: _recorded(r, s) for s in CONCEPT_SLOTS})
+                    ids.append(f"{sess.session_id}/{t}")
         release_rec = {"sha": rel.sha, "version": rel.version}
     finally:
         if own:
             rel.close()
-    return learn_concepts_from(access, contexts, recorded, release=release_rec, split=split, sites=sites,
+    sample = None
+    if max_steps is not None:
+        sample = {"max_steps": max_steps, "of": len(contexts), "rule": STEP_SAMPLE}
+        if len(contexts) > max_steps:  # the steps with the smallest hash, kept in release order
+            keep = set(sorted(range(len(ids)), key=lambda i: _step_key(ids[i]))[:max_steps])
+            contexts = [c for i, c in enumerate(contexts) if i in keep]
+            recorded = [r for i, r in enumerate(recorded) if i in keep]
+    dirs = learn_concepts_from(access, contexts, recorded, release=release_rec, split=split, sites=sites,
                                min_count=min_count, model_sha256=model_sha256)
+    if sample is not None:
+        dirs.record["sample"] = sample
+    return dirs
+
+
+#: How ``max_steps`` samples the train steps: blake2b of this prefix and ``session_id/t``, smallest first.
+STEP_SAMPLE = "blake2b('trb-concepts-sample:' + session_id + '/' + t), smallest first"
+
+
+def _step_key(step_id: str) -> bytes:
+    return blake2b(f"trb-concepts-sample:{step_id}".encode(), digest_size=16).digest()
 
 
 def learn_concepts_from(access, contexts: Sequence, recorded: Sequence[dict], *, release: dict, split: str = "train",
@@ -275,14 +302,15 @@ def load_concepts(model_dir: str | os.PathLike, *, expect_sha256: str | None = N
 
 
 def write_concepts(model_dir: str | os.PathLike, release_dir: str | os.PathLike, *, adapter: str = "native",
-                   min_count: int = MIN_COUNT, **options) -> dict:
+                   min_count: int = MIN_COUNT, max_steps: int | None = None, **options) -> dict:
     """(Re)write the concept directions of the model in ``model_dir`` from the train split of ``release_dir``,
     atomically. Returns the record.
 
     ``adapter``: ``native`` (a reference model: the release must be the one it was trained on) or ``proxy`` (a
     Hugging Face causal LM, ``options`` as :meth:`~trb.adapters.proxy.ProxyAdapter.load` takes them; a TRB LM
     baseline must be given the release it was trained on; a model trained elsewhere, e.g. SmolLM2, learns its
-    directions from this release's train split, never from the split it is evaluated on).
+    directions from this release's train split, never from the split it is evaluated on). ``max_steps``: see
+    :func:`learn_concepts`.
 
     Raises:
         AdapterError: no readable checkpoint in ``model_dir``.
@@ -311,7 +339,7 @@ def write_concepts(model_dir: str | os.PathLike, release_dir: str | os.PathLike,
         if trained and trained != rel.sha:
             raise UsageError(f"{model_dir} was trained on release {trained[:12]}, not {rel.sha[:12]} ({release_dir}): "
                              "concept directions come from the train split the checkpoint was fitted on")
-        dirs = learn_concepts(loaded, rel, min_count=min_count, model_sha256=loaded.sha256)
+        dirs = learn_concepts(loaded, rel, min_count=min_count, model_sha256=loaded.sha256, max_steps=max_steps)
     finally:
         rel.close()
     save_concepts(dirs, model_dir)

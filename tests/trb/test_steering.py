@@ -82,12 +82,26 @@ def test_injected_trials_equal_a_plain_forward_pass_with_the_same_addition(arch,
 def test_last_states_are_the_hidden_state_entering_the_layer_at_the_last_token(tiny_lm):
     model, tok = tiny_lm
     prompts = [PROMPT, "a big dog", "the bird sat on the roof near the river today"]
-    z = last_states(model, tok, prompts, 1, batch=2)  # two passes, padded rows
+    z = last_states(model, tok, prompts, 1, batch=2)  # run shortest first, two passes, padded rows
+    both = last_states(model, tok, prompts, [0, 1], tokens=1)  # one pass a prompt, both layers from each
     for i, p in enumerate(prompts):
         ids = encode_request(tok, p, [])[0]
         with torch.no_grad():
             hs = model(input_ids=torch.tensor([ids]), output_hidden_states=True).hidden_states
-        assert np.max(np.abs(z[i] - hs[1][0, -1].double().numpy())) < 1e-5
+        assert np.max(np.abs(z[i] - hs[1][0, -1].double().numpy())) < 1e-5  # back in the caller's order
+        for n in (0, 1):
+            assert np.max(np.abs(both[n][i] - hs[n][0, -1].double().numpy())) < 1e-5
+
+
+def test_prompts_are_grouped_shortest_first_under_a_row_and_token_budget():
+    from trb.adapters.steering import _length_groups
+
+    # lengths 5, 3, 9, 3, 4 -> order 1, 3, 4, 0, 2; at most 3 rows and 12 padded slots a group
+    assert _length_groups([5, 3, 9, 3, 4], 3, 12) == [[1, 3, 4], [0], [2]]
+    assert _length_groups([5, 3, 9, 3, 4], 2, 100) == [[1, 3], [4, 0], [2]]
+    assert _length_groups([20, 2], 4, 10) == [[1], [0]]  # too long for the budget: a group alone
+    with pytest.raises(SteeringError, match="at least 1"):
+        last_states(None, None, ["x"], 0, tokens=0)
 
 
 def test_bad_layers_and_shapes_are_refused_and_the_hook_is_removed_on_error(tiny_lm):

@@ -224,3 +224,47 @@ def test_trb_concepts_rewrites_the_directions_and_refuses_another_release(models
     code = main(["concepts", str(models["ablation"]), "--release", str(other)])
     assert code != 0 and "trained on release" in capsys.readouterr().err
     assert {f.name: f.read_bytes() for f in d.iterdir()} == before
+
+
+def test_a_step_budget_learns_from_a_fixed_hash_sample_of_the_train_steps(models, release, tmp_path, capsys):
+    """``trb concepts --max-steps N``: the N train steps with the smallest sample hash, recorded; the same
+    directions as learning from exactly those steps."""
+    from trb.cli import main
+    from trb.grounding import _recorded, _step_key, learn_concepts, learn_concepts_from
+    from trb.releases import Release
+
+    adapter = NativeAdapter.load(models["full"])
+    rel = Release(release)
+    steps = [(f"{s.session_id}/{t}", s.context(t), s.recorded_r(t)) for s in rel.sessions(split="train")
+             for t in range(len(s.steps))]
+    steps = [x for x in steps if _recorded(x[2], "goal") or _recorded(x[2], "planned_next")]
+    n = 150
+    assert len(steps) > n
+    picked = sorted(steps, key=lambda x: _step_key(x[0]))[:n]
+    picked = [x for x in steps if x in picked]  # release order
+    want = learn_concepts_from(adapter, [x[1] for x in picked],
+                               [{s: _recorded(x[2], s) for s in ("goal", "planned_next")} for x in picked],
+                               release={"sha": rel.sha, "version": rel.version})
+    got = learn_concepts(adapter, rel, max_steps=n)
+    assert got.record["n_steps"] == n
+    assert got.record["sample"]["max_steps"] == n and got.record["sample"]["of"] == len(steps)
+    assert "smallest first" in got.record["sample"]["rule"]
+    assert set(got.vectors) == set(want.vectors)
+    for k, v in want.vectors.items():
+        np.testing.assert_allclose(got.vectors[k], v, rtol=0, atol=1e-12)
+    full = learn_concepts(adapter, rel)
+    assert "sample" not in full.record and full.record["n_steps"] == len(steps)
+    assert any(np.max(np.abs(full.vectors[k] - got.vectors[k])) > 1e-6 for k in got.vectors)  # a sample, not all
+    with pytest.raises(UsageError, match="max_steps must be a positive integer"):
+        learn_concepts(adapter, rel, max_steps=0)
+    rel.close()
+
+    # through the CLI, on a copy (the module's models stay as trained)
+    copy = tmp_path / "full"
+    shutil.copytree(models["full"], copy)
+    assert main(["concepts", str(copy), "--release", str(release), "--max-steps", str(n)]) == 0
+    assert f"from {n} of {len(steps)} steps of the train split" in capsys.readouterr().out
+    on_disk = load_concepts(copy)
+    assert on_disk.record["sample"] == got.record["sample"]
+    for k, v in got.vectors.items():
+        np.testing.assert_array_equal(on_disk.vectors[k], v)
