@@ -18,18 +18,20 @@ in the same process:
    builds them: emit_r's base prompt of real step contexts (``ProxyAdapter._z_prompt``), the suffix
    ``" goal="`` or ``" planned_next="``, the slot's values followed by ``";"`` as candidates (goal:
    the release's most frequent goal values, ``--goal-values``; planned_next: the step's actions),
-   one trial per (context, concept), concept-major as ``score_track2`` orders them, the concept's
-   vector times strength 4 added at the adapter's default site (its middle layer). Scored by
+   one trial per (context, concept), context by context as ``score_track2`` orders them (a context's
+   trials together), the concept's vector times strength 4 added at the adapter's default site (its
+   middle layer). Scored by
 
    (a) the peer, "recompute each prompt": a plain forward pass over prompt + suffix + candidate,
        one per candidate, with the same addition at the prompt's last position (``_plain`` of
        ``tests/trb/test_steering.py``, which the tests hold ``score_injected`` to);
-   (b) ``score_injected(..., chunk=1)``: one trial per chunk, so no prompt is shared between trials
-       (what every trial costs when the 32 rows of a chunk are 32 different prompts);
-   (c) ``score_injected`` as ``slot_probs_injected`` calls it (chunk 32), rows in Track 2's order:
-       a prompt's ids but the last are run once per chunk and shared by its trials in that chunk;
-   (d) the same, with the rows grouped by prompt first (not run when every chunk holds the same
-       prompts either way, i.e. fewer contexts than a chunk: then it is (c)'s work, shown as "= (c)").
+   (b) ``score_injected(..., chunk=1)``: one trial per chunk, so no prompt is shared between trials;
+   (c) ``score_injected`` as ``slot_probs_injected`` calls it (its defaults: chunks cut at prompt
+       boundaries, at most 16 prompts and 1,024 rows), rows in Track 2's order: a prompt's ids but
+       the last are run once and shared by all its trials;
+   (d) the call before this order was fixed: the same rows concept-major (a concept across every
+       context, then the next) in chunks of 32 rows, so a prompt is run again in every chunk it
+       appears in (not run when it is the same work as (c), fewer contexts than a chunk: "= (c)").
 
    (a) and (b) cost the same for every trial, so they are timed on the first ``--naive-trials`` trials
    (one concept across the first contexts); (c) and (d) on all of them. Methods run interleaved
@@ -192,7 +194,7 @@ def _pick(adapter, contexts, n: int):
 
 def _workload(adapter, contexts, slot: str, goals: list[str], seed: int):
     """Track 2's trials of one ``slot_probs_injected`` call: rows (prompt, suffix, candidates) and vectors,
-    concept-major, as the proxy adapter builds them."""
+    context by context as ``score_track2`` orders them; and the concept-major order of the same rows."""
     import numpy as np
 
     from trb.adapters.proxy import _delim
@@ -206,19 +208,27 @@ def _workload(adapter, contexts, slot: str, goals: list[str], seed: int):
     rng = np.random.default_rng(seed)
     dirs = rng.standard_normal((len(concepts), z.shape[1]))
     dirs *= scale / np.linalg.norm(dirs, axis=1, keepdims=True)
-    rows, vecs = [], []
-    for j, v in enumerate(concepts):
-        for c, p in zip(contexts, prompts):
-            values = goals if slot == "goal" else list(c.action_space)
-            if v not in values:
-                continue
-            rows.append((p, f" {slot}=", [x + _delim(slot) for x in values]))
-            vecs.append(STRENGTH * dirs[j])
-    return layer, rows, np.stack(vecs)
+    rows, vecs, keys = [], [], []
+    for i, (c, p) in enumerate(zip(contexts, prompts)):
+        values = goals if slot == "goal" else list(c.action_space)
+        for j, v in enumerate(concepts):
+            if v in values:
+                rows.append((p, f" {slot}=", [x + _delim(slot) for x in values]))
+                vecs.append(STRENGTH * dirs[j])
+                keys.append((j, i))
+    concept_major = sorted(range(len(rows)), key=lambda r: keys[r])
+    return layer, rows, np.stack(vecs), concept_major
 
 
-def _prompt_passes(rows, chunk: int) -> int:
-    return sum(len({p for p, _, _ in rows[i:i + chunk]}) for i in range(0, len(rows), chunk))
+#: (d)'s chunking: 32 rows a chunk, any number of prompts (score_injected before prompt-boundary chunks)
+OLD_CHUNK = {"chunk": 32, "prompts": 32}
+
+
+def _prompt_passes(rows, chunk: int = 1024, prompts: int = 16) -> int:
+    """Prompts run forward by score_injected over ``rows``: each chunk's distinct prompts, once per chunk."""
+    from trb.adapters.steering import _chunks
+
+    return sum(len({p for p, _, _ in rows[a:b]}) for a, b in _chunks([p for p, _, _ in rows], chunk, prompts))
 
 
 def proxy_row(name: str, adapter, contexts, slot: str, goals: list[str], naive_trials: int, args) -> dict:
@@ -228,17 +238,16 @@ def proxy_row(name: str, adapter, contexts, slot: str, goals: list[str], naive_t
     from trb.adapters.steering import score_injected
 
     model, tok = adapter.model, adapter.tokenizer
-    layer, rows, vecs = _workload(adapter, contexts, slot, goals, args.seed)
+    layer, rows, vecs, order = _workload(adapter, contexts, slot, goals, args.seed)
     k = min(naive_trials, len(rows))
-    order = sorted(range(len(rows)), key=lambda i: rows[i][0])  # grouped by prompt (stable: concept order kept)
-    g_rows, g_vecs = [rows[i] for i in order], vecs[order]
+    o_rows, o_vecs = [rows[i] for i in order], vecs[order]  # concept-major: the order before the fix
     methods = {
         "a": (k, lambda: [_plain(model, tok, p, s, c, layer, v) for (p, s, c), v in zip(rows[:k], vecs[:k])]),
         "b": (k, lambda: score_injected(model, tok, rows[:k], layer, vecs[:k], chunk=1)),
         "c": (len(rows), lambda: score_injected(model, tok, rows, layer, vecs)),
-        "d": (len(rows), lambda: score_injected(model, tok, g_rows, layer, g_vecs)),
+        "d": (len(rows), lambda: score_injected(model, tok, o_rows, layer, o_vecs, **OLD_CHUNK)),
     }
-    same = _prompt_passes(rows, 32) == _prompt_passes(g_rows, 32)
+    same = _prompt_passes(rows) == _prompt_passes(o_rows, **OLD_CHUNK)
     if same:  # every chunk holds the same prompts either way (fewer contexts than a chunk): (d) is (c)'s work
         del methods["d"]
     n_tok = [len(tok(p, add_special_tokens=False)["input_ids"]) for p in dict.fromkeys(p for p, _, _ in rows)]
@@ -262,7 +271,7 @@ def proxy_row(name: str, adapter, contexts, slot: str, goals: list[str], naive_t
         rate["d"] = rate["c"]
     return {"model": name, "slot": slot, "contexts": len(contexts), "trials": len(rows), "naive": k,
             "candidates": len(rows[0][2]), "tokens": statistics.mean(n_tok), **rate,
-            "passes_c": _prompt_passes(rows, 32) / len(rows), "passes_d": _prompt_passes(g_rows, 32) / len(rows),
+            "passes_c": _prompt_passes(rows) / len(rows), "passes_d": _prompt_passes(o_rows, **OLD_CHUNK) / len(rows),
             "d_ca": delta("c"), "d_ba": delta("b"), "same": same}
 
 
@@ -300,10 +309,12 @@ def proxy(args, work: Path) -> list[dict]:
     return out
 
 
-def _release_passes(n_contexts: int, concepts: int, chunk: int = 32) -> float:
-    """Prompt passes per trial of ``score_injected`` on one Track 2 call over ``n_contexts`` contexts (concept-major)."""
-    rows = [(str(i), "", ()) for _ in range(concepts) for i in range(n_contexts)]
-    return _prompt_passes(rows, chunk) / len(rows)
+def _release_passes(n_contexts: int, concepts: int) -> tuple[float, float]:
+    """Prompt passes per trial of ``score_injected`` on one Track 2 call over ``n_contexts`` contexts: in
+    Track 2's order (context by context) and in the old one (concept-major, chunks of 32)."""
+    now = [(str(i), "", ()) for i in range(n_contexts) for _ in range(concepts)]
+    old = [(str(i), "", ()) for _ in range(concepts) for i in range(n_contexts)]
+    return _prompt_passes(now) / len(now), _prompt_passes(old, **OLD_CHUNK) / len(old)
 
 
 def main() -> None:
@@ -361,7 +372,7 @@ def main() -> None:
           f"trials/s, median of {args.repeats}")
     print()
     print("| model | slot | contexts × concepts = trials | candidates | prompt tokens (mean) "
-          "| (a) naive | (b) chunk=1 | (c) score_injected | (d) grouped by prompt | (c)/(a) | (c)/(b) "
+          "| (a) naive | (b) chunk=1 | (c) score_injected | (d) concept-major, chunks of 32 | (c)/(a) | (c)/(b) "
           "| prompt passes / trial (c), (d) | max abs Δ (c−a) | max abs Δ (b−a) |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
@@ -371,9 +382,10 @@ def main() -> None:
               f"| {r['c']:.2f} | {d} | {r['c'] / r['a']:.1f}x | {r['c'] / r['b']:.1f}x "
               f"| {r['passes_c']:.2f}, {r['passes_d']:.2f} | {r['d_ca']:.1e} | {r['d_ba']:.1e} |")
     if nat is not None:
-        passes = _release_passes(nat["contexts"], args.goal_values)
+        now, old = _release_passes(nat["contexts"], args.goal_values)
         print(f"\nIn a Track 2 run on this release ({nat['contexts']} contexts), a goal call of {args.goal_values} "
-              f"concepts gives score_injected {passes:.2f} prompt passes per trial (concept-major rows, chunks of 32).")
+              f"concepts gives score_injected {now:.3f} prompt passes per trial in Track 2's order, {old:.3f} in the "
+              "old one (concept-major rows, chunks of 32).")
 
 
 if __name__ == "__main__":
