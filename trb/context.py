@@ -42,6 +42,9 @@ class StepContext:
     language: str | None = None
     split: str | None = None
     extras: dict = field(default_factory=dict, compare=False)
+    # each action's text beside its label (schema 1.1, e.g. a multiple-choice option "(A) 42": label "A",
+    # text "42"), aligned with action_space; None when the actions are their own text
+    action_texts: tuple[str, ...] | None = None
 
     def render(self, r: dict | None = None, *, include_r_history: bool = True, last: int | None = None) -> str:
         """Plain text of the context (for text models): earlier steps, then the current observation.
