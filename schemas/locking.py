@@ -1,7 +1,8 @@
 """One advisory file lock for every store: exclusive writers, shared readers, a bounded, announced wait.
 
 A store (the corpus, the results store) holds a lock file with ``flock``. An
-exclusive holder writes who it is (pid, host, purpose, since) into the file; a
+exclusive holder writes who it is (pid, host, purpose, since) into the file (the
+last holder to release it removes it, so no empty lock file stays beside a store); a
 process that finds the store held tells ``on_wait`` once who holds it (a
 :class:`LockWait`, with the holder as data and the one-line message), waits up to
 ``wait_seconds``, and then raises the store's own "busy" error naming the holder,
@@ -86,7 +87,8 @@ class FileLock:
     """``with FileLock(path, exclusive=..., what=..., busy=...): ...`` holds ``path`` (flock) for the block.
 
     Args:
-        path: the lock file (created if missing; never deleted).
+        path: the lock file: created when taken, removed by the last holder to release it (so no empty
+            lock file is left beside a store); a waiter whose file was removed re-opens the path.
         exclusive: a writer (exclusive, records itself in the file) or a reader (shared).
         what: the store as messages name it, e.g. ``"corpus /data/c"``.
         busy: makes the exception raised when the wait runs out, from its message.
@@ -124,22 +126,37 @@ class FileLock:
         return LockHolder.from_file(self.path)
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            self._wait_for(fd)
-            if self.exclusive:
-                info = {"pid": os.getpid(), "host": socket.gethostname(), "purpose": self.purpose, "since": time.time()}
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, json.dumps(info).encode(), 0)
-        except BaseException:
-            os.close(fd)  # closing drops the flock too, if it was taken
-            raise
-        self._fd = fd
-
-    def _wait_for(self, fd: int) -> None:
-        mode = fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH
         deadline = time.monotonic() + self.wait_seconds
-        announced = False
+        announced = [False]
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                self._wait_for(fd, deadline, announced)
+                if not self._current(fd):  # the last holder removed this file while we waited: take the new one
+                    os.close(fd)
+                    continue
+                if self.exclusive:
+                    info = {"pid": os.getpid(), "host": socket.gethostname(), "purpose": self.purpose,
+                            "since": time.time()}
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, json.dumps(info).encode(), 0)
+            except BaseException:
+                os.close(fd)  # closing drops the flock too, if it was taken
+                raise
+            self._fd = fd
+            return
+
+    def _current(self, fd: int) -> bool:
+        """Whether ``fd`` is still the file at ``path`` (not one a releasing holder has unlinked)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        mine = os.fstat(fd)
+        return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+
+    def _wait_for(self, fd: int, deadline: float, announced: list[bool]) -> None:
+        mode = fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH
         while True:
             try:
                 fcntl.flock(fd, mode | fcntl.LOCK_NB)
@@ -151,11 +168,11 @@ class FileLock:
                         f"{self.what} is still in use by {self.describe(holder)} after {self.wait_seconds:g} s; "
                         "nothing was changed (retry later, or raise TRB_LOCK_WAIT)"
                     ) from None
-                if not announced:
+                if not announced[0]:
                     holder = self.holder()
                     message = f"{self.what} is in use by {self.describe(holder)}; waiting up to {self.wait_seconds:g} s"
                     self.on_wait(LockWait(holder, message, self.wait_seconds))
-                    announced = True
+                    announced[0] = True
                 time.sleep(_POLL_SECONDS)
 
     def release(self) -> None:
@@ -165,6 +182,13 @@ class FileLock:
         try:
             if self.exclusive:
                 os.ftruncate(fd, 0)
+            try:  # the last holder out removes the file (a waiter that opened it re-opens the path: _current)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pass  # other readers still hold it: the last of them removes it
+            else:
+                if self._current(fd):
+                    os.unlink(self.path)
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)

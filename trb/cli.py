@@ -246,15 +246,17 @@ def adapters_cmd(as_json) -> None:
 @cli.command()
 @click.argument("sql")
 @click.option("--results", default="results.duckdb", show_default=True, help=_RESULTS_HELP)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON rows.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON rows; the store's JSON columns (detail, adapter_spec, timings, taskset) as objects.")
 def query(sql, results, as_json) -> None:
     """Run read-only SQL on the results store (tables runs, item_scores) and print a table."""
     from trb.results import ResultsStore
 
-    names, rows = ResultsStore(Path(results)).query(sql)
-    if as_json:
-        click.echo(json.dumps([dict(zip(names, r)) for r in rows], indent=2, default=str))
+    store = ResultsStore(Path(results))
+    if as_json:  # the store's JSON columns (detail, adapter_spec, timings, taskset) as objects
+        click.echo(json.dumps(store.query_records(sql), indent=2, default=str))
         return
+    names, rows = store.query(sql)
     cells = [names] + [["" if v is None else str(v) for v in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(names))]
     for i, row in enumerate(cells):

@@ -93,6 +93,8 @@ ITEM_SCHEMA = _item_schema()
 
 _RUN_COLUMNS = tuple(c for c, _ in _RUNS_COLUMNS_SQL)
 _JSON_RUN_COLUMNS = ("adapter_spec", "timings", "taskset")
+#: Columns of the store that hold JSON text (decoded by :meth:`ResultsStore.query_records`).
+JSON_COLUMNS = ("detail",) + _JSON_RUN_COLUMNS
 
 _WAIT_SECONDS = DEFAULT_WAIT_SECONDS
 
@@ -437,6 +439,23 @@ class ResultsStore:
                                           "WHERE table_schema = 'main' AND table_name = ?", [table]).fetchall()}
         sql_of = {c.name: c.sql.split()[0] for c in _item_columns()} if types else {}
         return [n if n in have else f"CAST(NULL AS {sql_of.get(n, 'VARCHAR')}) AS {n}" for n in names]
+
+    def query_records(self, sql: str) -> list[dict]:
+        """:meth:`query`'s rows as dicts, the store's JSON columns decoded: ``detail``, ``adapter_spec``,
+        ``timings``, ``taskset`` (by name, as selected) and any column DuckDB types ``JSON`` become objects,
+        not JSON text inside JSON (``trb query --json``)."""
+        with self._connect(write=False, purpose="query") as con:
+            try:
+                cur = con.execute(sql)
+                if cur.description is None:
+                    return []
+                names = [d[0] for d in cur.description]
+                decode = [n in JSON_COLUMNS or str(d[1]) == "JSON" for n, d in zip(names, cur.description)]
+                rows = cur.fetchall()
+            except duckdb.Error as e:
+                raise ResultsError(str(e)) from None
+        return [{n: (json.loads(v) if d and isinstance(v, str) else v) for n, d, v in zip(names, decode, r)}
+                for r in rows]
 
     def query(self, sql: str) -> tuple[list[str], list[tuple]]:
         """Run ``sql`` on a read-only connection to the store: (column names, rows).

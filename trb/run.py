@@ -78,6 +78,17 @@ def _diff_emit(after: dict | None, before: dict | None) -> dict | None:
             "missing": {s: n - before["missing"].get(s, 0) for s, n in after["missing"].items()}}
 
 
+def _items_by_split(release: Release, tracks, options: dict) -> str:
+    """Which splits of ``release`` have items of ``tracks`` (those read from the release), for an error message:
+    ``splits with items: train (track 1: 120, track 3: 5); transfer (track 1: 40)``."""
+    parts = []
+    for s in release.splits:
+        counts = {t.id: t.count(release, s, **options.get(t.id, {})) for t in tracks if not _from_tasks(t)}
+        if any(counts.values()):
+            parts.append(f"{s} (" + ", ".join(f"track {k}: {v}" for k, v in counts.items() if v) + ")")
+    return "splits with items: " + ("; ".join(parts) or "none")
+
+
 def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks: tuple[str, ...] | None = None,
                split: str = "eval", results: str | os.PathLike = "results.duckdb", seed: int = 0,
                progress: bool = True, allow_train_split: bool = False, tasks=None, greedy: bool = False,
@@ -131,7 +142,8 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
     try:
         if split not in release.splits:
             raise UsageError(f"release {release.version} ({release.sha[:12]}) has no split {split!r}; "
-                             f"its splits: {', '.join(release.splits) or 'none'}")
+                             f"its splits: {', '.join(release.splits) or 'none'}; "
+                             + _items_by_split(release, chosen, options))
         if split == "train" and not allow_train_split:
             raise UsageError("the train split is what models are fitted on: scores there measure fit, not "
                              "generalisation, and never enter Δgov; pass --allow-train-split (allow_train_split=True) "
@@ -161,7 +173,8 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
         total = sum(counts.values())
         if total == 0:
             raise UsageError(f"split {split!r} of release {release.version} ({release.sha[:12]}) has no items for "
-                             f"track(s) {', '.join(counts)}: nothing to score")
+                             f"track(s) {', '.join(counts)}: nothing to score; "
+                             + _items_by_split(release, [t for t in chosen if t.id in counts], options))
         _seed_everything(seed)
         emit_before = bound.emit_stats()
         timer = AdapterTimer()

@@ -75,3 +75,31 @@ def test_readers_share_and_a_writer_waits_for_them(tmp_path):
     assert told and told[0].holder.reading
     with FileLock(path, exclusive=True, what="s", busy=Busy, wait_seconds=0):
         pass
+
+
+def test_the_last_holder_removes_the_lock_file_and_a_waiter_takes_the_path_not_the_removed_file(tmp_path):
+    path = tmp_path / "x.lock"
+    with FileLock(path, exclusive=True, what="s", busy=Busy, wait_seconds=0):
+        assert path.exists()
+    assert not path.exists()  # nothing left beside the store
+    with FileLock(path, exclusive=False, what="s", busy=Busy, wait_seconds=0):
+        with FileLock(path, exclusive=False, what="s", busy=Busy, wait_seconds=0):
+            pass
+        assert path.exists()  # another reader still holds it
+    assert not path.exists()
+
+    # a waiter opened the file before its holder removed it: it must end up holding the path's file, so a
+    # third process is kept out (were it holding the removed file, the third would lock a new one and get in)
+    proc = _hold(path, 0.6)
+    try:
+        with FileLock(path, exclusive=True, what="s", busy=Busy, wait_seconds=20, on_wait=lambda _n: None):
+            assert path.exists() and LockHolder.from_file(path).pid == os.getpid()
+            third = subprocess.run([sys.executable, "-c", (
+                "import sys\nfrom schemas.locking import FileLock\n"
+                "try:\n    FileLock(sys.argv[1], exclusive=True, what='s', busy=RuntimeError, wait_seconds=0,"
+                " on_wait=lambda n: None).acquire()\nexcept RuntimeError:\n    sys.exit(3)\n"), str(path)],
+                cwd=ROOT, capture_output=True, text=True)
+            assert third.returncode == 3, third.stderr
+    finally:
+        proc.communicate()
+    assert not path.exists()

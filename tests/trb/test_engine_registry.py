@@ -149,13 +149,36 @@ def test_a_track_the_adapter_cannot_run_is_not_applicable_everywhere(release, tm
         run_tracks(release, DeclaredFollower(), baseline="x", tracks=("94",), results=results, progress=False)
 
 
+def _counts(release) -> dict:
+    """Track 1 and Track 3 items per split, counted from the release's parquet files (not through the tracks)."""
+    import duckdb
+
+    con = duckdb.connect()
+    out = {}
+    for s in ("train", "dev", "eval", "transfer"):
+        d = Path(release) / "data"
+        cf = list((d / "counterfactuals").glob(f"{s}-*.parquet"))
+        at = list((d / "attribution").glob(f"{s}-*.parquet"))
+        out[s] = {
+            "1": con.execute(f"SELECT count(*) FROM read_parquet({[str(f) for f in cf]}) WHERE phi_type IS NOT NULL")
+            .fetchone()[0] if cf else 0,
+            "3": con.execute(f"SELECT count(*) FROM read_parquet({[str(f) for f in at]}) "
+                             "WHERE label IN ('self', 'exogenous')").fetchone()[0] if at else 0}
+    return out
+
+
 def test_unknown_track_and_split_are_usage_errors(release, tmp_path):
     from trb.run import run_tracks
 
     with pytest.raises(UsageError, match="track '9' is not available"):
         run_tracks(release, Follower(), baseline="x", tracks=("9",), results=tmp_path / "r.duckdb", progress=False)
-    with pytest.raises(UsageError, match=r"has no split 'holdout'; its splits: train, dev, eval"):
-        run_tracks(release, Follower(), baseline="x", split="holdout", results=tmp_path / "r.duckdb", progress=False)
+    with pytest.raises(UsageError, match=r"has no split 'holdout'; its splits: train, dev, eval") as e:
+        run_tracks(release, Follower(), baseline="x", split="holdout", results=tmp_path / "r.duckdb", progress=False,
+                   tracks=("1", "3"))
+    n = _counts(release)
+    assert str(e.value).endswith("splits with items: " + "; ".join(
+        f"{s} (" + ", ".join(f"track {t}: {n[s][t]}" for t in ("1", "3") if n[s][t]) + ")"
+        for s in ("train", "dev", "eval", "transfer") if n[s]["1"] or n[s]["3"]))
     assert not (tmp_path / "r.duckdb").exists()
 
 
@@ -175,7 +198,8 @@ def test_a_split_with_no_items_is_an_error_not_zero_items(release, tmp_path):
 
     register_track(Empty())
     try:
-        with pytest.raises(UsageError, match=r"split 'eval' .* has no items for track\(s\) 95: nothing to score"):
+        with pytest.raises(UsageError, match=r"split 'eval' .* has no items for track\(s\) 95: nothing to score; "
+                                             r"splits with items: none$"):
             run_tracks(release, Follower(), baseline="x", tracks=("95",), results=tmp_path / "r.duckdb",
                        progress=False)
     finally:

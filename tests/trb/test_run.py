@@ -78,6 +78,18 @@ def test_cli_query_and_report_formats(release, tmp_path, capsys):
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == [{"baseline": "my-model", "adapter_tier": "proxy",
                                                     "smoke_test": True}]
+    # the store's JSON columns come back as objects, not JSON text inside JSON
+    sql = ("SELECT item_id, detail, detail AS detail_text, adapter_spec FROM item_scores JOIN runs USING (run_id) "
+           "WHERE track = '1' ORDER BY item_id LIMIT 2")
+    assert main(["query", sql, "--results", str(results), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    raw = duckdb.connect(str(results), read_only=True).execute(sql).fetchall()
+    assert len(rows) == 2 and [r["item_id"] for r in rows] == [r[0] for r in raw]
+    for got, (_, detail, _, spec) in zip(rows, raw):
+        assert isinstance(got["detail"], dict) and got["detail"] == json.loads(detail)
+        assert got["detail_text"] == detail  # renamed: not a store JSON column, left as the text it is
+        assert isinstance(got["adapter_spec"], dict) and got["adapter_spec"] == json.loads(spec)
+    assert not (tmp_path / "results.duckdb.lock").exists()  # no lock file left beside the store
     assert main(["report", "--results", str(results), "--format", "json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["smoke_test"] is True and rep["baselines"][0]["name"] == "my-model"
