@@ -81,8 +81,8 @@ def init_corpus(directory: str | os.PathLike) -> Path:
 
 def store_is_current(con: duckdb.DuckDBPyConnection, schema: str = "store") -> bool:
     """Whether the attached store ``schema`` is of :data:`STORE_FORMAT_VERSION`."""
-    row = con.execute(f"SELECT value FROM {schema}.meta WHERE key = 'store_format_version'").fetchone()
-    return row is not None and row[0] == STORE_FORMAT_VERSION
+    rows = con.execute(f"SELECT value FROM {schema}.meta WHERE key = 'store_format_version'").fetchall()
+    return bool(rows) and rows[0][0] == STORE_FORMAT_VERSION
 
 
 def upgrade_store(con: duckdb.DuckDBPyConnection, schema: str = "store") -> bool:
