@@ -27,9 +27,10 @@ DEFAULT_SUBJECT_GROUPS = 100
 SUBJECTS_HELP = (
     "Subjects: releases split by subject, so one subject id for every item would put every item in one split. "
     "Each item gets a pseudo-subject instead: the first 8 bytes of sha256(its item key) modulo --subject-groups K "
-    "(default {k}) pick one of K ids PREFIX-gNNN; the same item always lands in the same group, so the same item "
-    "(every epoch, every model) stays in one split, and the release's split fractions cut the K groups."
-).format(k=DEFAULT_SUBJECT_GROUPS)
+    f"(default {DEFAULT_SUBJECT_GROUPS}) pick one of K ids PREFIX-gNNN; the same item always lands in the same "
+    "group, so the same item (every epoch, every model) stays in one split, and the release's split fractions cut "
+    "the K groups."
+)
 
 _ID_BAD = re.compile(r"[^A-Za-z0-9._:\-]+")
 

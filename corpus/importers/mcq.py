@@ -30,7 +30,6 @@ import json
 import random
 import re
 import tomllib
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
