@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= demo-work
 
-.PHONY: install demo test bench clean install-label-studio install-browser
+.PHONY: install demo test bench clean install-label-studio install-browser install-inspect
 
 install: $(STAMP)
 
@@ -36,12 +36,24 @@ $(LS_STAMP): Makefile
 	$(LS_VENV)/bin/pip install --quiet label-studio==1.23.2
 	touch $(LS_STAMP)
 
+# inspect_ai, whose reader `trb-corpus import inspect` runs in a subprocess: its own venv, because its pins
+# (fsspec through s3fs, textual, pydantic) move faster than ours and would downgrade or upgrade them.
+INSPECT_VENV := .venv-inspect
+INSPECT_STAMP := $(INSPECT_VENV)/.installed
+
+install-inspect: $(INSPECT_STAMP)
+
+$(INSPECT_STAMP): Makefile
+	test -x $(INSPECT_VENV)/bin/python || $(PY) -m venv $(INSPECT_VENV)
+	$(INSPECT_VENV)/bin/pip install --quiet inspect-ai==0.3.285
+	touch $(INSPECT_STAMP)
+
 # Debian's Chromium for the browser tests (Playwright drives it; its own browser download is unreachable here).
 install-browser:
 	command -v chromium >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
 		|| (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
-test: install $(LS_STAMP) install-browser
+test: install $(LS_STAMP) $(INSPECT_STAMP) install-browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
@@ -60,4 +72,4 @@ bench: install $(LS_STAMP) install-browser
 	$(BIN)/python bench/grounding.py
 
 clean:
-	rm -rf $(VENV) $(DEMO_DIR)
+	rm -rf $(VENV) $(INSPECT_VENV) $(DEMO_DIR)

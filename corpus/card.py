@@ -362,7 +362,8 @@ def _source_kinds_table(source_kinds: Mapping) -> str:
     totals = {k: (sum(v.values()) if isinstance(v, Mapping) else v) for k, v in source_kinds.items()}
     made_up = totals.get("simulated", 0) + totals.get("illustrative", 0)
     summary = (f"\n\nCollected from human subjects: **{totals.get('human_session', 0)}** session(s); model rollouts: "
-               f"{totals.get('model_rollout', 0)}; simulated or illustrative (smoke tests only): {made_up}.")
+               f"{totals.get('model_rollout', 0)}; items of published datasets (stimuli, no human subject): "
+               f"{totals.get('published_dataset', 0)}; simulated or illustrative (smoke tests only): {made_up}.")
     if all(isinstance(v, Mapping) for v in source_kinds.values()):
         splits = _split_order(s for per in source_kinds.values() for s in per)
         rows = [[k] + [source_kinds[k].get(s, 0) for s in splits] + [sum(source_kinds[k].values())]

@@ -68,6 +68,9 @@ def _ingest_like(dry_run: bool, files, corpus_dir, max_line_bytes, wait_seconds,
     report = ingest(corpus, list(files), dry_run=dry_run, max_line_bytes=max_line_bytes,
                     progress=not quiet, wait_seconds=wait_seconds)
     click.echo(f"{report.summary()} in {report.seconds:.1f} s", err=True)
+    warning = report.cap_warning()
+    if warning:
+        click.echo(warning, err=True)
 
 
 @cli.command()
@@ -88,7 +91,10 @@ def ingest(files, corpus_dir, max_line_bytes, wait_seconds, quiet) -> None:
     """Validate FILES completely, then write all their new records in one transaction, or none.
 
     Re-ingesting the same records is a no-op; an id that exists with different
-    content is a conflict (exit 3) and nothing is written.
+    content is a conflict (exit 3) and nothing is written. When the corpus afterwards
+    breaks the 3:1 synthetic:human cap a release enforces, a warning on stderr gives
+    the figures (synthetic vs human-origin counterfactuals, the ratio, the limit, how
+    many human-origin ones are needed).
     """
     _ingest_like(False, files, corpus_dir, max_line_bytes, wait_seconds, quiet)
 
@@ -196,6 +202,74 @@ def release(corpus_dir, version, kind, out, trainer_orgs, parent, salt, split_fr
     smoke = " (SMOKE TEST: no TRB score may be claimed from it)" if m["smoke_test"] else ""
     click.echo(f"release {m['version']} {state}: {result.directory}{smoke}", err=True)
     click.echo(m["release_sha"])
+
+
+class _ImportGroup(click.Group):
+    """``trb-corpus import KIND``: one subcommand per registered importer, built when asked for."""
+
+    def list_commands(self, ctx) -> list[str]:
+        from corpus.importers.registry import available_importers
+
+        return sorted(available_importers())
+
+    def get_command(self, ctx, name):
+        from corpus.importers.registry import available_importers
+
+        importer = available_importers().get(name)
+        return None if importer is None else _import_command(importer)
+
+
+def _import_command(importer) -> click.Command:
+    def run(files, corpus_dir, output, fit_cap, wait_seconds, quiet, **options):
+        from corpus.importers.run import import_files
+        from corpus.store import Corpus, resolve_corpus_dir
+
+        corpus = Corpus(resolve_corpus_dir(corpus_dir))
+        if output is not None and not corpus.exists():
+            if corpus_dir:
+                corpus.require()
+            corpus = None
+        report = import_files(corpus, importer.name, list(files), options=options, output=output, fit_cap=fit_cap,
+                              progress=not quiet, wait_seconds=wait_seconds)
+        for line in report.lines():
+            click.echo(line, err=True)
+        if report.ingest is not None and report.ingest.cap_warning():
+            click.echo(report.ingest.cap_warning(), err=True)
+
+    params: list[click.Parameter] = [
+        click.Argument(["files"], nargs=-1, required=True, type=click.Path(dir_okay=False)),
+        click.Option(["--corpus", "corpus_dir"], type=click.Path(file_okay=False), default=None, help=_CORPUS_HELP),
+        click.Option(["-o", "--output"], type=click.Path(dir_okay=False), default=None,
+                     help="Write the records to this JSONL file (validated, against the corpus when there is one) "
+                          "instead of ingesting them."),
+        click.Option(["--fit-cap"], is_flag=True,
+                     help="Keep only as many new synthetic counterfactuals as the 3:1 cap has room for, instead of "
+                          "refusing the import."),
+    ]
+    for opt in importer.options:
+        if opt.type is bool:
+            params.append(click.Option([opt.cli_flag, opt.name], is_flag=True, default=False, help=opt.help))
+        else:
+            params.append(click.Option([opt.cli_flag, opt.name], type=opt.type, default=None, help=opt.help
+                                       + (f" [default: {opt.default}]" if opt.default not in (None, "") else "")))
+    params += [
+        click.Option(["--wait", "wait_seconds"], type=float, default=None,
+                     help="Seconds to wait for a corpus held by another process (default $TRB_LOCK_WAIT or 120)."),
+        click.Option(["-q", "--quiet"], is_flag=True, help="No progress bar."),
+    ]
+    return click.Command(importer.name, callback=run, params=params, help=importer.help, short_help=importer.summary)
+
+
+@cli.group("import", cls=_ImportGroup)
+def import_() -> None:
+    """Import outside data with a registered importer (KIND), then validate and ingest it like any records.
+
+    Nothing reaches the corpus another way: the records go through the 3:1 cap check,
+    every schema and reference check, and one all-or-nothing ingest (or, with -o, into a
+    validated JSONL file). Built-in kinds: mcq (multiple-choice and yes/no benchmark
+    items), inspect (inspect_ai evaluation logs); a package adds its own through the
+    trb.importers entry-point group. Each kind's --help says how it assigns subjects.
+    """
 
 
 @cli.command()

@@ -30,7 +30,8 @@ def _ids(rows) -> str:
 
 
 def release_kind_gate(con, kind: str) -> GateResult:
-    """A ``trb`` release holds only real data (human sessions, model rollouts)."""
+    """A ``trb`` release holds only real data (human sessions, model rollouts, published-dataset items:
+    :data:`schemas.release_format.REAL_SOURCE_KINDS`)."""
     rows = con.execute("SELECT session_id, source_kind FROM rel_sessions WHERE source_kind IN ('simulated', 'illustrative') "
                        "ORDER BY session_id").fetchall()
     if kind == "smoke":

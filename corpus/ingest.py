@@ -6,6 +6,11 @@ own as it is read; once every file is staged, the checks that need other records
 (duplicates, conflicts with the store, dangling references, Φ's actions against the
 step's action space) run as SQL over the staging tables and the store. Only when
 nothing is wrong are the new records copied into the store, in one transaction.
+
+The report also carries the 3:1 cap's figures for the store as it is (or, for a
+validation, would be) after the ingest: :meth:`IngestReport.cap_warning` says, with
+the figures, when a release would refuse it, so the CLI warns at ingest rather than
+only at ``stats`` or release time.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import orjson
 import pyarrow as pa
 from tqdm import tqdm
 
+from corpus.cap import CapFigures, store_cap_figures
 from corpus.errors import InvalidInput, Problem, RecordConflict
 from corpus.jsonl import DEFAULT_MAX_LINE_BYTES, Block, file_size, read_blocks
 from corpus.lock import LockWait
@@ -56,6 +62,17 @@ class IngestReport:
     new_steps: int = 0
     seconds: float = 0.0
     ingest_id: int | None = None
+    #: the 3:1 cap's figures of the store after this ingest (its new records included)
+    cap: CapFigures | None = None
+
+    def cap_warning(self) -> str | None:
+        """A warning with the figures when the store after this ingest would break the 3:1 cap at release."""
+        if self.cap is None or self.cap.within:
+            return None
+        when = "after this ingest the corpus would hold" if self.dry_run else "the corpus now holds"
+        return (f"warning: {when} {self.cap.describe()}. A release refuses this (gate synthetic_cap, overall and "
+                "per split) until human-origin counterfactuals are added; synthetic ones without Φ are kept out of "
+                "eval and transfer only.")
 
     def summary(self) -> str:
         n_new, n_same = sum(self.new.values()), sum(self.unchanged.values())
@@ -440,6 +457,7 @@ def ingest(
             raise RecordConflict(conflicts.sorted(), conflicts.total,
                                  f"{conflicts.total} conflicting record(s); nothing was written")
         _count(con, report)
+        report.cap = store_cap_figures(con, "store", "main.counterfactuals")
         if not dry_run:
             _commit(con, report)
 

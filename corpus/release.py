@@ -108,11 +108,13 @@ POOLED_PHI_SQL = """
 _ROWS_SQL = {
     "sessions": """
         SELECT s.session_id, x.split, s.source_kind, s.collector, s.consent_ref, s.licence, s.subject_id, s.context_id,
-               s.stimulus_set, s.subject_population, s.language, s.r_extensions, s.n_steps
+               s.stimulus_set, s.subject_population, s.language, s.r_extensions, s.n_steps, s.dataset_name,
+               s.dataset_revision, s.dataset_citation, s.dataset_item
         FROM store.sessions s JOIN assigned x USING (session_id)""",
     "steps": """
         SELECT st.session_id, x.split, st.t, st.observation, st.has_r, st.r_goal, st.r_planned_next,
-               st.r_caused_by_self, st.r_confidence, st.r_ext, st.action, st.action_space, st.outcome
+               st.r_caused_by_self, st.r_confidence, st.r_ext, st.action, st.action_space, st.outcome,
+               st.action_texts
         FROM store.steps st JOIN assigned x USING (session_id)""",
     "counterfactuals": """
         SELECT c.cf_id, x.split, c.session_id, c.t, c.rp_goal, c.rp_planned_next, c.rp_caused_by_self,

@@ -69,6 +69,7 @@ def corpus_stats(corpus: Corpus, *, wait_seconds: float | None = None) -> dict:
 #: How sessions came to be: collected from people (trb-collect, or a lab's own), rolled out by a model, or
 #: made up (simulated, illustrative: smoke releases only).
 PROVENANCE = {"human_session": "collected from human subjects", "model_rollout": "model rollouts",
+              "published_dataset": "items of published datasets",
               "simulated": "simulated or illustrative (smoke only)", "illustrative": "simulated or illustrative (smoke only)"}
 
 

@@ -3,6 +3,10 @@
 ``init`` makes a corpus; ``Corpus.open`` holds the corpus lock (shared to read,
 exclusive to write) and yields a DuckDB connection on which the store is attached
 as ``store``.
+
+Store format 2 (record schema 1.1) added columns (:data:`corpus.tables.ADDED_COLUMNS`);
+a format-1 store is upgraded in place the first time it is opened, under the write
+lock, by adding them (its rows then read as the 1.0 records they are).
 """
 
 from __future__ import annotations
@@ -18,13 +22,14 @@ import duckdb
 
 from corpus.errors import CorpusExists, CorpusNotFound
 from corpus.lock import CorpusLock, LockWait
-from corpus.tables import ddl
+from corpus.tables import ADDED_COLUMNS, ddl
 from schemas.versions import SCHEMA_VERSION, TRB_VERSION
 
-__all__ = ["DB_NAME", "STORE_FORMAT_VERSION", "Corpus", "init_corpus", "resolve_corpus_dir"]
+__all__ = ["DB_NAME", "STORE_FORMAT_VERSION", "Corpus", "init_corpus", "resolve_corpus_dir", "store_is_current",
+           "upgrade_store"]
 
 DB_NAME = "corpus.duckdb"
-STORE_FORMAT_VERSION = "1"
+STORE_FORMAT_VERSION = "2"
 #: DuckDB's own memory bound for ingest and queries; above it, it spills to disk.
 MEMORY_LIMIT = os.environ.get("TRB_DUCKDB_MEMORY", "256MB")
 
@@ -74,6 +79,33 @@ def init_corpus(directory: str | os.PathLike) -> Path:
     return d
 
 
+def store_is_current(con: duckdb.DuckDBPyConnection, schema: str = "store") -> bool:
+    """Whether the attached store ``schema`` is of :data:`STORE_FORMAT_VERSION`."""
+    rows = con.execute(f"SELECT value FROM {schema}.meta WHERE key = 'store_format_version'").fetchall()
+    return bool(rows) and rows[0][0] == STORE_FORMAT_VERSION
+
+
+def upgrade_store(con: duckdb.DuckDBPyConnection, schema: str = "store") -> bool:
+    """Bring an older store (attached read-write as ``schema``) to the current format; True if it changed.
+
+    Format 1 -> 2 only adds columns (NULL in existing rows: 1.0 records, no 1.1 fields), in one transaction.
+    """
+    if store_is_current(con, schema):
+        return False
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for table, cols in ADDED_COLUMNS.items():
+            for col, typ in cols:
+                con.execute(f"ALTER TABLE {schema}.{table} ADD COLUMN IF NOT EXISTS {col} {typ}")
+        for key, value in (("store_format_version", STORE_FORMAT_VERSION), ("schema_version", str(SCHEMA_VERSION))):
+            con.execute(f"INSERT OR REPLACE INTO {schema}.meta VALUES (?, ?)", [key, value])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return True
+
+
 class Corpus:
     """A corpus directory. Open it to read or write: ``with Corpus(d).open(write=True) as con``."""
 
@@ -104,6 +136,26 @@ class Corpus:
         :class:`~corpus.lock.LockWait`: ``.holder`` as data, ``str()`` the message; default: stderr).
         """
         self.require()
+        kw = {"wait_seconds": wait_seconds, "purpose": purpose, "spill_dir": spill_dir, "on_wait": on_wait}
+        if write:
+            with self._attached(True, **kw) as con:
+                upgrade_store(con)
+                yield con
+            return
+        with self._attached(False, **kw) as con:
+            current = store_is_current(con)
+            if current:
+                yield con
+        if current:
+            return
+        # an older store, opened to read: upgrade it under the write lock first (once), then read
+        with self._attached(True, **{**kw, "purpose": f"{purpose} (store format upgrade)".strip()}) as con:
+            upgrade_store(con)
+        with self._attached(False, **kw) as con:
+            yield con
+
+    @contextmanager
+    def _attached(self, write: bool, *, wait_seconds, purpose, spill_dir, on_wait) -> Iterator[duckdb.DuckDBPyConnection]:
         with CorpusLock(self.dir, exclusive=write, wait_seconds=wait_seconds, purpose=purpose, on_wait=on_wait):
             _remove_dead_spills(self.dir)
             with scratch_connection(spill_dir) as con:

@@ -6,13 +6,18 @@ documents into rows (DuckDB parses the JSON); :func:`record_from_rows` turns row
 to the original's canonical form (a test round-trips every example and simulated
 record), so releases are cut from these tables without keeping the raw JSON.
 Every record table also says where each row came from (ingest id, file, line).
+
+Store format 2 (record schema 1.1) added columns at the end of tables: each record's
+``schema_version`` (NULL for a 1.0 record, which says 1), a session's ``dataset_*``
+provenance and a step's ``action_texts``. A format-1 store gains them when it is next
+opened (:func:`corpus.store.upgrade_store`); its rows read as 1.0 records.
 """
 
 from __future__ import annotations
 
 import orjson
 
-__all__ = ["TABLES", "RECORD_TABLES", "EXPAND_SQL", "ddl", "expand", "record_from_rows"]
+__all__ = ["TABLES", "RECORD_TABLES", "ADDED_COLUMNS", "EXPAND_SQL", "ddl", "expand", "record_from_rows"]
 
 _V, _I, _BI, _D, _B, _L = "VARCHAR", "INTEGER", "BIGINT", "DOUBLE", "BOOLEAN", "VARCHAR[]"
 _SRC = [("ingest_id", _I), ("src_file", _V), ("src_line", _BI)]
@@ -24,33 +29,44 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("session_id", _V), ("content_hash", _V), ("source_kind", _V), ("collector", _V),
         ("consent_ref", _V), ("licence", _V), ("subject_id", _V), ("context_id", _V),
         ("stimulus_set", _V), ("subject_population", _V), ("language", _V), ("r_extensions", _V),
-        ("ext_slots", _L), ("n_steps", _I), *_SRC,
+        ("ext_slots", _L), ("n_steps", _I), *_SRC, ("schema_version", _V), ("dataset_name", _V),
+        ("dataset_revision", _V), ("dataset_citation", _V), ("dataset_item", _V),
     ],
     "steps": [
         ("session_id", _V), ("t", _I), ("observation", _V), ("has_r", _B),
         *[(f"r_{c}", t) for c, t in _R], ("action", _V), ("action_space", _L), ("outcome", _V),
+        ("action_texts", _L),
     ],
     "counterfactuals": [
         ("cf_id", _V), ("content_hash", _V), ("session_id", _V), ("t", _I),
         *[(f"rp_{c}", t) for c, t in _R], ("origin", _V), ("paired_session_id", _V),
         ("adversarial", _B), ("ood", _B), ("author_person", _V), ("generator_name", _V),
         ("generator_version", _V), ("generator_seed", _BI), ("phi_type", _V), ("phi_probs", _V),
-        ("phi_actions", _L), ("phi_text", _V), ("phi_n", _I), *_SRC,
+        ("phi_actions", _L), ("phi_text", _V), ("phi_n", _I), *_SRC, ("schema_version", _V),
     ],
     "attribution": [
         ("item_id", _V), ("content_hash", _V), ("session_id", _V), ("t", _I), ("design_label", _V),
-        ("endorsed", _B), ("note", _V), *_SRC,
+        ("endorsed", _B), ("note", _V), *_SRC, ("schema_version", _V),
     ],
     "annotations": [
         ("annotation_id", _V), ("content_hash", _V), ("target_kind", _V), ("target_id", _V),
         ("annotator_id", _V), ("role", _V), ("method", _V), ("value_type", _V), ("label", _V),
         ("endorsed", _B), ("rationale", _V), ("action", _V), ("text", _V), ("created_at", _V),
         ("revision", _I), ("ls_project_id", _BI), ("ls_task_id", _BI), ("ls_annotation_id", _BI), *_SRC,
+        ("schema_version", _V),
     ],
     "transfer_contexts": [
         ("context_id", _V), ("content_hash", _V), ("collector_org", _V), ("attestation_ref", _V),
-        ("description", _V), *_SRC,
+        ("description", _V), *_SRC, ("schema_version", _V),
     ],
+}
+
+#: Columns store format 2 added (at the end of their tables): table -> [(column, DuckDB type)].
+ADDED_COLUMNS: dict[str, list[tuple[str, str]]] = {
+    "sessions": [("schema_version", _V), ("dataset_name", _V), ("dataset_revision", _V), ("dataset_citation", _V),
+                 ("dataset_item", _V)],
+    "steps": [("action_texts", _L)],
+    **{t: [("schema_version", _V)] for t in ("counterfactuals", "attribution", "annotations", "transfer_contexts")},
 }
 
 #: record kind -> (table, id column)
@@ -77,8 +93,11 @@ def ddl(schema: str, *, keys: bool) -> list[str]:
 
 _R_STRUCT = '{"goal": "VARCHAR", "planned_next": "VARCHAR", "caused_by_self": "DOUBLE", "confidence": "DOUBLE", "ext": "JSON"}'
 _STEP_STRUCT = ('{"t": "INTEGER", "observation": "VARCHAR", "r": ' + _R_STRUCT +
-                ', "action": "VARCHAR", "action_space": ["VARCHAR"], "outcome": "VARCHAR"}')
+                ', "action": "VARCHAR", "action_space": ["VARCHAR"], "outcome": "VARCHAR", '
+                '"action_texts": ["VARCHAR"]}')
 _SRC_SQL = "NULL, src_file, src_line"
+#: A record's schema_version as stored: NULL for 1 (a 1.0 record), else its text ("1.1").
+_VERSION_SQL = "nullif(json_extract_string(doc, '$.schema_version'), '1')"
 
 #: table -> SQL that fills ``{schema}.{table}`` from the canonical documents in ``{raw}``
 #: (columns kind, id, content_hash, src_file, src_line, doc). DuckDB parses the JSON.
@@ -88,16 +107,18 @@ EXPAND_SQL: dict[str, str] = {
         SELECT id, content_hash, j.source.kind, j.source.collector, j.source.consent_ref, j.source.licence,
                j.subject_id, j.context.context_id, j.context.stimulus_set, j.context.subject_population,
                j.context.language, j.r_extensions::VARCHAR, list_sort(json_keys(j.r_extensions)),
-               json_array_length(doc, '$.steps')::INTEGER, {_SRC_SQL}
+               json_array_length(doc, '$.steps')::INTEGER, {_SRC_SQL}, {_VERSION_SQL}, j.source.dataset.name,
+               j.source.dataset.revision, j.source.dataset.citation, j.source.dataset.item
         FROM (SELECT *, from_json(doc, '{{"source": {{"kind": "VARCHAR", "collector": "VARCHAR",
-                  "consent_ref": "VARCHAR", "licence": "VARCHAR"}}, "subject_id": "VARCHAR",
+                  "consent_ref": "VARCHAR", "licence": "VARCHAR", "dataset": {{"name": "VARCHAR",
+                  "revision": "VARCHAR", "citation": "VARCHAR", "item": "VARCHAR"}}}}, "subject_id": "VARCHAR",
                   "context": {{"context_id": "VARCHAR", "stimulus_set": "VARCHAR",
                   "subject_population": "VARCHAR", "language": "VARCHAR"}}, "r_extensions": "JSON"}}') AS j
               FROM {{raw}} WHERE kind = 'session')""",
     "steps": f"""
         INSERT INTO {{schema}}.steps
         SELECT id, s.t, s.observation, s.r IS NOT NULL, s.r.goal, s.r.planned_next, s.r.caused_by_self,
-               s.r.confidence, s.r.ext::VARCHAR, s.action, s.action_space, s.outcome
+               s.r.confidence, s.r.ext::VARCHAR, s.action, s.action_space, s.outcome, s.action_texts
         FROM (SELECT id, unnest(from_json(doc, '{{"steps": [{_STEP_STRUCT}]}}').steps) AS s
               FROM {{raw}} WHERE kind = 'session')""",
     "counterfactuals": f"""
@@ -108,7 +129,7 @@ EXPAND_SQL: dict[str, str] = {
                j.author.generator.name, j.author.generator.version, j.author.generator.seed,
                j.phi.type, j.phi.probs::VARCHAR,
                CASE WHEN j.phi.type = 'distribution' THEN list_sort(json_keys(j.phi.probs)) END,
-               j.phi.text, j.phi.n, {_SRC_SQL}
+               j.phi.text, j.phi.n, {_SRC_SQL}, {_VERSION_SQL}
         FROM (SELECT *, from_json(doc, '{{"session_id": "VARCHAR", "t": "INTEGER", "r_prime": {_R_STRUCT},
                   "origin": "VARCHAR", "paired_session_id": "VARCHAR",
                   "flags": {{"adversarial": "BOOLEAN", "ood": "BOOLEAN"}},
@@ -118,7 +139,7 @@ EXPAND_SQL: dict[str, str] = {
               FROM {{raw}} WHERE kind = 'counterfactual')""",
     "attribution": f"""
         INSERT INTO {{schema}}.attribution
-        SELECT id, content_hash, j.session_id, j.t, j.design_label, j.endorsed, j.note, {_SRC_SQL}
+        SELECT id, content_hash, j.session_id, j.t, j.design_label, j.endorsed, j.note, {_SRC_SQL}, {_VERSION_SQL}
         FROM (SELECT *, from_json(doc, '{{"session_id": "VARCHAR", "t": "INTEGER", "design_label": "VARCHAR",
                   "endorsed": "BOOLEAN", "note": "VARCHAR"}}') AS j
               FROM {{raw}} WHERE kind = 'attribution')""",
@@ -127,7 +148,7 @@ EXPAND_SQL: dict[str, str] = {
         SELECT id, content_hash, j.target.kind, j.target.id, j.annotator_id, j.role, j.method, j.value.type,
                j.value.label, j.value.endorsed, j.value.rationale, j.value.action, j.value.text, j.created_at,
                j.revision, j.label_studio.project_id, j.label_studio.task_id, j.label_studio.annotation_id,
-               {_SRC_SQL}
+               {_SRC_SQL}, {_VERSION_SQL}
         FROM (SELECT *, from_json(doc, '{{"target": {{"kind": "VARCHAR", "id": "VARCHAR"}},
                   "annotator_id": "VARCHAR", "role": "VARCHAR", "method": "VARCHAR",
                   "value": {{"type": "VARCHAR", "label": "VARCHAR", "endorsed": "BOOLEAN",
@@ -137,7 +158,7 @@ EXPAND_SQL: dict[str, str] = {
               FROM {{raw}} WHERE kind = 'annotation')""",
     "transfer_contexts": f"""
         INSERT INTO {{schema}}.transfer_contexts
-        SELECT id, content_hash, j.collector_org, j.attestation_ref, j.description, {_SRC_SQL}
+        SELECT id, content_hash, j.collector_org, j.attestation_ref, j.description, {_SRC_SQL}, {_VERSION_SQL}
         FROM (SELECT *, from_json(doc, '{{"collector_org": "VARCHAR", "attestation_ref": "VARCHAR",
                   "description": "VARCHAR"}}') AS j
               FROM {{raw}} WHERE kind = 'transfer_context')""",
@@ -158,20 +179,30 @@ def _r_from(row: dict, prefix: str) -> dict:
             "ext": None if ext is None else orjson.loads(ext)}
 
 
+def _step_from(s: dict) -> dict:
+    step = {"t": s["t"], "observation": s["observation"], "r": _r_from(s, "r_") if s["has_r"] else None,
+            "action": s["action"], "action_space": s["action_space"], "outcome": s["outcome"]}
+    if s.get("action_texts") is not None:
+        step["action_texts"] = s["action_texts"]
+    return step
+
+
 def record_from_rows(kind: str, row: dict, steps: list[dict] | None = None) -> dict:
     """The record (in its canonical shape) that ``row`` (and, for a session, its ``steps`` in order) hold."""
-    head = {"kind": kind, "schema_version": 1}
+    version = row.get("schema_version")
+    head = {"kind": kind, "schema_version": 1 if version is None else version}
     if kind == "session":
-        return {**head, "session_id": row["session_id"],
-                "source": {"kind": row["source_kind"], "collector": row["collector"],
-                           "consent_ref": row["consent_ref"], "licence": row["licence"]},
+        source = {"kind": row["source_kind"], "collector": row["collector"], "consent_ref": row["consent_ref"],
+                  "licence": row["licence"]}
+        if row.get("dataset_name") is not None:
+            source["dataset"] = {"name": row["dataset_name"], "revision": row["dataset_revision"],
+                                 "citation": row["dataset_citation"], "item": row["dataset_item"]}
+        return {**head, "session_id": row["session_id"], "source": source,
                 "subject_id": row["subject_id"],
                 "context": {"context_id": row["context_id"], "stimulus_set": row["stimulus_set"],
                             "subject_population": row["subject_population"], "language": row["language"]},
                 "r_extensions": orjson.loads(row["r_extensions"]),
-                "steps": [{"t": s["t"], "observation": s["observation"],
-                           "r": _r_from(s, "r_") if s["has_r"] else None, "action": s["action"],
-                           "action_space": s["action_space"], "outcome": s["outcome"]} for s in steps or []]}
+                "steps": [_step_from(s) for s in steps or []]}
     if kind == "counterfactual":
         phi = None
         if row["phi_type"] == "distribution":

@@ -1,4 +1,4 @@
-"""Schema v1 records as pydantic models.
+"""Schema v1 records (version 1.1) as pydantic models.
 
 These models are the Python side of the published contract. The JSON Schema files
 beside this module are generated from them (``python -m schemas.generate``) and a
@@ -10,20 +10,33 @@ action inside its step's action space, declared extension slots, Φ summing to 1
 the author matching the origin) live in :mod:`schemas.rules`, and rules that need
 other records (a counterfactual pointing at an existing step) are checked at
 ingest time by the corpus store.
+
+Version 1.1 is additive over 1.0: the source kind ``published_dataset`` with its
+``dataset`` provenance, and ``Step.action_texts``. A 1.0 record (``schema_version``
+1, or none) validates as before and keeps its canonical form: the 1.1 fields are left
+out of a record's serialisation while they are unset, so its content hash does not
+change. A record that uses a 1.1 field says ``"schema_version": "1.1"``
+(:mod:`schemas.rules`).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_serializer
 
-SCHEMA_VERSION = 1
+#: The record schema version this toolkit writes (releases record it in their manifest).
+SCHEMA_VERSION = "1.1"
+#: Every ``schema_version`` a record may state: ``1`` (how 1.0 records state it; the default) and ``"1.1"``.
+SCHEMA_VERSIONS = (1, "1.1")
 SCHEMA_BASE_URL = "https://trb.trace-ai.org/schemas/v1"
 
 __all__ = [
     "SCHEMA_VERSION",
+    "SCHEMA_VERSIONS",
     "SCHEMA_BASE_URL",
+    "SOURCE_KINDS",
+    "Dataset",
     "Identifier",
     "Source",
     "Context",
@@ -59,6 +72,9 @@ Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 Index = Annotated[int, Field(ge=0, le=2_147_483_647)]
 Count = Annotated[int, Field(ge=1, le=2_147_483_647)]
 Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+SchemaVersion = Literal[1, "1.1"]
+_VERSION_HELP = ('The record schema version: 1 (schema 1.0; the default) or "1.1". A record that uses a field '
+                 'added in 1.1 (source kind published_dataset, source.dataset, steps[].action_texts) must say "1.1".')
 
 
 class _Strict(BaseModel):
@@ -77,22 +93,50 @@ def _record_config(kind: str, title: str, description: str) -> ConfigDict:
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": f"{SCHEMA_BASE_URL}/{kind}.schema.json",
             "description": description,
+            "$comment": f"TRB record schema {SCHEMA_VERSION} (additive over 1.0: records of 1.0 stay valid).",
         },
     )
+
+
+class Dataset(_Strict):
+    """The published dataset an item comes from (source kind ``published_dataset``; schema 1.1)."""
+
+    name: NonEmpty = Field(description="The dataset's name, e.g. 'BIG-Bench Hard'.")
+    revision: NonEmpty = Field(description="Which release of it exactly: a version, tag or commit.")
+    citation: NonEmpty = Field(description="How to cite it (a reference or a BibTeX entry).")
+    item: NonEmpty | None = Field(default=None, description="The item's own id in the dataset (subset, index).")
+
+
+#: Every source kind: the first three are real data (a trb release may hold them), the last two made up.
+SOURCE_KINDS = ("human_session", "model_rollout", "published_dataset", "simulated", "illustrative")
 
 
 class Source(_Strict):
     """Where a session came from, and under what consent and licence."""
 
-    kind: Literal["human_session", "model_rollout", "simulated", "illustrative"] = Field(
-        description="human_session and model_rollout are real data; simulated and "
+    kind: Literal["human_session", "model_rollout", "published_dataset", "simulated", "illustrative"] = Field(
+        description="human_session and model_rollout are real data; published_dataset (schema 1.1) is an item of a "
+        "published dataset (its dataset and licence required), real data but not a person's session; simulated and "
         "illustrative data may only appear in smoke releases."
     )
     collector: NonEmpty = Field(description="Person or organisation that collected the session.")
     consent_ref: str | None = Field(
         default=None, description="Reference to the consent record (required in practice for human_session)."
     )
-    licence: str | None = Field(default=None, description="SPDX id or licence name of the session data.")
+    licence: str | None = Field(default=None, description="SPDX id or licence name of the session data "
+                                "(required for published_dataset: the dataset's licence).")
+    dataset: Dataset | None = Field(
+        default=None, description="Schema 1.1: the published dataset, for source kind published_dataset (required "
+        "there, refused for every other kind)."
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_1_1(self, handler):
+        """A 1.0 source serialises as it always has: ``dataset`` only when set."""
+        out = handler(self)
+        if self.dataset is None:
+            out.pop("dataset", None)
+        return out
 
 
 class Context(_Strict):
@@ -138,6 +182,19 @@ class Step(_Strict):
         default=None, description="The discrete actions available, or null for an open-ended step."
     )
     outcome: str | None = Field(default=None, description="Plain-text outcome of the step, if any.")
+    action_texts: Annotated[list[NonEmpty], Field(min_length=1)] | None = Field(
+        default=None, description="Schema 1.1: each action's text beside its label, aligned with action_space (same "
+        "length; needs action_space), e.g. multiple-choice options: action_space ['A', 'B'], action_texts ['42', "
+        "'17']. Null when the actions are their own text."
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_1_1(self, handler):
+        """A 1.0 step serialises as it always has: ``action_texts`` only when set."""
+        out = handler(self)
+        if self.action_texts is None:
+            out.pop("action_texts", None)
+        return out
 
 
 class Session(_Strict):
@@ -148,7 +205,7 @@ class Session(_Strict):
     )
 
     kind: Literal["session"]
-    schema_version: Literal[1] = 1
+    schema_version: SchemaVersion = Field(default=1, description=_VERSION_HELP)
     session_id: Identifier
     source: Source
     subject_id: Identifier = Field(description="Pseudonymous subject id; never a name or contact.")
@@ -201,7 +258,7 @@ class Counterfactual(_Strict):
     )
 
     kind: Literal["counterfactual"]
-    schema_version: Literal[1] = 1
+    schema_version: SchemaVersion = Field(default=1, description=_VERSION_HELP)
     cf_id: Identifier
     session_id: Identifier
     t: Index
@@ -225,7 +282,7 @@ class Attribution(_Strict):
     )
 
     kind: Literal["attribution"]
-    schema_version: Literal[1] = 1
+    schema_version: SchemaVersion = Field(default=1, description=_VERSION_HELP)
     item_id: Identifier
     session_id: Identifier
     t: Index = Field(description="The step whose outcome is attributed.")
@@ -274,7 +331,7 @@ class Annotation(_Strict):
     )
 
     kind: Literal["annotation"]
-    schema_version: Literal[1] = 1
+    schema_version: SchemaVersion = Field(default=1, description=_VERSION_HELP)
     annotation_id: Identifier
     target: AnnotationTarget
     annotator_id: Identifier
@@ -296,7 +353,7 @@ class TransferContext(_Strict):
     )
 
     kind: Literal["transfer_context"]
-    schema_version: Literal[1] = 1
+    schema_version: SchemaVersion = Field(default=1, description=_VERSION_HELP)
     context_id: Identifier
     description: NonEmpty
     collector_org: NonEmpty = Field(description="Organisation that collected the context's sessions.")
@@ -396,7 +453,10 @@ class ReleaseManifest(_Strict):
     kind: Literal["trb", "smoke"]
     smoke_test: bool = Field(description="True for a smoke release: no TRB score may be claimed from it (spec section 6).")
     trb_version: NonEmpty
-    schema_version: Literal[1] = 1
+    schema_version: SchemaVersion = Field(
+        default=1, description='The record schema version the release was cut with: "1.1", or 1 in releases cut '
+        "before 1.1 (whose steps have no action_texts column and whose sessions have no dataset columns)."
+    )
     toolkit_version: NonEmpty
     created_at: NonEmpty
     salt: NonEmpty = Field(description="Salt of the deterministic split assignment (by subject).")

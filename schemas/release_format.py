@@ -26,6 +26,12 @@ The release SHA (content format 1), so anyone can recompute it from the parquet 
 
 So row order, sharding, the parquet writer and compression do not change it, and
 one changed value anywhere does.
+
+Columns added after the first format (:data:`ADDED_COLUMNS`, with record schema 1.1:
+the sessions' ``dataset_*`` provenance, the steps' ``action_texts``) are left out of a
+row's serialisation in step 1 while they are null. So a release cut before they existed
+(its files lack them) verifies as it always did, and a release without any 1.1 data has
+the same SHA whichever toolkit cut it. A reader takes a missing added column as null.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from schemas.hashing import sha256_file
 __all__ = [
     "FORMAT_VERSION", "SPLITS", "SPLIT_FRACTIONS", "ROWS_PER_SHARD", "CONFIGS", "CONFIG_DESCRIPTIONS",
     "MANIFEST", "R_SLOTS", "R_PREFIX", "ORIGINS", "HUMAN_ORIGINS", "SYNTHETIC_ORIGIN", "SYNTHETIC_CAP",
-    "MIN_ANNOTATORS",
+    "MIN_ANNOTATORS", "ADDED_COLUMNS", "REAL_SOURCE_KINDS",
     "arrow_schema", "shard_name", "data_files", "decode_r", "ContentDigest", "release_sha_of_files",
     "read_manifest", "file_differences",
 ]
@@ -60,6 +66,11 @@ R_PREFIX = {"steps": "r_", "counterfactuals": "rp_"}
 ORIGINS = ("same_session_revision", "paired_session", "synthetic")
 HUMAN_ORIGINS = ("same_session_revision", "paired_session")
 SYNTHETIC_ORIGIN = "synthetic"
+#: Source kinds a ``trb`` release may hold (real data); ``simulated`` and ``illustrative`` are for smoke releases.
+#: ``published_dataset`` sessions are real items of a published dataset, not people's sessions: their r_t is the
+#: dataset's answer, so they are stimuli for Track 1 whose counterfactuals are synthetic (counted against the cap)
+#: and whose Φ(r') comes from annotators, gated like any real data's (README "Importing outside data").
+REAL_SOURCE_KINDS = ("human_session", "model_rollout", "published_dataset")
 #: At most this many synthetic counterfactuals per human one (spec §5, whitepaper §4.4).
 SYNTHETIC_CAP = 3.0
 #: Default least number of annotators behind a distribution Φ(r') in the eval and transfer splits
@@ -84,7 +95,7 @@ CONFIGS: dict[str, list[tuple[str, pa.DataType, str]]] = {
     "sessions": [
         ("session_id", _S, "Session id."),
         ("split", _S, "train, dev, eval or transfer."),
-        ("source_kind", _S, "human_session, model_rollout, simulated or illustrative."),
+        ("source_kind", _S, "human_session, model_rollout, published_dataset, simulated or illustrative."),
         ("collector", _S, "Who collected the session."),
         ("consent_ref", _S, "Consent record reference."),
         ("licence", _S, "Licence of the session data."),
@@ -95,6 +106,10 @@ CONFIGS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("language", _S, "BCP 47 language of the self-report."),
         ("r_extensions", _S, "Declared extension slots (JSON object)."),
         ("n_steps", _I, "Number of steps."),
+        ("dataset_name", _S, "For published_dataset: the dataset's name (schema 1.1)."),
+        ("dataset_revision", _S, "For published_dataset: the dataset's revision (version, tag or commit)."),
+        ("dataset_citation", _S, "For published_dataset: how to cite the dataset."),
+        ("dataset_item", _S, "For published_dataset: the item's own id in the dataset."),
     ],
     "steps": [
         ("session_id", _S, "Session id."),
@@ -110,6 +125,8 @@ CONFIGS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("action", _S, "The action taken."),
         ("action_space", pa.list_(_S), "The discrete action space; null when open-ended."),
         ("outcome", _S, "Outcome of the step (plain text)."),
+        ("action_texts", pa.list_(_S), "Each action's text beside its label, aligned with action_space; null when "
+                                       "the actions are their own text (schema 1.1)."),
     ],
     "counterfactuals": [
         ("cf_id", _S, "Counterfactual id."),
@@ -154,6 +171,13 @@ CONFIGS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("attestation_ref", _S, "Reference to its attestation."),
         ("n_sessions", _I, "Sessions of this context in the release."),
     ],
+}
+
+#: config -> columns added after the first release format: absent from older releases' files (read as null), and
+#: left out of a row's content serialisation while null (see the module docstring).
+ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "sessions": ("dataset_name", "dataset_revision", "dataset_citation", "dataset_item"),
+    "steps": ("action_texts",),
 }
 
 CONFIG_DESCRIPTIONS = {
@@ -234,7 +258,16 @@ class ContentDigest:
     def add_batch(self, config: str, batch: pa.RecordBatch | pa.Table) -> None:
         buf = self._rows.setdefault(config, bytearray())
         sha, dumps, opt = hashlib.sha256, orjson.dumps, orjson.OPT_SORT_KEYS
+        added = [c for c in ADDED_COLUMNS.get(config, ()) if c in batch.schema.names]
+        all_null = [c for c in added if batch.column(c).null_count == batch.num_rows]
+        if all_null:  # the common case: a whole batch without the added columns' data
+            batch = batch.drop_columns(all_null) if isinstance(batch, pa.Table) else \
+                pa.Table.from_batches([batch]).drop_columns(all_null)
+        mixed = [c for c in added if c not in all_null]
         for row in batch.to_pylist():
+            for c in mixed:
+                if row[c] is None:
+                    del row[c]
             buf += sha(dumps(row, option=opt)).digest()
 
     def config_digests(self) -> dict[str, tuple[int, str]]:

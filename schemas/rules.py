@@ -1,5 +1,9 @@
 """Schema v1 rules a JSON Schema cannot state, checked on one record at a time.
 
+Schema 1.1 adds: a field new in 1.1 needs ``"schema_version": "1.1"``; a
+``published_dataset`` source names its dataset and licence, other kinds name no
+dataset; ``action_texts`` needs an action space of the same length.
+
 Each rule yields ``(json_pointer, message)``. Rules that need other records (a
 counterfactual's step must exist, Φ's actions must lie in that step's action space)
 are checked by the corpus store at ingest, where every record is in reach.
@@ -33,11 +37,40 @@ def _ext_errors(r: RSnapshot | None, declared: dict, where: str) -> Iterator[tup
             yield f"{where}/ext/{name}", f"{value!r} is not of type {slot.type!r} declared for slot {name!r}"
 
 
+def _needs_1_1(record, where: str, what: str) -> Iterator[tuple[str, str]]:
+    if record.schema_version != "1.1":
+        yield where, f"{what} is new in record schema 1.1: the record must say \"schema_version\": \"1.1\""
+
+
+def _source_errors(s: Session) -> Iterator[tuple[str, str]]:
+    src = s.source
+    if src.kind == "published_dataset":
+        yield from _needs_1_1(s, "/source/kind", "source kind 'published_dataset'")
+        if src.dataset is None:
+            yield "/source/dataset", ("a published_dataset source must name its dataset "
+                                      "(name, revision, citation)")
+        if not (src.licence or "").strip():
+            yield "/source/licence", "a published_dataset source must state the dataset's licence"
+    elif src.dataset is not None:
+        yield "/source/dataset", f"source.dataset is only for source kind 'published_dataset', not {src.kind!r}"
+    elif "dataset" in src.model_fields_set:  # an explicit null: still a 1.1 field
+        yield from _needs_1_1(s, "/source/dataset", "source.dataset")
+
+
 def _session_errors(s: Session) -> Iterator[tuple[str, str]]:
+    yield from _source_errors(s)
     for i, step in enumerate(s.steps):
         here = f"/steps/{i}"
         if step.t != i:
             yield f"{here}/t", f"expected {i} (steps are numbered contiguously from 0), got {step.t}"
+        if "action_texts" in step.model_fields_set:
+            yield from _needs_1_1(s, f"{here}/action_texts", "action_texts")
+        if step.action_texts is not None:
+            if step.action_space is None:
+                yield f"{here}/action_texts", "action_texts needs an action_space (each text is an action's)"
+            elif len(step.action_texts) != len(step.action_space):
+                yield (f"{here}/action_texts", f"{len(step.action_texts)} action_texts for "
+                       f"{len(step.action_space)} actions in action_space: they must align one to one")
         if step.action_space is not None:
             if len(set(step.action_space)) != len(step.action_space):
                 yield f"{here}/action_space", "action_space has repeated actions"

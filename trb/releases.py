@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-from schemas.release_format import CONFIGS, MANIFEST, R_PREFIX, R_SLOTS, data_files, file_differences
+from schemas.release_format import ADDED_COLUMNS, CONFIGS, MANIFEST, R_PREFIX, R_SLOTS, data_files, file_differences
 from trb import duck
 from trb.context import PastStep, StepContext
 from trb.errors import ReleaseError
@@ -27,8 +27,9 @@ _BATCH_ROWS = 65_536
 #: The steps columns, and those read per step (a session's id and split are read once, from its session row).
 _STEP_COLUMNS = tuple(name for name, _, _ in CONFIGS["steps"])
 _PER_STEP = tuple(c for c in _STEP_COLUMNS if c not in ("session_id", "split"))
-_SELECT_STEP = {c: "to_json(st.action_space)::VARCHAR AS action_space" if c == "action_space" else f"st.{c}"
-                for c in _PER_STEP}
+#: Lists are read as JSON text (far cheaper than Arrow lists turned into Python lists) and parsed once per value.
+_LIST_COLUMNS = ("action_space", "action_texts")
+_SELECT_STEP = {c: f"to_json(st.{c})::VARCHAR AS {c}" if c in _LIST_COLUMNS else f"st.{c}" for c in _PER_STEP}
 
 
 class SessionSteps:
@@ -69,7 +70,8 @@ class SessionSteps:
         if self._steps is None:
             sid, split = self.session_id, self.split
             cols = [self._column(c) for c in _PER_STEP]
-            cols[_PER_STEP.index("action_space")] = [None if a is None else list(a) for a in self._column("action_space")]
+            for name in _LIST_COLUMNS:
+                cols[_PER_STEP.index(name)] = [None if a is None else list(a) for a in self._column(name)]
             self._steps = [{"session_id": sid, "split": split, **dict(zip(_PER_STEP, values))} for values in zip(*cols)]
         return self._steps
 
@@ -95,7 +97,8 @@ class SessionSteps:
             past = self._past or self._all_past()
             now = past[t]  # step t's observation and action space, as its past step holds them
             ctx = self._contexts[t] = StepContext(self.session_id, t, past[:t], now.observation, now.action_space,
-                                                  self.context_id, self.language, self.split)
+                                                  self.context_id, self.language, self.split,
+                                                  action_texts=self._column("action_texts")[t])
         return ctx
 
     def recorded_r(self, t: int) -> dict | None:
@@ -125,8 +128,8 @@ def _decode_step_r(slots: list, ext: str | None) -> dict:
 
 
 def _spaces(values: list[str | None], seen: dict) -> list[tuple[str, ...] | None]:
-    """Action spaces, read as JSON text (``to_json``: far cheaper than Arrow lists turned into Python lists), as
-    tuples: one object per distinct space, parsed once (``seen`` keeps them across batches)."""
+    """Action spaces (or action texts), read as JSON text (``to_json``: far cheaper than Arrow lists turned into
+    Python lists), as tuples: one object per distinct value, parsed once (``seen`` keeps them across batches)."""
     out = []
     for text in values:
         space = seen.get(text)
@@ -187,6 +190,10 @@ class Release:
                 self.configs.append(config)
         if "sessions" not in self.configs or "steps" not in self.configs:
             raise ReleaseError(f"{self.dir}: the release has no sessions or steps data")
+        # columns a newer format added, absent from an older release's files: read as null
+        present = {r[0] for r in self.con.execute("DESCRIBE steps").fetchall()}
+        self._select_step = {c: (f"NULL::VARCHAR AS {c}" if c in ADDED_COLUMNS["steps"] and c not in present
+                                 else sql) for c, sql in _SELECT_STEP.items()}
 
     def count(self, config: str, split: str | None = None) -> int:
         """Rows of ``config`` (in ``split`` if given), from the manifest's counts."""
@@ -215,7 +222,7 @@ class Release:
         cond = ("WHERE " + " AND ".join(where)) if where else ""
         reader = self.con.sql(f"""
             SELECT s.session_id AS _sid, s.split AS _split, s.context_id AS _ctx, s.language AS _lang,
-                   {", ".join(_SELECT_STEP[c] for c in _PER_STEP)}
+                   {", ".join(self._select_step[c] for c in _PER_STEP)}
             FROM sessions s JOIN steps st USING (session_id) {cond}
             ORDER BY s.session_id, st.t""", params=params or None).to_arrow_reader(_BATCH_ROWS)
         carry: dict[str, list] | None = None
@@ -223,6 +230,7 @@ class Release:
         for batch in reader:
             cols = {name: batch.column(name).to_pylist() for name in batch.schema.names}
             cols["action_space"] = _spaces(cols["action_space"], seen_spaces)
+            cols["action_texts"] = _spaces(cols["action_texts"], seen_spaces)
             if carry is not None:
                 cols = {name: carry[name] + values for name, values in cols.items()}
             sids = cols["_sid"]
