@@ -193,3 +193,72 @@ def test_beside_the_reference_baselines_on_a_simulated_release(smollm2, tmp_path
             and (" | eval | proxy | " in ln or " | eval | native | " in ln)]  # the main table (it names the tier)
     assert [r.split(" | ")[0][2:] for r in rows] == names
     assert rows[-1].startswith(f"| {NAME} | eval | proxy |") and rows[0].split(" | ")[-2] == "—"
+
+
+def test_proxy_tier_grounding_learns_directions_and_runs_track2_under_a_budget(fetched, tmp_path):
+    """Track 2 on a real pretrained model: SmolLM2's concept directions from a sample of the train steps
+    (trb concepts --adapter proxy --max-steps), then Track 2 under a trial budget; the headline figure is the
+    per-concept sklearn AUC of the stored trials, and the report calls it proxy-tier grounding."""
+    from sklearn.metrics import roc_auc_score
+
+    from corpus.simulate import write_simulation
+    from trb.adapters.proxy import ProxyAdapter
+    from trb.grounding import load_concepts, write_concepts
+    from trb.report import build_report, render_markdown
+    from trb.results import ResultsStore
+    from trb.run import run_tracks
+
+    write_simulation(tmp_path / "sim.jsonl", n_sessions=24, seed=3, progress=False)
+    release = _release(tmp_path, tmp_path / "sim.jsonl", {"train": 0.5, "dev": 0.25, "eval": 0.25})
+    model = tmp_path / "smollm2"  # the directions are written beside the weights: a directory of links to them
+    model.mkdir()
+    for f in fetched[0].path.iterdir():
+        if f.is_file():
+            (model / f.name).symlink_to(f)
+    old = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        record = write_concepts(model, release, adapter="proxy", max_steps=40, history=1)
+        assert record["n_steps"] == 40 and record["sample"]["max_steps"] == 40 and record["z"]["emit_history"] == 1
+        assert load_concepts(model) is not None
+        adapter = ProxyAdapter.load(model, device="cpu", history=1)
+        results = tmp_path / "results.duckdb"
+        run = run_tracks(release, adapter, baseline=NAME, results=results, progress=False, tracks=("2",),
+                         track_options={"2": {"max_contexts": 2, "max_concepts": 1}})
+    finally:
+        if old is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = old
+    s2 = run["summary"]["2"]
+    assert run["adapter_tier"] == "proxy" and s2["contexts"] == {"eval": 2, "dev": 2} and len(s2["sites"]) == 3
+    con = duckdb.connect(str(results), read_only=True)
+    rows = con.execute("SELECT split, site_rank, condition, strength, concept, score FROM item_scores "
+                       "WHERE track = '2'").fetchall()
+    con.close()
+    assert len(rows) == s2["scored"] > 0 and all(0.0 <= r[5] <= 1.0 for r in rows)
+
+    rep = build_report(ResultsStore(results), n_resamples=200)
+    (row,) = rep["baselines"]
+    fig = row["tracks"]["ground"]
+    md = render_markdown(rep)
+    assert fig["tier"] == "proxy" and "proxy-tier grounding" in md and "## Proxy-tier grounding" in md
+    # the headline, recomputed from the stored trials: per concept, eval trials at the default site, injected at
+    # the dev-chosen strength vs the zero null, each concept's AUC by sklearn, then their mean
+    from trb.tracks.track2 import STRENGTHS
+
+    def auc_of(split, null, strength):
+        out = []
+        for c in sorted({r[4] for r in rows}):
+            sel = [r for r in rows if r[0] == split and r[1] == 0 and r[4] == c and (
+                (r[2] == "injected" and r[3] == strength) or (r[2] == null and (null == "zero" or r[3] == strength)))]
+            y = [r[2] == "injected" for r in sel]
+            if any(y) and not all(y):
+                out.append(roc_auc_score(y, [r[5] for r in sel]))
+        return sum(out) / len(out) if out else None
+
+    dev = {s: auc_of("dev", "random", s) for s in STRENGTHS}
+    chosen = -max((v, -s) for s, v in dev.items() if v is not None)[1]  # the highest dev AUC; ties: the smaller
+    assert fig["strength"]["split"] == "dev" and fig["strength"]["strength"] == chosen
+    assert fig["score"] == pytest.approx(auc_of("eval", "zero", chosen), abs=1e-12)
+    assert fig["ci_low"] <= fig["score"] <= fig["ci_high"]
