@@ -38,6 +38,7 @@ from tqdm import tqdm
 from annotate.client import LabelStudioClient, Project
 from annotate.tasks import ITEM_KEY, KINDS, item_targets
 from corpus.errors import UsageError
+from corpus.ingest import IngestReport
 from corpus.labels import add_annotations, make_annotation, now_iso
 from corpus.store import Corpus
 
@@ -83,6 +84,7 @@ class PullReport:
     unusable: list[Unusable] = field(default_factory=list)  # every one of them, by task and annotator
     notes_kept: int = 0  # notes typed beside an action or a continuation, kept as the rationale
     source: dict[int, str] = field(default_factory=dict)  # project id -> the source its rows record
+    ingest: IngestReport | None = None  # the ingest that wrote the new rows (None when nothing was new)
 
     def summary(self) -> str:
         skipped = sum(self.skipped.values())
@@ -94,6 +96,9 @@ class PullReport:
     def lines(self) -> list[str]:
         """The summary, then one line for every submission not taken (what to fix in Label Studio)."""
         out = [self.summary()]
+        warning = self.ingest.cap_warning() if self.ingest is not None else None
+        if warning:  # annotators' continuations are human-origin: say how far the corpus still is from the cap
+            out.append(warning)
         if self.unusable:
             out.append("not taken (fix or delete them in Label Studio, then pull again):")
             out += [f"  {u.line()}" for u in self.unusable]
@@ -262,7 +267,7 @@ def pull(
         finally:
             bar.close()
     if records:
-        add_annotations(corpus, records, wait_seconds=wait_seconds)
+        report.ingest = add_annotations(corpus, records, wait_seconds=wait_seconds)
     return report
 
 

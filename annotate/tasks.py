@@ -25,6 +25,7 @@ were opaque carry attribution item ids as keys; :func:`item_targets` knows both.
 from __future__ import annotations
 
 import hashlib
+import html
 from collections import defaultdict
 from dataclasses import dataclass
 from importlib import resources
@@ -120,6 +121,14 @@ def action_label(action: str) -> str:
     return action.replace("_", " ")
 
 
+def action_shown(action: str, space: list[str] | None, texts: list[str] | None) -> str:
+    """An action as an annotator reads it: its words, or ``(A) its text`` when the step gives each action a text
+    (schema 1.1 ``action_texts``, e.g. a multiple-choice option's label and text)."""
+    if texts and space and action in space:
+        return f"({action}) {texts[space.index(action)]}"
+    return action_label(action)
+
+
 #: The core r slots under readable names. caused_by_self is the agent's belief about the outcome before
 #: this step: named so that it cannot be mistaken for the question an annotator answers.
 _SLOT_NAMES = {"goal": "Goal", "planned_next": "Plans to do next",
@@ -151,16 +160,21 @@ def _step_text(s: dict, n_steps: int, *, upto: str = "outcome", hide_credit: boo
     lines.append("Its self-report at this step (r_t):")
     lines += _slot_lines(s["r_goal"], s["r_planned_next"], s["r_caused_by_self"], s["r_confidence"], s["r_ext"],
                          hide_credit=hide_credit) if s["has_r"] else ["  (not recorded)"]
-    lines.append(f"What it did: {action_label(s['action']) if s['action_space'] else s['action']}")
-    if s["action_space"]:
-        lines.append(f"  (it could choose: {' · '.join(action_label(a) for a in s['action_space'])})")
+    space, texts = s["action_space"], s["action_texts"]
+    lines.append(f"What it did: {action_shown(s['action'], space, texts) if space else s['action']}")
+    if space and texts:  # option texts may hold any punctuation: one per line
+        lines.append("  (it could choose:")
+        lines += [f"    {action_shown(a, space, texts)}" for a in space]
+        lines[-1] += ")"
+    elif space:
+        lines.append(f"  (it could choose: {' · '.join(action_label(a) for a in space)})")
     if upto == "outcome" and s["outcome"] is not None:
         lines.append(f"Outcome: {s['outcome']}")
     return "\n".join(lines)
 
 
 _STEP_COLS = ["session_id", "t", "observation", "has_r", "r_goal", "r_planned_next", "r_caused_by_self",
-              "r_confidence", "r_ext", "action", "action_space", "outcome"]
+              "r_confidence", "r_ext", "action", "action_space", "action_texts", "outcome"]
 _ITEM_SQL = {
     "attribution": "SELECT item_id, session_id, t FROM store.attribution{where} ORDER BY item_id",
     "continuation": "SELECT cf_id, session_id, t, rp_goal, rp_planned_next, rp_caused_by_self, rp_confidence, rp_ext "
@@ -216,12 +230,13 @@ def render_tasks(con, kind: str, where: str | None = None) -> list[dict]:
         else:
             text = _RULE.join([*(_step_text(s, n) for s in ss[:t]), _step_text(ss[t], n, upto="observation")])
             space = ss[t]["action_space"] or []
+            texts = ss[t]["action_texts"]
             prompt = ("Choose the action this agent takes next (one of the list)." if space else
                       "No list of actions at this step: write what this agent says or does next.")
             out.append({**head, "context_text": text,
                         "r_prime_text": "\n".join(_slot_lines(*row[3:8], indent="")),
-                        "action_options": [{"value": a, "html": action_label(a), "hint": f"action id: {a}"}
-                                           for a in space],
+                        "action_options": [{"value": a, "html": html.escape(action_shown(a, space, texts)),
+                                            "hint": f"action id: {a}"} for a in space],
                         "open_ended": not space, "prompt": prompt,
                         # one text box: a note beside the chosen action, or the continuation itself
                         "continuation_label": ("Note (optional): why, or what was unclear" if space else

@@ -154,3 +154,23 @@ def test_pull_lists_every_submission_it_cannot_take_keeps_notes_and_records_its_
     assert source == rep.source[cont.project.id] and source.startswith(f"label-studio {ls_server.url} project "
                                                                         f"{cont.project.id} 'lossless continuation'")
     assert ".jsonl" not in source  # never the temporary file it went through
+
+
+def test_a_pull_into_a_corpus_over_the_cap_says_how_many_human_counterfactuals_are_still_needed(ls_server, admin,
+                                                                                                annotator, tmp_path):
+    c = Corpus(init_corpus(tmp_path / "over"))
+    recs = [session("cap1", n_steps=4), counterfactual("cap.t0.cf", "cap1", 0)]
+    recs += [counterfactual(f"cap.t1.syn{i}", "cap1", 1, origin="synthetic") for i in range(5)]
+    ingest(c, [write_jsonl(tmp_path / "over.jsonl", recs)], progress=False)
+    cont = push(c, admin, "continuation", title="over-the-cap continuation", where="cf_id = 'cap.t0.cf'")
+    task = admin.task_keys(cont.project.id, ITEM_KEY)[cf_key("cap.t0.cf")]
+    annotator.create_annotation(task, [_choice("action", "up", to="context")])
+
+    rep = pull(c, admin, title="over-the-cap continuation")
+    assert rep.new == 1 and rep.ingest is not None
+    # 5 synthetic vs 1 human-origin: over 3:1; the pull says so with the figures a curator acts on
+    warning = [line for line in rep.lines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "5 synthetic vs 1 human-origin" in warning[0] and \
+        "1 more human-origin counterfactual(s) are needed" in warning[0]
+    nothing_new = pull(c, admin, title="over-the-cap continuation")  # nothing written: nothing to warn about
+    assert nothing_new.ingest is None and not any(line.startswith("warning:") for line in nothing_new.lines())

@@ -91,6 +91,8 @@ def test_items_round_trip_through_ingest_and_both_kinds_of_release(corpus_dir, t
     task = tasks[cf_key(cf_id)]
     assert "I think the answer is" in task["r_prime_text"] and [o["value"] for o in task["action_options"]] == \
         ["A", "B", "C"]
+    # each choice shows its label and its text (the option texts, not bare letters, are what an annotator judges)
+    assert [o["html"] for o in task["action_options"]] == ["(A) 14", "(B) 15", "(C) none of these, really"]
     assert "(C) none of these, really" in task["context_text"]
 
     # annotators give Φ for the suggestions of eval sessions (what trb-annotate pull ingests)

@@ -162,7 +162,7 @@ async def test_a_label_made_while_another_process_writes_waits_and_lands(review_
     app = ReviewApp(review_corpus, reviewer="rev-2", attempt_wait=0.3, max_attempts=60)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await _open_clock_jump(app, pilot)
-        holder = _hold(review_corpus, 1.5)
+        holder = _hold(review_corpus, 5.0)  # held past the typing, even on a loaded machine
         try:
             await pilot.press("s")
             await pilot.pause()
