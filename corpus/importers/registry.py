@@ -14,12 +14,11 @@ and, so that a bare checkout works too, :data:`BUILTIN` names the same entry poi
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
-from importlib import metadata
 
 from corpus.errors import UsageError
 from corpus.importers.base import Importer
+from schemas.plugins import PluginError, discover, import_object
 
 __all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "available_importers", "get_importer", "registry_problems"]
 
@@ -31,46 +30,22 @@ BUILTIN = {
 }
 
 
-class _Broken(Exception):
-    pass
-
-
 def _load(name: str, value: str, source: str) -> Importer:
-    module, _, attr = value.partition(":")
     try:
-        obj = importlib.import_module(module)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        obj = import_object(value)
     except Exception as e:  # a broken plug-in must not break the others
-        raise _Broken(f"importer {name!r} ({value}, from {source}) cannot be loaded: {type(e).__name__}: {e}") from e
+        raise PluginError(f"importer {name!r} ({value}, from {source}) cannot be loaded: "
+                          f"{type(e).__name__}: {e}") from e
     if not isinstance(obj, Importer):
-        raise _Broken(f"importer {name!r} ({value}, from {source}) is not a corpus.importers.Importer")
+        raise PluginError(f"importer {name!r} ({value}, from {source}) is not a corpus.importers.Importer")
     if obj.name != name:
-        raise _Broken(f"entry point {name!r} ({value}) names an importer called {obj.name!r}")
+        raise PluginError(f"entry point {name!r} ({value}) names an importer called {obj.name!r}")
     return Importer(**{**obj.__dict__, "source": source})
 
 
 @cache
 def _registry() -> tuple[dict[str, Importer], tuple[str, ...]]:
-    found: dict[str, tuple[str, str]] = {n: (v, "built-in") for n, v in BUILTIN.items()}
-    problems: list[str] = []
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        dist = getattr(ep, "dist", None)
-        source = f"{dist.name} {dist.version}" if dist is not None else "installed"
-        if ep.name in found:
-            if found[ep.name][0] == ep.value:  # the built-in, listed by the toolkit's own metadata
-                continue
-            problems.append(f"importer {ep.name!r} from {source} ({ep.value}) clashes with {found[ep.name][0]} "
-                            f"({found[ep.name][1]}); the first one is kept")
-            continue
-        found[ep.name] = (ep.value, source)
-    kinds: dict[str, Importer] = {}
-    for name, (value, source) in found.items():
-        try:
-            kinds[name] = _load(name, value, source)
-        except _Broken as e:
-            problems.append(str(e))
-    return kinds, tuple(problems)
+    return discover(ENTRY_POINT_GROUP, BUILTIN, _load, "importer")
 
 
 def available_importers() -> dict[str, Importer]:
