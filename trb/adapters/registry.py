@@ -15,15 +15,14 @@ read this registry; every kind declares the CLI options it takes and what
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from schemas.plugins import discover, import_object
 from trb.adapters.capabilities import BoundAdapter, bind
 from trb.errors import AdapterError, UsageError
 
@@ -109,11 +108,8 @@ class AdapterKind:
 
 
 def _load_entry(name: str, value: str, source: str) -> AdapterKind:
-    module, _, attr = value.partition(":")
     try:
-        obj = importlib.import_module(module)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        obj = import_object(value)
     except Exception as e:  # a broken plug-in must not break the others
         raise AdapterError(f"adapter {name!r} ({value}, from {source}) cannot be loaded: {type(e).__name__}: {e}") from e
     if not isinstance(obj, AdapterKind):
@@ -127,25 +123,7 @@ def _load_entry(name: str, value: str, source: str) -> AdapterKind:
 
 @cache
 def _registry() -> tuple[dict[str, AdapterKind], tuple[str, ...]]:
-    found: dict[str, tuple[str, str]] = {n: (v, "built-in") for n, v in BUILTIN.items()}
-    problems: list[str] = []
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        dist = getattr(ep, "dist", None)
-        source = f"{dist.name} {dist.version}" if dist is not None else "installed"
-        if ep.name in found:
-            if found[ep.name][0] == ep.value:  # the built-in, listed by the toolkit's own metadata
-                continue
-            problems.append(f"adapter {ep.name!r} from {source} ({ep.value}) clashes with {found[ep.name][0]} "
-                            f"({found[ep.name][1]}); the first one is kept")
-            continue
-        found[ep.name] = (ep.value, source)
-    kinds: dict[str, AdapterKind] = {}
-    for name, (value, source) in found.items():
-        try:
-            kinds[name] = _load_entry(name, value, source)
-        except AdapterError as e:
-            problems.append(e.message)
-    return kinds, tuple(problems)
+    return discover(ENTRY_POINT_GROUP, BUILTIN, _load_entry, "adapter")
 
 
 def available_adapters() -> dict[str, AdapterKind]:
