@@ -78,6 +78,14 @@ def _diff_emit(after: dict | None, before: dict | None) -> dict | None:
             "missing": {s: n - before["missing"].get(s, 0) for s, n in after["missing"].items()}}
 
 
+def _diff_cot_edit(after: dict | None, before: dict | None) -> dict | None:
+    """The cot_edit counters of this run (capability ``cot_edit``): after minus before."""
+    if after is None or before is None:
+        return None
+    return {"edited": after["edited"] - before["edited"], "not_edited": after["not_edited"] - before["not_edited"],
+            "span_missing": {s: n - before["span_missing"].get(s, 0) for s, n in after["span_missing"].items()}}
+
+
 def _items_by_split(release: Release, tracks, options: dict) -> str:
     """Which splits of ``release`` have items of ``tracks`` (those read from the release), for an error message:
     ``splits with items: train (track 1: 120, track 3: 5); transfer (track 1: 40)``."""
@@ -177,6 +185,7 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
                              + _items_by_split(release, [t for t in chosen if t.id in counts], options))
         _seed_everything(seed)
         emit_before = bound.emit_stats()
+        edit_before = bound.cot_edit_stats()
         timer = AdapterTimer()
         started = time.perf_counter()
         rows: list[dict] = []
@@ -205,6 +214,7 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
             bar.close()
         wall = time.perf_counter() - started
         emit = _diff_emit(bound.emit_stats(), emit_before)
+        cot_edit = _diff_cot_edit(bound.cot_edit_stats(), edit_before)
         run = {
             "run_id": uuid.uuid4().hex,
             "created_at": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
@@ -218,7 +228,8 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
                                    "capabilities": sorted(bound.capabilities), "split_check": split_check,
                                    **({"transfer_check": transfer_check} if transfer_check is not None else {}),
                                    **({"track_options": options} if options else {}),
-                                   **({"emit_r": emit} if emit is not None else {})}, sort_keys=True),
+                                   **({"emit_r": emit} if emit is not None else {}),
+                                   **({"cot_edit": cot_edit} if cot_edit is not None else {})}, sort_keys=True),
             "toolkit_version": TOOLKIT_VERSION, "n_items": len(rows),
             "release_dir": str(Path(release_dir).resolve()),
             "taskset_sha": taskset.sha if taskset is not None else None,

@@ -249,7 +249,8 @@ def test_the_registry_lists_the_builtins_with_their_options(capsys):
                                               "r_ablation", "activation_access"]
     assert listed["native"]["capabilities"] == ["batched_act", "batched_emit", "r_ablation", "activation_access"]
     assert {o["flag"] for o in listed["proxy"]["options"]} == {"--dtype", "--elicit", "--scaffold", "--history",
-                                                               "--device"}
+                                                               "--device", "--intervention", "--chat-template",
+                                                               "--prompt-format", "--action-score"}
     assert listed["native"]["options"] == [] and listed["native"]["accepts"] == ["path"]
 
 
@@ -293,6 +294,36 @@ def test_rerun_recreates_the_adapter_and_reproduces_every_item(release, native_d
     weights.write_bytes(bytes(data))
     assert main(["rerun", run_id, "--results", str(results), "-q"]) == int(AdapterError.exit_code)
     assert "differs from the recorded one" in capsys.readouterr().err
+
+
+def test_a_proxy_run_recorded_before_the_prompt_options_reruns_as_it_was_made(release, lm_dir, tmp_path, capsys):
+    """A spec without intervention/chat_template/prompt_format/action_score (and their spec keys) was made with
+    template/off/trace/sum: rerun passes those (the options' spec_default), not the new defaults."""
+    from trb.adapters.proxy import ADAPTER
+    from trb.adapters.registry import load_adapter
+    from trb.cli import main
+
+    chat = tmp_path / "chat-lm"  # the same weights, with a chat template the new default (auto) would apply
+    shutil.copytree(lm_dir, chat)
+    config = json.loads((chat / "tokenizer_config.json").read_text())
+    config["chat_template"] = "{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
+    (chat / "tokenizer_config.json").write_text(json.dumps(config))
+    assert load_adapter("proxy", chat, device="cpu").spec()["chat_template_applied"] is True
+    results = tmp_path / "r.duckdb"
+    assert main(["run", "--release", str(release), "--adapter", "proxy", "--model", str(chat), "--device", "cpu",
+                 "--chat-template", "off", "--prompt-format", "trace", "--tracks", "1", "--baseline", "old",
+                 "--results", str(results), "-q"]) == 0
+    run_id = capsys.readouterr().out.strip()
+    con = duckdb.connect(str(results))
+    spec = json.loads(con.execute("SELECT adapter_spec FROM runs").fetchone()[0])
+    assert spec["chat_template"] == "off" and spec["intervention"] == "template" and spec["action_score"] == "sum"
+    old = {k: v for k, v in spec.items() if k not in ADAPTER.spec_added}  # the format before these options
+    old["options"] = {"device": "cpu"}
+    con.execute("UPDATE runs SET adapter_spec = ?", [json.dumps(old, sort_keys=True)])
+    con.close()
+    assert main(["rerun", run_id, "--results", str(results), "--json", "-q"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["reproduced"] and out["n_equal"] == out["n_items"] > 0 and out["max_abs_diff"] == 0
 
 
 def test_a_run_of_an_adapter_object_cannot_be_recreated_by_name(release, tmp_path):

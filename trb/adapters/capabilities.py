@@ -42,6 +42,7 @@ __all__ = [
     "RAblation",
     "ActivationAccess",
     "ActivationInjection",
+    "CoTEdit",
     "CAPABILITIES",
     "capability_name",
     "BoundAdapter",
@@ -152,6 +153,25 @@ class ActivationAccess(Protocol):
         ...
 
 
+@runtime_checkable
+class CoTEdit(Protocol):
+    """do(r_t := r') as an edit of the model's own chain of thought (a proxy adapter with
+    ``intervention="cot_edit"``): where the span stating a slot of r' is not found, the edit is
+    counted as missing, never invented, and every act call says what it did to each context."""
+
+    def cot_edit_stats(self) -> dict:
+        """``{"edited": n, "not_edited": n, "span_missing": {slot: n}}`` since the adapter was loaded
+        (monotone counters; an r' is edited when the span of at least one of its slots was found)."""
+        ...
+
+    def cot_edits(self) -> list[dict | None]:
+        """For each context of the last ``act``/``act_batch`` call, in order: None where no r' was to be
+        edited (no override, or an empty r'), else ``{"own_cot", "text", "edited", "edited_slots",
+        "span_missing"}``: the model's own chain of thought, the text the action was scored after (edited
+        and truncated, or the own text whole when no span was found), and which slots were edited or missing."""
+        ...
+
+
 def injection_vectors(vectors, strength: float, n: int, d: int, site: str) -> np.ndarray:
     """``slot_probs_injected``'s vectors as an (n, d) float64 array (one vector of shape (d,) is repeated).
 
@@ -180,6 +200,7 @@ CAPABILITIES: dict[str, type] = {
     "emit_counters": EmitCounters,
     "r_ablation": RAblation,
     "activation_access": ActivationAccess,
+    "cot_edit": CoTEdit,
 }
 _NAMES = {proto: name for name, proto in CAPABILITIES.items()}
 
@@ -279,6 +300,20 @@ class BoundAdapter:
             raise AdapterError(f"{self.name}: act_ablated_batch returned {len(out)} distributions for "
                                f"{len(contexts)} contexts")
         return out
+
+    def cot_edits(self) -> list[dict | None] | None:
+        """What the last ``act_many`` did to each context's chain of thought (capability ``cot_edit``), else None."""
+        editor = self.get(CoTEdit)
+        return None if editor is None else editor.cot_edits()
+
+    def cot_edit_stats(self) -> dict | None:
+        """The ``cot_edit`` counters (see :class:`CoTEdit`), or None without the capability."""
+        editor = self.get(CoTEdit)
+        if editor is None:
+            return None
+        stats = editor.cot_edit_stats()
+        return {"edited": int(stats["edited"]), "not_edited": int(stats["not_edited"]),
+                "span_missing": {str(k): int(v) for k, v in dict(stats["span_missing"]).items()}}
 
     def emit_stats(self) -> dict | None:
         counters = self.get(EmitCounters)

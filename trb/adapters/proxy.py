@@ -132,21 +132,30 @@ from trb.adapters.capabilities import (
     BatchedAct,
     BatchedEmit,
     ContinuationScoring,
+    CoTEdit,
     EmitCounters,
     RAblation,
     injection_vectors,
 )
+from trb.adapters.cot_spans import edit_cot
 from trb.adapters.registry import AdapterKind, AdapterOption
+from trb.adapters.templates import PROMPT_FORMATS, TEMPLATES, TRACE, PromptTemplate, choose_template
 from trb.context import R_SLOTS, StepContext
 from trb.errors import AdapterError
 
 __all__ = ["ProxyAdapter", "ADAPTER", "parse_r", "format_r", "TEMPLATE_VERSION", "DIRECT_TEMPLATE_VERSION", "SCAFFOLDS",
-           "PROB_SLOTS", "PROB_CANDIDATES"]
+           "PROB_SLOTS", "PROB_CANDIDATES", "INTERVENTIONS", "CHAT_TEMPLATES", "ACTION_SCORES", "PROMPT_FORMATS"]
 
 TEMPLATE_VERSION = "trb-proxy-cot-1"
 DIRECT_TEMPLATE_VERSION = "trb-proxy-direct-1"
 MODES = ("prompt_fill", "free_cot")
 SCAFFOLDS = ("cot", "none")
+#: How do(r_t := r') reaches the prompt: r' written as the Reasoning line, or the model's own CoT edited.
+INTERVENTIONS = ("template", "cot_edit")
+#: Apply the tokenizer's chat template when it has one (auto), or never (off).
+CHAT_TEMPLATES = ("auto", "off")
+#: An action's score: the summed log-likelihood of its tokens, or their mean (length-normalised).
+ACTION_SCORES = ("sum", "mean")
 PROB_SLOTS = ("caused_by_self", "confidence")
 PROB_CANDIDATES = tuple(i / 10 for i in range(11))
 GOAL_MAX_TOKENS = 8
@@ -277,11 +286,10 @@ class ProxyAdapter:
 
     def __init__(self, model, tokenizer, *, path: Path, sha256: str, hashed: list[str],
                  gguf_file: str | None = None, dtype: str = "float32", mode: str = "prompt_fill",
-                 scaffold: str = "cot", history: int | None = None):
-        if mode not in MODES:
-            raise AdapterError(f"unknown proxy mode {mode!r}; expected one of {MODES}")
-        if scaffold not in SCAFFOLDS:
-            raise AdapterError(f"unknown proxy scaffold {scaffold!r}; expected one of {SCAFFOLDS}")
+                 scaffold: str = "cot", history: int | None = None, intervention: str = "template",
+                 chat_template: str = "auto", prompt_format: str = "auto", action_score: str = "sum"):
+        _check_options(mode=mode, scaffold=scaffold, intervention=intervention, chat_template=chat_template,
+                       prompt_format=prompt_format, action_score=action_score)
         self.model = model
         self.tokenizer = tokenizer
         self.path = path
@@ -301,11 +309,28 @@ class ProxyAdapter:
         self.missing_counts: Counter = Counter({s: 0 for s in R_SLOTS})
         self.emit_count = 0
         self.last_cot: str | None = None
+        self.intervention = intervention
+        self.chat_template = chat_template
+        self.prompt_format = prompt_format
+        self.action_score = action_score
+        raw_chat = getattr(tokenizer, "chat_template", None)
+        #: whether prompts go through the tokenizer's chat template (``chat_template="auto"`` and it has one)
+        self.chat_applied = chat_template == "auto" and bool(raw_chat)
+        self.chat_template_sha256 = (hashlib.sha256((raw_chat if isinstance(raw_chat, str) else json.dumps(
+            raw_chat, sort_keys=True)).encode("utf-8")).hexdigest() if self.chat_applied else None)
+        #: cot_edit: the model's own chain of thought per emit_r base prompt (greedy, so one per prompt)
+        self._own_cots: dict[str, str] = {}
+        self.cot_edit_counts = {"edited": 0, "not_edited": 0, "span_missing": Counter({s: 0 for s in R_SLOTS})}
+        #: cot_edit: what the last act_batch did to each context's chain of thought (None: no edit asked)
+        self.last_cot_edits: list[dict | None] = []
+        if intervention == "cot_edit":
+            self.capabilities = type(self).capabilities + (CoTEdit,)
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, gguf_file: str | None = None, dtype: str = "float32",
              device: str | None = None, mode: str = "prompt_fill", scaffold: str = "cot",
-             history: int | None = None) -> ProxyAdapter:
+             history: int | None = None, intervention: str = "template", chat_template: str | None = None,
+             prompt_format: str | None = None, action_score: str = "sum") -> ProxyAdapter:
         """Load a local model directory (AutoModelForCausalLM + AutoTokenizer), offline.
 
         Args:
@@ -317,15 +342,26 @@ class ProxyAdapter:
             scaffold: ``"cot"`` (the default) or ``"none"`` (no reasoning scaffold; spec baseline 1).
             history: earlier steps shown in prompts (None: all; default: the model directory's
                 ``trb-baseline.json`` ``prompt.history`` when there is one).
+            intervention: ``"template"`` (r' written as the Reasoning line) or ``"cot_edit"`` (the model's own
+                chain of thought edited and truncated).
+            chat_template: ``"auto"`` (the tokenizer's chat template when it has one) or ``"off"``. None:
+                ``"off"`` for a model trained by ``trb baselines`` (its ``trb-baseline.json``: it was trained on
+                plain trace prompts), else ``"auto"``.
+            prompt_format: ``"auto"``, ``"trace"`` or ``"qa"`` (:mod:`trb.adapters.templates`). None: ``"trace"``
+                for a model trained by ``trb baselines``, else ``"auto"``.
+            action_score: ``"sum"`` or ``"mean"`` (log-likelihood per token of an action).
         Raises:
-            AdapterError: missing path, unknown dtype/mode/scaffold, missing torch/transformers, or a load failure.
+            AdapterError: missing path, an unknown option value, missing torch/transformers, or a load failure.
         """
         if dtype not in _DTYPES:
             raise AdapterError(f"unknown dtype {dtype!r}; expected one of {_DTYPES}")
-        if mode not in MODES:
-            raise AdapterError(f"unknown proxy mode {mode!r}; expected one of {MODES}")
-        if scaffold not in SCAFFOLDS:
-            raise AdapterError(f"unknown proxy scaffold {scaffold!r}; expected one of {SCAFFOLDS}")
+        baseline = (Path(path) if Path(path).is_dir() else Path(path).parent) / "trb-baseline.json"
+        if chat_template is None:
+            chat_template = "off" if baseline.is_file() else "auto"
+        if prompt_format is None:
+            prompt_format = "trace" if baseline.is_file() else "auto"
+        _check_options(mode=mode, scaffold=scaffold, intervention=intervention, chat_template=chat_template,
+                       prompt_format=prompt_format, action_score=action_score)
         p = Path(path)
         if p.is_file() and p.suffix == ".gguf" and gguf_file is None:
             p, gguf_file = p.parent, p.name
@@ -362,7 +398,8 @@ class ProxyAdapter:
             raise AdapterError(f"{p}: could not load the model/tokenizer offline: {type(e).__name__}: {e}") from e
         model.eval()
         adapter = cls(model, tok, path=p, sha256=sha, hashed=hashed, gguf_file=gguf_file, dtype=dtype, mode=mode,
-                      scaffold=scaffold, history=history)
+                      scaffold=scaffold, history=history, intervention=intervention, chat_template=chat_template,
+                      prompt_format=prompt_format, action_score=action_score)
         adapter.trained_on = trained_on
         return adapter
 
@@ -381,7 +418,30 @@ class ProxyAdapter:
             "model_class": type(self.model).__name__,
             "n_parameters": n_parameters(self.model),
             "trained_on": self.trained_on,
+            "intervention": self.intervention,
+            "chat_template": self.chat_template,
+            "chat_template_applied": self.chat_applied,
+            "chat_template_sha256": self.chat_template_sha256,
+            "prompt_format": self.prompt_format,
+            "prompt_templates": self._template_versions(),
+            "action_score": self.action_score,
         }
+
+    def _template_versions(self) -> dict[str, str]:
+        """The templates this adapter's prompts can use, name -> version."""
+        names = ("trace", "qa") if self.prompt_format == "auto" else (self.prompt_format,)
+        return {n: TEMPLATES[n].version for n in names}
+
+    def cot_edit_stats(self) -> dict:
+        """cot_edit's counters (capability ``cot_edit``): ``{"edited": n, "not_edited": n, "span_missing":
+        {slot: n}}``; an r' is *edited* when the span of at least one of its slots was found, and every slot
+        of an r' whose span was not found counts in ``span_missing``."""
+        c = self.cot_edit_counts
+        return {"edited": c["edited"], "not_edited": c["not_edited"], "span_missing": dict(c["span_missing"])}
+
+    def cot_edits(self) -> list[dict | None]:
+        """What the last ``act_batch`` did to each context's chain of thought (capability ``cot_edit``)."""
+        return list(self.last_cot_edits)
 
     def emit_stats(self) -> dict:
         """``{"calls": emit_count, "missing": missing_counts}`` (capability ``emit_counters``)."""
@@ -401,6 +461,51 @@ class ProxyAdapter:
         slots = format_r(r)
         reasoning = "Reasoning: " + slots if slots else "Reasoning:"
         return f"{context.render(last=history)}\n{reasoning}\nAction:"
+
+    def _template(self, context: StepContext) -> PromptTemplate:
+        return choose_template(self.prompt_format, context)
+
+    def _head(self, context: StepContext, history: int | None) -> str:
+        """What precedes the reasoning cue: ``{user}\n``, or the chat template's rendering of the user
+        message ``{user}\n\n{instructions}`` with the generation prompt (the assistant turn begins next)."""
+        template = self._template(context)
+        user = template.user(context, history)
+        if not self.chat_applied:
+            return user + "\n"
+        try:
+            return self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": user + "\n\n" + template.instructions}], tokenize=False,
+                add_generation_prompt=True)
+        except Exception as e:
+            raise AdapterError(f"proxy model: its chat template failed: {type(e).__name__}: {e}") from e
+
+    def act_prompt(self, context: StepContext, r: Mapping | None) -> str:
+        """The act/score prompt of this adapter (template, chat template, scaffold, history) with r' written
+        as the reasoning line (the ``template`` intervention; see the module docstring)."""
+        template = self._template(context)
+        head = self._head(context, self.history)
+        if self.scaffold == "none":
+            return head + template.action_cue
+        return head + _reasoning_line(template, format_r(r)) + "\n" + template.action_cue
+
+    def _action_scores(self, requests) -> list[list[float]]:
+        """Each request's continuation scores: summed log-likelihoods (``action_score="sum"``) or their
+        mean per token (``"mean"``; a continuation of no tokens scores 0.0)."""
+        scores = self._score(requests)
+        if self.action_score == "sum":
+            return scores
+        lengths = self._continuation_lengths([c for _, conts in requests for c in conts])
+        out, k = [], 0
+        for row in scores:
+            out.append([s / n if n else 0.0 for s, n in zip(row, lengths[k:k + len(row)])])
+            k += len(row)
+        return out
+
+    def _continuation_lengths(self, continuations: Sequence[str]) -> list[int]:
+        """How many tokens each continuation is scored over (lm_scoring's rule: encoded on its own)."""
+        if not continuations:
+            return []
+        return [len(x) for x in self.tokenizer(list(continuations), add_special_tokens=False)["input_ids"]]
 
     def _score(self, requests, prefix=None):
         from trb.adapters.lm_scoring import ContextTooLong, score_continuations
@@ -567,7 +672,7 @@ class ProxyAdapter:
         return r
 
     def _emit_base(self, context: StepContext) -> str:
-        return f"{context.render(last=self.emit_history)}\nReasoning:"
+        return self._head(context, self.emit_history) + self._template(context).reasoning_cue
 
     def _emit_free(self, context: StepContext) -> dict:
         cot = _first_line(self._greedy(self._emit_base(context), FREE_COT_MAX_TOKENS))
@@ -664,19 +769,65 @@ class ProxyAdapter:
                   r_overrides: Sequence[dict | None] | None = None) -> list[dict[str, float]]:
         """``[act(c, r) for c, r in zip(contexts, r_overrides)]`` in one scoring call (equal within float rounding, ~1e-7)."""
         r_overrides = check_act_batch(contexts, r_overrides, "proxy model")
-        if self.scaffold == "none":  # no span for r: the model's own r is never needed to act
-            rs = list(r_overrides)
-        else:  # the model's own r where no override is given, elicited in one batch
-            rs = list(r_overrides)
+        prompts = self._act_prompts(list(contexts), list(r_overrides))
+        requests = [(p, [self._template(c).continuation(a) for a in c.action_space]) for c, p in zip(contexts, prompts)]
+        out = []
+        for c, scores in zip(contexts, self._action_scores(requests)):
+            out.append(dict(zip(c.action_space, _softmax(scores))))
+        return out
+
+    def _act_prompts(self, contexts: list[StepContext], r_overrides: list[dict | None]) -> list[str]:
+        """Each context's act prompt under its override (None: the model's own r, or its own CoT)."""
+        if self.scaffold == "cot" and self.intervention == "cot_edit":
+            return self._cot_edit_prompts(contexts, r_overrides)
+        rs = list(r_overrides)
+        if self.scaffold == "cot":  # the model's own r where no override is given, elicited in one batch
             own = [i for i, r in enumerate(rs) if r is None]
             for i, r in zip(own, self.emit_r_batch([contexts[i] for i in own]) if own else []):
                 rs[i] = r
-        requests = [(self.prompt(c, r, self.scaffold, self.history), [" " + a for a in c.action_space])
-                    for c, r in zip(contexts, rs)]
-        out = []
-        for c, scores in zip(contexts, self._score(requests)):
-            out.append(dict(zip(c.action_space, _softmax(scores))))
-        return out
+        return [self.act_prompt(c, r) for c, r in zip(contexts, rs)]
+
+    def own_cots(self, contexts: Sequence[StepContext]) -> list[str]:
+        """cot_edit: the model's own chain of thought for each context, greedy after emit_r's base prompt (at most
+        ``FREE_COT_MAX_TOKENS`` tokens, the first line, as free_cot writes it), generated once per prompt."""
+        bases = [self._emit_base(c) for c in contexts]
+        todo = list(dict.fromkeys(b for b in bases if b not in self._own_cots))
+        for b, text in zip(todo, self._greedy_batch(todo, FREE_COT_MAX_TOKENS, stop=_line_done)):
+            self._own_cots[b] = _first_line(text)
+        return [self._own_cots[b] for b in bases]
+
+    def _cot_edit_prompts(self, contexts: list[StepContext], r_overrides: list[dict | None]) -> list[str]:
+        """cot_edit's act prompts; records each context's edit in ``last_cot_edits`` and counts it."""
+        need = [i for i, r in enumerate(r_overrides) if r is None or format_r(r)]
+        cots = dict(zip(need, self.own_cots([contexts[i] for i in need]) if need else []))
+        prompts, edits = [], []
+        for i, (c, r) in enumerate(zip(contexts, r_overrides)):
+            template = self._template(c)
+            base = self._emit_base(c)
+            if i not in cots:  # an r' with no slot: the empty reasoning span (the no-r_t ablation)
+                prompts.append(base + "\n" + template.action_cue)
+                edits.append(None)
+                continue
+            text = cots[i]
+            record = None
+            if r is not None:
+                replacements = {s: _fmt_value(s, r[s]) for s in R_SLOTS if r.get(s) is not None}
+                values = {"planned_next": tuple(c.action_space or ()),
+                          "goal": tuple(dict.fromkeys(str(p.r["goal"]) for p in c.history
+                                                      if p.r and p.r.get("goal") is not None))}
+                e = edit_cot(text, replacements, values)
+                counts = self.cot_edit_counts
+                counts["edited" if e.edited else "not_edited"] += 1
+                for slot in e.missing:
+                    counts["span_missing"][slot] += 1
+                if e.edited:
+                    text = e.text
+                record = {"own_cot": cots[i], "text": text, "edited": bool(e.edited), "edited_slots": list(e.edited),
+                          "span_missing": list(e.missing)}
+            prompts.append(base + (" " + text if text else "") + "\n" + template.action_cue)
+            edits.append(record)
+        self.last_cot_edits = edits
+        return prompts
 
     def act_ablated(self, context: StepContext) -> dict[str, float]:
         """The no-r_t ablation: act with an empty reasoning span (``act(context, r_override={})``; never emit_r).
@@ -694,12 +845,8 @@ class ProxyAdapter:
 
     def score_continuation(self, context: StepContext, text: str, r_override: dict | None = None) -> float:
         """``log p(text | prompt(context, r))`` (natural log), r = r_override or the model's own emit_r."""
-        if self.scaffold == "none":
-            r = r_override
-        else:
-            r = r_override if r_override is not None else self.emit_r(context)
         cont = text if text[:1].isspace() else " " + text
-        return float(self._score([(self.prompt(context, r, self.scaffold, self.history), [cont])])[0][0])
+        return float(self._score([(self._act_prompts([context], [r_override])[0], [cont])])[0][0])
 
 
     # -- activation access (proxy-tier grounding, Track 2 beyond the native tier) -------------
@@ -790,8 +937,12 @@ class ProxyAdapter:
     def z_signature(self) -> dict:
         """What z depends on besides the weights (recorded with concept directions; others are refused): the
         prompt z is read at, i.e. how many earlier steps emit_r's base prompt shows."""
-        return {"site_kind": "residual stream entering decoder layer N, last token of emit_r's base prompt",
-                "emit_history": self.emit_history}
+        z = {"site_kind": "residual stream entering decoder layer N, last token of emit_r's base prompt",
+             "emit_history": self.emit_history}
+        if self.chat_applied or self.prompt_format != "trace":  # the base prompt is not the trace template's alone
+            z["prompt"] = {"prompt_templates": self._template_versions(), "chat_template_sha256":
+                           self.chat_template_sha256}
+        return z
 
     def concept_directions(self):
         """The concept directions stored in ``<model>/concepts`` (:func:`trb.grounding.load_concepts`), or None.
@@ -844,6 +995,19 @@ def _fill_prefix(base: str, r: Mapping, slot: str) -> str:
     return base + (done + "; " if done else "") + slot + "="
 
 
+def _check_options(**given) -> None:
+    allowed = {"mode": MODES, "scaffold": SCAFFOLDS, "intervention": INTERVENTIONS, "chat_template": CHAT_TEMPLATES,
+               "prompt_format": PROMPT_FORMATS, "action_score": ACTION_SCORES}
+    for name, value in given.items():
+        if value not in allowed[name]:
+            what = {"mode": "proxy mode", "scaffold": "proxy scaffold"}.get(name, f"proxy {name}")
+            raise AdapterError(f"unknown {what} {value!r}; expected one of {allowed[name]}")
+
+
+def _reasoning_line(template: PromptTemplate, slots: str) -> str:
+    return template.reasoning_cue + (" " + slots if slots else "")
+
+
 def _span_done(text: str) -> bool:
     return ";" in text or "\n" in text
 
@@ -892,7 +1056,10 @@ ADAPTER = AdapterKind(
     summary="any local Hugging Face causal LM: r elicited from its chain of thought, do(r') edits that span",
     model_help="a local Hugging Face model directory, or a .gguf file",
     capabilities=("batched_act", "batched_emit", "continuation_scoring", "emit_counters", "r_ablation",
-                  "activation_access"),
+                  "activation_access"),  # and cot_edit, declared by an adapter loaded with --intervention cot_edit
+    spec_added={"intervention": "template", "chat_template": "off", "chat_template_applied": False,
+                "chat_template_sha256": None, "prompt_format": "trace",
+                "prompt_templates": {"trace": TRACE.version}, "action_score": "sum"},
     options=(
         AdapterOption("dtype", "weights dtype (default float32)", choices=_DTYPES),
         AdapterOption("mode", "how r is elicited (default prompt_fill)", choices=MODES, flag="--elicit"),
@@ -901,5 +1068,15 @@ ADAPTER = AdapterKind(
         AdapterOption("history", "earlier steps shown in each prompt (default: the model's trb-baseline.json, "
                                  "else all)", type=int),
         AdapterOption("device", "torch device (default cuda when available, else cpu)"),
+        AdapterOption("intervention", "how do(r') reaches the prompt: template (default; r' written as the "
+                                      "Reasoning line) or cot_edit (the model's own chain of thought, its spans "
+                                      "stating r' edited, truncated after the last)", choices=INTERVENTIONS,
+                      spec_default="template"),
+        AdapterOption("chat_template", "auto (default: the tokenizer's chat template when it has one) or off",
+                      choices=CHAT_TEMPLATES, spec_default="off"),
+        AdapterOption("prompt_format", "auto (default: qa for one-step items whose actions carry texts, else "
+                                       "trace), trace or qa", choices=PROMPT_FORMATS, spec_default="trace"),
+        AdapterOption("action_score", "sum (default: summed log-likelihood of an action's tokens) or mean "
+                                      "(per token, length-normalised)", choices=ACTION_SCORES, spec_default="sum"),
     ),
 )

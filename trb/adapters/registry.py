@@ -54,6 +54,9 @@ class AdapterOption:
     """One CLI option of an adapter kind: ``--flag VALUE`` becomes keyword ``name`` of ``load``.
 
     ``type`` is ``str``, ``int``, ``float`` or ``bool`` (a flag); ``choices`` restricts a str.
+    ``spec_default``: for an option added after runs were recorded, the value that reproduces what
+    those runs did; :func:`adapter_from_spec` passes it when a stored spec's options lack the option
+    (the option's default for new runs may differ). None: the option has no such value (it is not passed).
     """
 
     name: str
@@ -61,6 +64,7 @@ class AdapterOption:
     type: type = str
     choices: tuple[str, ...] | None = None
     flag: str | None = None  # default: "--" + name with "_" as "-"
+    spec_default: Any = None
 
     @property
     def cli_flag(self) -> str:
@@ -82,6 +86,9 @@ class AdapterKind:
         options: the CLI options this kind takes.
         capabilities: the capability names its adapters declare (for listings; the
             loaded adapter's own declaration is what is checked).
+        spec_added: keys the adapter's spec gained after runs were recorded, each with the value it has
+            when every option takes its ``spec_default``: a stored spec without such a key matches a
+            re-created adapter that reports that value (see :func:`adapter_from_spec`).
     """
 
     name: str
@@ -92,6 +99,7 @@ class AdapterKind:
     model_help: str = "the checkpoint to load"
     options: tuple[AdapterOption, ...] = ()
     capabilities: tuple[str, ...] = ()
+    spec_added: Mapping[str, Any] = field(default_factory=dict, compare=False)
     source: str = field(default="", compare=False)  # filled by the registry: "built-in" or "pkg x.y"
 
     def check_model(self, model: str) -> str:
@@ -177,6 +185,10 @@ def adapter_from_spec(spec: Mapping) -> BoundAdapter:
     The adapter is loaded by kind, model and options, and its own spec must match the
     stored one (same weights sha256, same settings): a changed checkpoint is refused.
 
+    A run recorded before an option existed has no value for it: the option's ``spec_default``
+    (what the adapter did then) is passed, never its current default, and a spec key the kind
+    added since (``AdapterKind.spec_added``) that the stored spec lacks must have the value listed there.
+
     Raises:
         UsageError: the spec was not made by :func:`load_adapter` (an adapter object
             handed to ``run_tracks`` directly), or names a kind not installed.
@@ -185,11 +197,17 @@ def adapter_from_spec(spec: Mapping) -> BoundAdapter:
     if not isinstance(spec, Mapping) or not all(k in spec for k in RECREATE_KEYS):
         raise UsageError("this run's adapter was not loaded from the adapter registry (no adapter/model/options "
                          "in its spec), so it cannot be re-created by name")
-    bound = load_adapter(spec["adapter"], spec["model"], **dict(spec["options"] or {}))
+    kind = get_adapter_kind(spec["adapter"])
+    options = dict(spec["options"] or {})
+    for o in kind.options:
+        if o.name not in options and o.spec_default is not None:
+            options[o.name] = o.spec_default
+    bound = load_adapter(spec["adapter"], spec["model"], **options)
     now = bound.spec()
-    diffs = sorted(k for k in set(spec) | set(now) if k not in ("options",) and spec.get(k) != now.get(k))
+    recorded = {**{k: v for k, v in kind.spec_added.items() if k not in spec}, **spec}
+    diffs = sorted(k for k in set(recorded) | set(now) if k not in ("options",) and recorded.get(k) != now.get(k))
     if diffs:
-        shown = "; ".join(f"{k}: recorded {spec.get(k)!r}, now {now.get(k)!r}" for k in diffs[:3])
+        shown = "; ".join(f"{k}: recorded {recorded.get(k)!r}, now {now.get(k)!r}" for k in diffs[:3])
         raise AdapterError(f"the adapter re-created from the run's spec differs from the recorded one ({shown}); "
                            "the checkpoint or its settings changed since the run")
     return bound

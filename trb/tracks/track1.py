@@ -151,6 +151,7 @@ def score_track1(adapter, items: Iterable[Track1Item], timer: AdapterTimer | Non
                 overrides.append(i.r_t)
         with timer.timed(len(contexts)):
             dists = bound.act_many(contexts, overrides)
+        edits = bound.cot_edits()  # cot_edit: the edited chain of thought each do(r') was scored after
         dists = [check_distribution(p, c.action_space, bound.name) for p, c in zip(dists, contexts)]
         k = len(pending)
         for key, i in new_steps.items():
@@ -161,13 +162,16 @@ def score_track1(adapter, items: Iterable[Track1Item], timer: AdapterTimer | Non
                 rt = dists[k]
                 k += 1
             per_step[key] = (own, rt)
-        for item, p in zip(pending, dists):
+        for j, (item, p) in enumerate(zip(pending, dists)):
             own, rt = per_step[(item.session_id, item.t)]
             tv = total_variation(p, item.phi)
             tv_own = total_variation(own, item.phi)
             tv_uniform = total_variation(_uniform(item.context.action_space), item.phi)
             sensitive = _sensitive(item, p, rt)
-            rows.append(_row(item, "tv", 1.0 - tv, {"p": p, "phi": item.phi, "tv": tv, "p_own": own, "p_do_r_t": rt},
+            detail = {"p": p, "phi": item.phi, "tv": tv, "p_own": own, "p_do_r_t": rt}
+            if edits is not None and j < len(edits) and edits[j] is not None:
+                detail["cot_edit"] = edits[j]
+            rows.append(_row(item, "tv", 1.0 - tv, detail,
                              g_own=1.0 - tv_own, g_uniform=1.0 - tv_uniform,
                              r_sensitive=None if sensitive is None else float(sensitive), phi_n=item.phi_n,
                              g_ceiling=None if not item.phi_n else oracle_g(item.phi, item.phi_n)))
