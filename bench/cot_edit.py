@@ -47,28 +47,27 @@ def _items(n: int, seed: int = 7):
     return out
 
 
-def _time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def _measure(template, edit, items, repeats: int) -> dict:
+    """Median seconds per item of each way; the three are timed in turn within every repeat, so that a change of
+    the machine's load between repeats hits them alike."""
     contexts, rs = [c for c, _ in items], [r for _, r in items]
     n = len(items)
     template.act_batch(contexts, rs)  # warm-up (allocations, first-call overheads)
-
-    def cold():
-        edit._own_cots.clear()
+    edit.act_batch(contexts, rs)
+    times: dict[str, list[float]] = {"template": [], "cold": [], "warm": []}
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        template.act_batch(contexts, rs)
+        t1 = time.perf_counter()
+        edit._own_cots.clear()  # cold: the model writes every chain of thought again
         edit.act_batch(contexts, rs)
-
-    t_template = _time(lambda: template.act_batch(contexts, rs), repeats) / n
-    t_cold = _time(cold, repeats) / n
-    t_warm = _time(lambda: edit.act_batch(contexts, rs), repeats) / n
-    return {"template": t_template, "cold": t_cold, "warm": t_warm, "stats": edit.cot_edit_stats(), "n": n}
+        t2 = time.perf_counter()
+        edit.act_batch(contexts, rs)  # warm: the chains of thought are cached
+        t3 = time.perf_counter()
+        times["template"].append(t1 - t0)
+        times["cold"].append(t2 - t1)
+        times["warm"].append(t3 - t2)
+    return {**{k: statistics.median(v) / n for k, v in times.items()}, "stats": edit.cot_edit_stats(), "n": n}
 
 
 def _print(name: str, m: dict) -> None:

@@ -262,3 +262,34 @@ def test_proxy_tier_grounding_learns_directions_and_runs_track2_under_a_budget(f
     assert fig["strength"]["split"] == "dev" and fig["strength"]["strength"] == chosen
     assert fig["score"] == pytest.approx(auc_of("eval", "zero", chosen), abs=1e-12)
     assert fig["ci_low"] <= fig["score"] <= fig["ci_high"]
+
+
+def test_cot_edit_with_the_chat_template_on_smollm2(fetched, monkeypatch):
+    """cot_edit on an instruct model through its own chat template: every r' is either edited (the text ends
+    with r''s value, truncated there) or counted as not edited (its own text, whole); nothing is invented."""
+    from trb.context import StepContext
+    from trb.run import load_adapter
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    bound = load_adapter("proxy", fetched[0].path, device="cpu", intervention="cot_edit")
+    adapter = bound.adapter
+    assert adapter.chat_applied and bound.spec()["chat_template_sha256"] and "cot_edit" in bound.capabilities
+    space = ("up", "down", "left", "right")
+    contexts = [StepContext(session_id=f"s{i}", t=0, history=(), observation=obs, action_space=space)
+                for i, obs in enumerate(("You are at the door of room C2; the key is in C4.",
+                                         "A wall blocks the way up; the exit is to the right.",
+                                         "You hold the key; the locked door is below you."))]
+    assert adapter.act_prompt(contexts[0], {}).startswith("<|im_start|>")
+    rs = [{"planned_next": "left", "goal": "C4"}, {"planned_next": "down"}, {"planned_next": "up", "goal": "C1"}]
+    dists = bound.act_many(contexts, rs)
+    own = adapter.own_cots(contexts)
+    stats = adapter.cot_edit_stats()
+    assert stats["edited"] + stats["not_edited"] == 3
+    for d, rec, cot, r in zip(dists, bound.cot_edits(), own, rs):
+        assert set(d) == set(space) and abs(sum(d.values()) - 1) < 1e-6
+        assert rec["own_cot"] == cot
+        if rec["edited"]:  # truncated right after the last edited span
+            assert any(rec["text"].endswith(str(r[s])) for s in rec["edited_slots"]), rec
+        else:
+            assert rec["text"] == cot and set(rec["span_missing"]) == set(r)
+    assert sum(stats["span_missing"].values()) == sum(len(rec["span_missing"]) for rec in bound.cot_edits())
