@@ -534,7 +534,9 @@ class ProxyAdapter:
         """The act/score prompt: rendered context, the Reasoning line holding r, then ``"Action:"``.
 
         With ``scaffold="none"`` there is no Reasoning line and r is not used; ``history``
-        keeps only the last that many earlier steps.
+        keeps only the last that many earlier steps. This is the ``trace`` template with no chat
+        template (what ``trb train-baseline`` trains on); :meth:`act_prompt` is the prompt of an
+        adapter's own options.
         """
         if scaffold == "none":
             return f"{context.render(last=history)}\nAction:"
