@@ -46,7 +46,7 @@ def test_the_wheel_holds_every_file_of_the_packages(trb_wheel):
     groups = dict(re.findall(r"^\[([^\]]+)\]\n((?:.+\n?)+)", entry_points, re.M))
     assert set(re.findall(r"^([a-z-]+) = ", groups["console_scripts"], re.M)) == set(SCRIPTS)
     # the built-in adapters are registered through the same entry-point group a lab's package uses
-    assert set(re.findall(r"^([a-z-]+) = ", groups["trb.adapters"], re.M)) == {"native", "proxy"}
+    assert set(re.findall(r"^([a-z-]+) = ", groups["trb.adapters"], re.M)) == {"native", "proxy", "served"}
     assert set(re.findall(r"^([a-z-]+) = ", groups["trb.environments"], re.M)) == {"grid"}
     assert set(re.findall(r"^([a-z-]+) = ", groups["trb.importers"], re.M)) == {"mcq", "inspect"}
 

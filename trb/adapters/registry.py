@@ -1,7 +1,7 @@
 """The adapter registry: built-in and third-party adapters, registered the same way.
 
 An adapter *kind* is an :class:`AdapterKind` object published under the entry-point
-group ``trb.adapters``. The built-ins (``native``, ``proxy``) are listed in
+group ``trb.adapters``. The built-ins (``native``, ``proxy``, ``served``) are listed in
 ``pyproject.toml`` under that group exactly as a lab's package lists its own::
 
     [project.entry-points."trb.adapters"]
@@ -43,6 +43,7 @@ ENTRY_POINT_GROUP = "trb.adapters"
 BUILTIN = {
     "native": "trb.adapters.native:ADAPTER",
     "proxy": "trb.adapters.proxy:ADAPTER",
+    "served": "trb.adapters.served:ADAPTER",
 }
 #: The keys :func:`load_adapter` adds to an adapter's own spec: enough to re-create it.
 RECREATE_KEYS = ("adapter", "model", "options")

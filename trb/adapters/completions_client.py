@@ -1,0 +1,261 @@
+"""A small client for an OpenAI-compatible ``/v1/completions`` endpoint (vLLM, llama.cpp's server, others).
+
+What the served-model adapter (:mod:`trb.adapters.served`) asks of a server, and nothing more:
+
+* **Prompt log-probabilities** (:meth:`CompletionsClient.score`): one request per
+  (prompt, continuation) with ``echo=True, logprobs=1, max_tokens=1, temperature=0`` on the
+  text ``prompt + continuation``; the answer's ``choices[0].logprobs`` gives each echoed token's
+  ``token_logprobs`` and ``text_offset``. ``max_tokens`` is 1, not 0: llama.cpp's server reads
+  0 as "no limit", and vLLM refuses 0 in some versions; the one generated token starts at or
+  after the end of the text and is dropped.
+
+  **The boundary rule.** The continuation's log-likelihood is the sum of the log-probabilities
+  of the tokens whose text *ends* after the prompt: token i spans ``[text_offset[i],
+  text_offset[i+1])`` (the last echoed token ends at the end of the text), and it is counted
+  when that end is past ``len(prompt)``. A token that straddles the boundary (it begins in the
+  prompt and ends in the continuation, when the server's tokenizer merges across it) is
+  therefore counted with the continuation: its probability depends on the continuation's first
+  characters, and the prompt's own tokens, shared by every candidate continuation, are then
+  left out alike. Where the tokenizer splits at the boundary (a continuation starting with a
+  space after ``"Action:"``, a value after ``"="``: the usual case) the tokens are exactly the
+  continuation's, as in :func:`trb.adapters.lm_scoring.score_continuations`.
+* **Greedy generation** (:meth:`CompletionsClient.generate`): ``temperature=0, max_tokens=N``
+  (and ``stop`` strings when given); the text of ``choices[0]``.
+
+Requests run concurrently on a thread pool of ``max_in_flight`` workers: at most that many
+requests are in flight at once (:meth:`map`). A request that fails with a connection error, a
+timeout, 429 or a 5xx status is retried, at most ``max_attempts`` attempts in all, after
+``backoff * 2**k`` seconds (k = 0, 1, ...; a ``Retry-After`` header of at most 30 s is honoured
+when longer); then an :class:`~trb.errors.AdapterError` names the URL, the status and the
+server's message. Other 4xx answers are not retried.
+
+The API key is read only from the environment variable ``api_key_env`` (default
+``TRB_API_KEY``) and sent as ``Authorization: Bearer <key>``; a server that needs none is
+sent none. It is never stored in a spec, an error message or a log line (error messages show
+the server's reply with the key masked, should a server echo it). A URL carrying credentials
+(``http://user:password@host``) is refused, without repeating them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit, urlunsplit
+
+from trb.errors import AdapterError
+
+__all__ = ["CompletionsClient", "DEFAULT_API_KEY_ENV", "DEFAULT_MAX_IN_FLIGHT", "DEFAULT_MAX_ATTEMPTS",
+           "continuation_logprob", "public_url"]
+
+DEFAULT_API_KEY_ENV = "TRB_API_KEY"
+DEFAULT_MAX_IN_FLIGHT = 8
+DEFAULT_MAX_ATTEMPTS = 5
+DEFAULT_BACKOFF_S = 0.5
+DEFAULT_TIMEOUT_S = 120.0
+_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+_MAX_RETRY_AFTER_S = 30.0
+
+
+def public_url(url: str) -> str:
+    """``url`` without credentials (user:password@ is dropped), query or fragment; no trailing slash."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 literal
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def continuation_logprob(logprobs: dict, text: str, boundary: int) -> float:
+    """The summed log-probability of the tokens of ``text`` ending after ``boundary`` (see the module docstring).
+
+    ``logprobs`` is a completions choice's ``logprobs`` for ``echo=True`` on ``text`` (tokens
+    past the end of ``text``, i.e. generated ones, are ignored).
+    Raises:
+        AdapterError: the answer has no offsets or log-probabilities, or a continuation token has none.
+    """
+    try:
+        offsets = [int(o) for o in logprobs["text_offset"]]
+        values = list(logprobs["token_logprobs"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise AdapterError(f"the server's answer has no echoed prompt log-probabilities ({type(e).__name__}: {e}); "
+                           "it must support echo=True with logprobs") from e
+    if len(offsets) != len(values):
+        raise AdapterError("the server's answer has as many text offsets as token log-probabilities")
+    echoed = [i for i, o in enumerate(offsets) if o < len(text)]
+    if not echoed or len(echoed) != (echoed[-1] + 1):
+        raise AdapterError("the server did not echo the prompt's tokens (echo=True is needed for scoring)")
+    total = 0.0
+    n = 0
+    for i in echoed:
+        end = offsets[i + 1] if i + 1 < len(echoed) else len(text)
+        if end <= boundary:
+            continue
+        v = values[i]
+        if v is None:
+            raise AdapterError("the server gave no log-probability for a token of the continuation "
+                               "(the continuation starts the text?)")
+        total += float(v)
+        n += 1
+    if n == 0:
+        raise AdapterError("no token of the continuation was found in the server's echoed tokens")
+    return total
+
+
+class CompletionsClient:
+    """An OpenAI-compatible completions endpoint at ``base_url`` (``http://host:port/v1``).
+
+    Args:
+        base_url: the API root; requests go to ``{base_url}/completions`` and ``{base_url}/models``.
+        model: the model name the server expects in each request (None: the server's only/default model).
+        max_in_flight: at most this many requests at once (>= 1).
+        max_attempts: attempts per request before giving up (>= 1).
+        backoff: seconds before the first retry; doubled at each retry.
+        timeout: seconds per request.
+        api_key_env: the environment variable holding the API key (read here, once; absent or empty: no key).
+    Raises:
+        AdapterError: a bad option, or httpx missing.
+    """
+
+    def __init__(self, base_url: str, model: str | None = None, *, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+                 max_attempts: int = DEFAULT_MAX_ATTEMPTS, backoff: float = DEFAULT_BACKOFF_S,
+                 timeout: float = DEFAULT_TIMEOUT_S, api_key_env: str = DEFAULT_API_KEY_ENV):
+        try:
+            import httpx
+        except ImportError as e:
+            raise AdapterError(f"the served adapter needs httpx (pip install httpx; make install does) ({e})") from e
+        if not str(base_url).startswith(("http://", "https://")):
+            raise AdapterError(f"{public_url(str(base_url))}: not an http(s) URL")
+        if max_in_flight < 1 or max_attempts < 1 or backoff < 0 or timeout <= 0:
+            raise AdapterError("max_in_flight and max_attempts must be >= 1, backoff >= 0 and timeout > 0")
+        self._httpx = httpx
+        self.url = public_url(str(base_url))
+        self.model = model
+        self.max_in_flight = int(max_in_flight)
+        self.max_attempts = int(max_attempts)
+        self.backoff = float(backoff)
+        self.api_key_env = api_key_env
+        key = os.environ.get(api_key_env) or None
+        self._key = key  # never leaves this object except in the Authorization header
+        if urlsplit(str(base_url)).username is not None:
+            raise AdapterError(f"{self.url}: credentials in the URL are refused; put the API key in the "
+                               f"environment variable {api_key_env}")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout,
+                                    limits=httpx.Limits(max_connections=self.max_in_flight,
+                                                        max_keepalive_connections=self.max_in_flight))
+        self._pool = ThreadPoolExecutor(max_workers=self.max_in_flight, thread_name_prefix="trb-served")
+        self._lock = threading.Lock()
+        #: requests sent (attempts included) and retries made, for inspection
+        self.requests = 0
+        self.retries = 0
+
+    # -- plumbing --------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self._client.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _mask(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    def _request(self, method: str, path: str, payload: dict | None = None) -> dict:
+        """One request with retries; the decoded JSON answer."""
+        httpx = self._httpx
+        where = f"{self.url}{path}"
+        last = ""
+        for attempt in range(self.max_attempts):
+            wait = self.backoff * (2 ** attempt)
+            with self._lock:
+                self.requests += 1
+            try:
+                resp = self._client.request(method, path, json=payload)
+            except (httpx.TransportError, httpx.TimeoutException) as e:
+                last = f"{type(e).__name__}: {self._mask(str(e))}"
+            else:
+                if resp.status_code < 400:
+                    try:
+                        return resp.json()
+                    except ValueError as e:
+                        raise AdapterError(f"{where}: the server's answer is not JSON ({e})") from e
+                body = self._mask(resp.text[:300].strip())
+                last = f"HTTP {resp.status_code}: {body}"
+                if resp.status_code not in _RETRY_STATUS:
+                    raise AdapterError(f"{where}: HTTP {resp.status_code} ({body or resp.reason_phrase})")
+                after = resp.headers.get("retry-after")
+                try:
+                    wait = max(wait, min(float(after), _MAX_RETRY_AFTER_S)) if after else wait
+                except ValueError:
+                    pass
+            if attempt + 1 < self.max_attempts:
+                with self._lock:
+                    self.retries += 1
+                time.sleep(wait)
+        raise AdapterError(f"{where}: failed after {self.max_attempts} attempt(s); last: {last}")
+
+    def map(self, fn: Callable, items: Iterable) -> list:
+        """``[fn(x) for x in items]`` with at most ``max_in_flight`` running at once (the first error is raised)."""
+        items = list(items)
+        if len(items) <= 1 or self.max_in_flight == 1:
+            return [fn(x) for x in items]
+        return list(self._pool.map(fn, items))
+
+    # -- the endpoint ----------------------------------------------------------------
+
+    def models(self) -> list[str]:
+        """The model ids the server lists at ``/models``."""
+        data = self._request("GET", "/models")
+        try:
+            return [str(m["id"]) for m in data.get("data", [])]
+        except (TypeError, KeyError, AttributeError) as e:
+            raise AdapterError(f"{self.url}/models: unexpected answer ({type(e).__name__}: {e})") from e
+
+    def _completion(self, payload: dict) -> dict:
+        if self.model is not None:
+            payload = {"model": self.model, **payload}
+        data = self._request("POST", "/completions", payload)
+        try:
+            return data["choices"][0]
+        except (KeyError, IndexError, TypeError) as e:
+            raise AdapterError(f"{self.url}/completions: an answer without choices ({type(e).__name__}: {e})") from e
+
+    def logprob(self, prompt: str, continuation: str) -> float:
+        """``log p(continuation | prompt)`` from the server's echoed prompt log-probabilities (natural log)."""
+        text = prompt + continuation
+        choice = self._completion({"prompt": text, "echo": True, "logprobs": 1, "max_tokens": 1,
+                                   "temperature": 0.0})
+        lp = choice.get("logprobs") if isinstance(choice, dict) else None
+        if not lp:
+            raise AdapterError(f"{self.url}/completions: no logprobs in the answer (the server must support "
+                               "echo=True with logprobs; llama.cpp's needs logits_all)")
+        return continuation_logprob(lp, text, len(prompt))
+
+    def score(self, requests: Sequence[tuple[str, Sequence[str]]]) -> list[list[float]]:
+        """For each ``(prompt, [continuation, ...])``, the continuations' log-likelihoods (all requests concurrent)."""
+        flat = [(p, c) for p, conts in requests for c in conts]
+        values = iter(self.map(lambda pc: self.logprob(*pc), flat))
+        return [[next(values) for _ in conts] for _, conts in requests]
+
+    def generate(self, prompt: str, max_tokens: int, stop: Sequence[str] | None = None) -> str:
+        """Greedy generation (temperature 0) of at most ``max_tokens`` tokens after ``prompt``."""
+        payload = {"prompt": prompt, "max_tokens": int(max_tokens), "temperature": 0.0}
+        if stop:
+            payload["stop"] = list(stop)
+        choice = self._completion(payload)
+        text = choice.get("text") if isinstance(choice, dict) else None
+        if not isinstance(text, str):
+            raise AdapterError(f"{self.url}/completions: an answer without text")
+        return text
+
+    def generate_many(self, prompts: Sequence[str], max_tokens: int, stop: Sequence[str] | None = None) -> list[str]:
+        """``[generate(p, max_tokens, stop) for p in prompts]``, concurrently."""
+        return self.map(lambda p: self.generate(p, max_tokens, stop), prompts)
