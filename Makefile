@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= demo-work
 
-.PHONY: install demo test bench clean install-label-studio install-browser install-inspect
+.PHONY: install demo test bench clean install-label-studio install-browser install-inspect install-llama-server
 
 install: $(STAMP)
 
@@ -48,16 +48,30 @@ $(INSPECT_STAMP): Makefile
 	$(INSPECT_VENV)/bin/pip install --quiet inspect-ai==0.3.285
 	touch $(INSPECT_STAMP)
 
+# llama.cpp's OpenAI-compatible server (llama-cpp-python[server], built from source: some minutes), which the
+# served-adapter tests and bench/served.py start on loopback with SmolLM2's GGUF: its own venv (its pins, numpy
+# and a fastapi/uvicorn stack, are not ours to carry).
+LLAMA_VENV := .venv-llama
+LLAMA_STAMP := $(LLAMA_VENV)/.installed
+
+install-llama-server: $(LLAMA_STAMP)
+
+$(LLAMA_STAMP): Makefile
+	test -x $(LLAMA_VENV)/bin/python || $(PY) -m venv $(LLAMA_VENV)
+	$(LLAMA_VENV)/bin/pip install --quiet --upgrade pip
+	CMAKE_BUILD_PARALLEL_LEVEL=2 $(LLAMA_VENV)/bin/pip install --quiet 'llama-cpp-python[server]==0.3.36'
+	touch $(LLAMA_STAMP)
+
 # Debian's Chromium for the browser tests (Playwright drives it; its own browser download is unreachable here).
 install-browser:
 	command -v chromium >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
 		|| (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
-test: install $(LS_STAMP) $(INSPECT_STAMP) install-browser
+test: install $(LS_STAMP) $(INSPECT_STAMP) $(LLAMA_STAMP) install-browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
-bench: install $(LS_STAMP) install-browser
+bench: install $(LS_STAMP) $(LLAMA_STAMP) install-browser
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/release.py
 	$(BIN)/python bench/engine.py
@@ -70,6 +84,7 @@ bench: install $(LS_STAMP) install-browser
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/track1_scoring.py
 	$(BIN)/python bench/grounding.py
+	$(BIN)/python bench/served.py
 
 clean:
 	rm -rf $(VENV) $(INSPECT_VENV) $(DEMO_DIR)

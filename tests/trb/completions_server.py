@@ -3,8 +3,8 @@
 It is not a mock of a library: it answers ``POST /v1/completions`` and ``GET /v1/models`` over
 HTTP on loopback (stdlib ``http.server``, one thread per request), computing what a real
 server computes with a real causal LM: with ``echo`` and ``logprobs`` the log-probability of
-every token of the prompt (the text tokenized as a whole, the first token's None, text
-offsets from the decoded prefix, as llama.cpp's server computes them), and greedy
+every token of the prompt (the text tokenized as a whole, the first token's None, each
+token's text offset), and greedy
 generation at temperature 0. For the client's failure paths it can answer the first
 requests with given error statuses, delay each answer, and it records what it was sent
 (Authorization headers) and how many requests were in flight at most.
@@ -54,27 +54,28 @@ class CompletionsServer:
 
     # -- what the server computes ------------------------------------------------------------
 
-    def _ids(self, text: str) -> list[int]:
-        return list(self.tok(text, add_special_tokens=False)["input_ids"])
-
     def completion(self, body: dict) -> dict:
         torch = self.torch
         prompt = body["prompt"]
         if isinstance(prompt, list):
             (prompt,) = prompt
-        ids = self._ids(prompt)
+        enc = self.tok(prompt, add_special_tokens=False, return_offsets_mapping=True)
+        ids, spans = list(enc["input_ids"]), [tuple(x) for x in enc["offset_mapping"]]
         max_tokens = int(body.get("max_tokens", 16))
         with self._compute, torch.inference_mode():
             if body.get("logprobs") is not None:  # one forward pass: the prompt's log-probabilities, one greedy token
                 if not body.get("echo") or max_tokens != 1:
                     raise ValueError("this test server gives log-probabilities with echo and max_tokens=1 only")
                 lp = torch.log_softmax(self.model(input_ids=torch.tensor([ids])).logits[0].float(), dim=-1)
-                every = ids + [int(lp[-1].argmax())]
-                values = [None] + [float(lp[i - 1, every[i]]) for i in range(1, len(every))]
-                offsets = [len(self.tok.decode(every[:i])) for i in range(len(every))]
-                choice: dict = {"index": 0, "text": self.tok.decode(every), "finish_reason": "length",
-                                "logprobs": {"tokens": [self.tok.decode([t]) for t in every], "text_offset": offsets,
-                                             "token_logprobs": values, "top_logprobs": None}}
+                nxt = int(lp[-1].argmax())
+                values = [None] + lp.gather(1, torch.tensor(ids[1:] + [nxt]).unsqueeze(1))[:, 0].tolist()
+                # each token's character span in the text (a byte-level BPE without a post-processor: exact spans)
+                offsets = [a for a, _ in spans] + [len(prompt)]
+                text = prompt + self.tok.decode([nxt])
+                tokens = [prompt[a:b] for a, b in spans] + [text[len(prompt):]]
+                choice: dict = {"index": 0, "text": text, "finish_reason": "length",
+                                "logprobs": {"tokens": tokens, "text_offset": offsets, "token_logprobs": values,
+                                             "top_logprobs": None}}
             else:
                 inp = torch.tensor([ids])
                 out = self.model.generate(input_ids=inp, attention_mask=torch.ones_like(inp),

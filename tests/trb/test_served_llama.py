@@ -1,0 +1,112 @@
+"""The served adapter against a real llama.cpp server (llama-cpp-python[server]) serving SmolLM2-135M-Instruct.
+
+The test setup starts ``python -m llama_cpp.server`` of ``.venv-llama`` (``make install-llama-server``)
+on a free loopback port with SmolLM2's Q4_1 GGUF (tests/llama_server.py), waits until it answers
+``/v1/models`` and kills it at teardown. The served adapter's action distributions are compared
+with the transformers path (``ProxyAdapter`` on the same GGUF dequantised to float32 by ``trb
+models fetch smollm2``) on the same prompts. They are not equal: llama.cpp computes with the
+quantised Q4_1 weights (and prepends SmolLM2's BOS token, which the transformers path does not:
+see tests/llama_server.py), so the tolerance is the one the README states, measured here:
+``MAX_ABS_P`` on every action probability and ``MIN_ARGMAX_AGREEMENT`` of the argmax actions.
+Then a small Tracks 1 and 3 run on the 7f3a example through ``trb run --adapter served``.
+
+Slow; skipped where ``.venv-llama`` is missing (with the reason), except in CI, where that fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("gguf")
+pytest.importorskip("httpx")
+
+from llama_server import MODEL_ALIAS, LlamaServer, missing_reason, smollm2_gguf  # noqa: E402
+from tests_paths import EXAMPLE_7F3A  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+#: The served (llama.cpp, Q4_1) and transformers (dequantised float32) action probabilities differ by at most this ...
+MAX_ABS_P = 0.05
+#: ... and name the same most probable action at least this often (see the README, "The served adapter").
+MIN_ARGMAX_AGREEMENT = 0.9
+N_CASES = 24
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    reason = missing_reason()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI runs the llama.cpp server tests: {reason}")
+        pytest.skip(reason)
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with LlamaServer(smollm2_gguf(), log=log) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def smollm2_dir(tmp_path_factory):
+    from trb.models import fetch_model
+
+    return fetch_model("smollm2", tmp_path_factory.mktemp("models") / "smollm2-135m-instruct").path
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    from engine_helpers import make_release
+
+    return make_release(tmp_path_factory.mktemp("llama_release"), sessions=24, seed=5)
+
+
+def test_served_scores_match_the_transformers_path_within_the_stated_tolerance(llama, smollm2_dir, release):
+    from trb.adapters.proxy import ProxyAdapter
+    from trb.adapters.served import ServedAdapter
+    from trb.testing import _contexts
+
+    cases, _ = _contexts(release, "eval", N_CASES)
+    contexts, overrides = [c for c, _ in cases], [r for _, r in cases]
+    local = ProxyAdapter.load(smollm2_dir, device="cpu")
+    served = ServedAdapter.load(llama.url)
+    try:
+        assert served.spec()["server_models"] == [MODEL_ALIAS] and served.served_model == MODEL_ALIAS
+        want, got = local.act_batch(contexts, overrides), served.act_batch(contexts, overrides)
+    finally:
+        served.close()
+    diffs = [max(abs(w[a] - g[a]) for a in w) for w, g in zip(want, got)]
+    agree = sum(max(w, key=w.get) == max(g, key=g.get) for w, g in zip(want, got)) / len(want)
+    print(f"\nserved vs transformers on {len(want)} Track 1 cases: max |dp| {max(diffs):.4f}, "
+          f"mean {sum(diffs) / len(diffs):.4f}, argmax agreement {agree:.3f}")
+    assert len(want) >= 10
+    assert max(diffs) <= MAX_ABS_P and agree >= MIN_ARGMAX_AGREEMENT
+
+
+def test_tracks_1_and_3_on_the_7f3a_example_through_trb_run(llama, tmp_path, capsys):
+    import duckdb
+
+    from corpus import Corpus, ingest, init_corpus
+    from corpus.release import cut_release
+    from trb.cli import main
+
+    c = Corpus(init_corpus(tmp_path / "corpus"))
+    ingest(c, [EXAMPLE_7F3A], progress=False)
+    release = cut_release(c, "0.1.0", kind="smoke", split_fractions={"train": 0, "dev": 0, "eval": 1},
+                          progress=False).directory
+    db = tmp_path / "r.duckdb"
+    assert main(["run", "--release", str(release), "--adapter", "served", "--model", llama.url, "--baseline",
+                 "smollm2-served", "--tracks", "1,3", "--results", str(db), "-q"]) == 0
+    capsys.readouterr()
+    con = duckdb.connect(str(db), read_only=True)
+    spec, timings = con.execute("SELECT adapter_spec, timings FROM runs").fetchone()
+    scores = con.execute("SELECT track, count(*), min(score), max(score) FROM item_scores GROUP BY track "
+                         "ORDER BY track").fetchall()
+    con.close()
+    spec = json.loads(spec)
+    assert spec["kind"] == "served" and spec["served_model"] == MODEL_ALIAS and spec["url"] == llama.url
+    summary = json.loads(timings)["summary"]
+    assert summary["1"]["scored"] > 0 and summary["3"]["scored"] > 0
+    assert [t for t, *_ in scores] == ["1", "3"] and all(n > 0 for _, n, *_ in scores)
