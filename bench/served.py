@@ -53,7 +53,8 @@ def _time(fn, repeats: int) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--items", type=int, default=32, help="act items (Track 1 cases)")
-    ap.add_argument("--emit-items", type=int, default=8, help="emit items (Track 3 contexts)")
+    ap.add_argument("--emit-items", type=int, default=8, help="emit items (Track 3 contexts; 0: none)")
+    ap.add_argument("--history", type=int, default=None, help="earlier steps shown in prompts (default: all)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--in-flight", default="1,8,32")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp and torch threads (default: min(4, cores))")
@@ -83,17 +84,18 @@ def main(argv=None) -> int:
     _log(f"{len(acts)} act items, {len(emits)} emit items; {threads} threads; load {os.getloadavg()[0]:.2f}")
 
     rows = []
-    local = ProxyAdapter.load(model_dir, device="cpu")
+    local = ProxyAdapter.load(model_dir, device="cpu", history=args.history)
     t_act = _time(lambda: local.act_batch(contexts, overrides), args.repeats)
-    t_emit = _time(lambda: local.emit_r_batch(emits), args.repeats)
+    t_emit = _time(lambda: local.emit_r_batch(emits), args.repeats) if emits else float("nan")
     rows.append(("transformers (proxy, float32)", "-", len(acts) / t_act, len(emits) / t_emit))
     _log(f"transformers: {rows[-1][2]:.2f} act items/s, {rows[-1][3]:.2f} emit items/s")
     with LlamaServer(smollm2_gguf(), threads=threads, log=Path(tempfile.gettempdir()) / "trb-bench-llama.log") as srv:
         for k in [int(x) for x in args.in_flight.split(",")]:
-            served = ServedAdapter.load(srv.url, max_in_flight=k)
+            served = ServedAdapter.load(srv.url, max_in_flight=k, history=args.history)
             try:
                 t_act = _time(lambda s=served: s.act_batch(contexts, overrides), args.repeats)
-                t_emit = _time(lambda s=served: s.emit_r_batch(emits), args.repeats)
+                t_emit = (_time(lambda s=served: s.emit_r_batch(emits), args.repeats) if emits
+                          else float("nan"))
             finally:
                 served.close()
             rows.append(("served (llama.cpp, Q4_1)", str(k), len(acts) / t_act, len(emits) / t_emit))
