@@ -384,26 +384,35 @@ def test_splits_are_never_mixed_and_delta_gov_is_held_out_only(release, tmp_path
 # -- the conformance suite ----------------------------------------------------------------------------
 
 
-def _kinds_with_models(native_dir, lm_dir):
-    return {"native": native_dir, "proxy": lm_dir}
+def _kinds_with_models(native_dir, lm_dir, served_url=None):
+    return {"native": native_dir, "proxy": lm_dir, "served": served_url}
+
+
+#: options a kind is checked with (the served adapter acts with no scaffold, so its check sends few requests;
+#: its cot path is held to the proxy's in test_served_adapter.py)
+_KIND_OPTIONS = {"served": {"scaffold": "none"}}
 
 
 def test_every_registered_adapter_passes_the_conformance_suite(release, native_dir, lm_dir):
+    from completions_server import CompletionsServer
+
     from trb.adapters.registry import available_adapters
     from trb.run import load_adapter
     from trb.testing import assert_conformance
 
-    models = _kinds_with_models(native_dir, lm_dir)
-    assert set(available_adapters()) <= set(models), "a registered adapter has no model to check it on here"
-    for kind, model in models.items():
-        report = assert_conformance(load_adapter(kind, model), release, max_items=6)
-        names = {c.name for c in report.checks}
-        assert {"contract", "spec", "act_distribution", "act_deterministic", "override_is_local",
-                "emit_r_slots", "batched_act"} <= names, kind
-        if kind == "native":
-            assert "batched_emit" in names
-        else:
-            assert "continuation_scoring" in names
+    with CompletionsServer(lm_dir) as server:  # the served adapter's model: the tiny LM over HTTP on loopback
+        models = _kinds_with_models(native_dir, lm_dir, server.url)
+        assert set(available_adapters()) <= set(models), "a registered adapter has no model to check it on here"
+        for kind, model in models.items():
+            adapter = load_adapter(kind, model, **_KIND_OPTIONS.get(kind, {}))
+            report = assert_conformance(adapter, release, max_items=6)
+            names = {c.name for c in report.checks}
+            assert {"contract", "spec", "act_distribution", "act_deterministic", "override_is_local",
+                    "emit_r_slots", "batched_act"} <= names, kind
+            if kind == "native":
+                assert "batched_emit" in names
+            else:
+                assert "continuation_scoring" in names
 
 
 class Sticky(Follower):
