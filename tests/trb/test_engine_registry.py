@@ -326,6 +326,32 @@ def test_a_proxy_run_recorded_before_the_prompt_options_reruns_as_it_was_made(re
     assert out["reproduced"] and out["n_equal"] == out["n_items"] > 0 and out["max_abs_diff"] == 0
 
 
+def test_a_proxy_run_with_the_default_prompt_options_reruns_as_it_was_made(release, lm_dir, tmp_path, capsys):
+    """A new run with the prompt options at their defaults passes none of them, so its options record none, but
+    its spec has their keys: rerun must re-create it with the defaults (chat template applied), never with the
+    values that re-create older runs (spec_default: off/trace)."""
+    from trb.cli import main
+
+    chat = tmp_path / "chat-lm"  # a tokenizer with a chat template: the default (auto) applies it
+    shutil.copytree(lm_dir, chat)
+    config = json.loads((chat / "tokenizer_config.json").read_text())
+    config["chat_template"] = "{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
+    (chat / "tokenizer_config.json").write_text(json.dumps(config))
+    (chat / "trb-baseline.json").unlink(missing_ok=True)  # a trb-trained model defaults to off/trace
+    results = tmp_path / "r.duckdb"
+    assert main(["run", "--release", str(release), "--adapter", "proxy", "--model", str(chat), "--device", "cpu",
+                 "--tracks", "1", "--baseline", "new", "--results", str(results), "-q"]) == 0
+    run_id = capsys.readouterr().out.strip()
+    con = duckdb.connect(str(results), read_only=True)
+    spec = json.loads(con.execute("SELECT adapter_spec FROM runs").fetchone()[0])
+    con.close()
+    assert spec["options"] == {"device": "cpu"}
+    assert spec["chat_template"] == "auto" and spec["chat_template_applied"] is True
+    assert main(["rerun", run_id, "--results", str(results), "--json", "-q"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["reproduced"] and out["n_equal"] == out["n_items"] > 0 and out["max_abs_diff"] == 0
+
+
 def test_a_run_of_an_adapter_object_cannot_be_recreated_by_name(release, tmp_path):
     from trb.run import rerun, run_tracks
 

@@ -73,7 +73,8 @@ def test_served_scores_match_the_transformers_path_within_the_stated_tolerance(l
 
     cases, _ = _contexts(release, "eval", N_CASES)
     contexts, overrides = [c for c, _ in cases], [r for _, r in cases]
-    local = ProxyAdapter.load(smollm2_dir, device="cpu", history=0)
+    # the served adapter has no tokenizer here, so it applies no chat template: the transformers path neither
+    local = ProxyAdapter.load(smollm2_dir, device="cpu", history=0, chat_template="off")
     served = ServedAdapter.load(llama.url, history=0)
     try:
         assert served.spec()["server_models"] == [MODEL_ALIAS] and served.served_model == MODEL_ALIAS
@@ -88,20 +89,42 @@ def test_served_scores_match_the_transformers_path_within_the_stated_tolerance(l
     assert max(diffs) <= MAX_ABS_P and agree >= MIN_ARGMAX_AGREEMENT
 
 
-def test_track_1_on_the_7f3a_example_through_trb_run(llama, tmp_path, capsys):
+def _first_steps_of_7f3a(path, n_steps=2):
+    """The 7f3a example cut to its first ``n_steps`` steps: its sessions' steps, the counterfactuals and
+    attributions at those steps, and the annotations of those attributions (each llama-cpp-python request
+    costs seconds on a CPU, so the run stays small)."""
+    kept, attributions = [], set()
+    for line in EXAMPLE_7F3A.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        if rec["kind"] == "session":
+            rec["steps"] = [s for s in rec["steps"] if s["t"] < n_steps]
+        elif rec["kind"] in ("counterfactual", "attribution"):
+            if rec["t"] >= n_steps:
+                continue
+            if rec["kind"] == "attribution":
+                attributions.add(rec["item_id"])
+        elif rec["kind"] == "annotation" and rec["target"]["id"] not in attributions:
+            continue
+        kept.append(rec)
+    path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+    return sum(r["kind"] == "counterfactual" for r in kept)
+
+
+def test_track_1_on_the_7f3a_examples_first_steps_through_trb_run(llama, tmp_path, capsys):
     import duckdb
 
     from corpus import Corpus, ingest, init_corpus
     from corpus.release import cut_release
     from trb.cli import main
 
+    n_cf = _first_steps_of_7f3a(tmp_path / "7f3a-first-steps.jsonl")
+    assert n_cf == 4  # t=0: a revision, a paired session and a synthetic one; t=1: a synthetic one
     c = Corpus(init_corpus(tmp_path / "corpus"))
-    ingest(c, [EXAMPLE_7F3A], progress=False)
+    ingest(c, [tmp_path / "7f3a-first-steps.jsonl"], progress=False)
     release = cut_release(c, "0.1.0", kind="smoke", split_fractions={"train": 0, "dev": 0, "eval": 1},
                           progress=False).directory
     db = tmp_path / "r.duckdb"
-    # Track 1 with no reasoning scaffold and no earlier steps shown: llama-cpp-python's echoed log-probabilities
-    # cost seconds per request on CPU (a Python sort of the vocabulary per prompt token), so the run stays small
+    # Track 1 with no reasoning scaffold and no earlier steps shown
     assert main(["run", "--release", str(release), "--adapter", "served", "--model", llama.url, "--baseline",
                  "smollm2-served", "--tracks", "1", "--scaffold", "none", "--history", "0", "--results", str(db),
                  "-q"]) == 0

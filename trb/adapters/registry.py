@@ -186,8 +186,8 @@ def adapter_from_spec(spec: Mapping) -> BoundAdapter:
     The adapter is loaded by kind, model and options, and its own spec must match the
     stored one (same weights sha256, same settings): a changed checkpoint is refused.
 
-    A run recorded before an option existed has no value for it: the option's ``spec_default``
-    (what the adapter did then) is passed, never its current default, and a spec key the kind
+    A run recorded before an option existed has no value for it (the spec lacks the key named like the
+    option): the option's ``spec_default`` (what the adapter did then) is passed, never its current default, and a spec key the kind
     added since (``AdapterKind.spec_added``) that the stored spec lacks must have the value listed there.
 
     Raises:
@@ -201,7 +201,9 @@ def adapter_from_spec(spec: Mapping) -> BoundAdapter:
     kind = get_adapter_kind(spec["adapter"])
     options = dict(spec["options"] or {})
     for o in kind.options:
-        if o.name not in options and o.spec_default is not None:
+        # only a spec recorded before the option existed lacks its key; a newer run with the option at its
+        # default records the key (and passes no option), and must be re-created with that default
+        if o.name not in options and o.name not in spec and o.spec_default is not None:
             options[o.name] = o.spec_default
     bound = load_adapter(spec["adapter"], spec["model"], **options)
     now = bound.spec()

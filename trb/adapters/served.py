@@ -44,7 +44,18 @@ from trb.adapters.completions_client import (
     DEFAULT_MAX_IN_FLIGHT,
     CompletionsClient,
 )
-from trb.adapters.proxy import DIRECT_TEMPLATE_VERSION, MODES, SCAFFOLDS, TEMPLATE_VERSION, ProxyAdapter
+from trb.adapters.proxy import (
+    ACTION_SCORES,
+    CHAT_TEMPLATES,
+    DIRECT_TEMPLATE_VERSION,
+    INTERVENTIONS,
+    MODES,
+    PROMPT_FORMATS,
+    SCAFFOLDS,
+    TEMPLATE_VERSION,
+    ProxyAdapter,
+    _check_options,
+)
 from trb.adapters.registry import AdapterKind, AdapterOption
 from trb.context import StepContext
 from trb.errors import AdapterError
@@ -82,9 +93,14 @@ class ServedAdapter(ProxyAdapter):
 
     def __init__(self, client: CompletionsClient, *, served_model: str | None, server_models: list[str],
                  tokenizer_dir: Path | None = None, tokenizer=None, mode: str = "prompt_fill", scaffold: str = "cot",
-                 history: int | None = None):
+                 history: int | None = None, intervention: str = "template", chat_template: str = "auto",
+                 prompt_format: str = "auto", action_score: str = "sum"):
+        if action_score == "mean" and tokenizer is None:
+            raise AdapterError("action_score=mean counts each action's tokens: name the served model's tokenizer "
+                               "directory with --tokenizer DIR")
         super().__init__(None, tokenizer, path=None, sha256="", hashed=[], mode=mode, scaffold=scaffold,
-                         history=history)
+                         history=history, intervention=intervention, chat_template=chat_template,
+                         prompt_format=prompt_format, action_score=action_score)
         self.client = client
         self.served_model = served_model
         self.server_models = list(server_models)
@@ -96,7 +112,9 @@ class ServedAdapter(ProxyAdapter):
     def load(cls, url: str, *, served_model: str | None = None, tokenizer: str | None = None,
              mode: str = "prompt_fill", scaffold: str = "cot", history: int | None = None,
              max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-             backoff: float = 0.5, timeout: float = 120.0, api_key_env: str = DEFAULT_API_KEY_ENV) -> ServedAdapter:
+             backoff: float = 0.5, timeout: float = 120.0, api_key_env: str = DEFAULT_API_KEY_ENV,
+             intervention: str = "template", chat_template: str = "auto", prompt_format: str = "auto",
+             action_score: str = "sum") -> ServedAdapter:
         """Connect to the server at ``url`` (``http://host:port/v1``) and check that it answers ``/models``.
 
         Args:
@@ -105,17 +123,19 @@ class ServedAdapter(ProxyAdapter):
                 (an error if it lists several).
             tokenizer: a local Hugging Face tokenizer directory for the served model (optional;
                 loaded offline and its files' sha256 recorded in the spec).
-            mode, scaffold, history: as for :class:`~trb.adapters.proxy.ProxyAdapter`.
+            mode, scaffold, history, intervention, prompt_format, action_score: as for
+                :class:`~trb.adapters.proxy.ProxyAdapter` (``action_score="mean"`` needs ``tokenizer``).
+            chat_template: ``"auto"`` applies the tokenizer's chat template when ``tokenizer`` is given and
+                has one (without a tokenizer no chat template is known: prompts are sent as the plain
+                templates); ``"off"`` never does.
             max_in_flight: requests in flight at most; max_attempts, backoff, timeout: the retry policy.
             api_key_env: the environment variable holding the API key.
         Raises:
             AdapterError: a bad option, a server that does not answer (after the retries), a
                 model name it does not list, or an unreadable tokenizer.
         """
-        if mode not in MODES:
-            raise AdapterError(f"unknown mode {mode!r}; expected one of {MODES}")
-        if scaffold not in SCAFFOLDS:
-            raise AdapterError(f"unknown scaffold {scaffold!r}; expected one of {SCAFFOLDS}")
+        _check_options(mode=mode, scaffold=scaffold, intervention=intervention, chat_template=chat_template,
+                       prompt_format=prompt_format, action_score=action_score)
         client = CompletionsClient(url, served_model, max_in_flight=max_in_flight, max_attempts=max_attempts,
                                    backoff=backoff, timeout=timeout, api_key_env=api_key_env)
         try:
@@ -140,7 +160,8 @@ class ServedAdapter(ProxyAdapter):
                 except Exception as e:
                     raise AdapterError(f"{tok_dir}: could not load the tokenizer offline: {type(e).__name__}: {e}") from e
             return cls(client, served_model=served_model, server_models=listed, tokenizer_dir=tok_dir, tokenizer=tok,
-                       mode=mode, scaffold=scaffold, history=history)
+                       mode=mode, scaffold=scaffold, history=history, intervention=intervention,
+                       chat_template=chat_template, prompt_format=prompt_format, action_score=action_score)
         except BaseException:
             client.close()
             raise
@@ -161,6 +182,13 @@ class ServedAdapter(ProxyAdapter):
             "scaffold": self.scaffold,
             "history": self.history,
             "template_version": TEMPLATE_VERSION if self.scaffold == "cot" else DIRECT_TEMPLATE_VERSION,
+            "intervention": self.intervention,
+            "chat_template": self.chat_template,
+            "chat_template_applied": self.chat_applied,
+            "chat_template_sha256": self.chat_template_sha256,
+            "prompt_format": self.prompt_format,
+            "prompt_templates": self._template_versions(),
+            "action_score": self.action_score,
             "scoring": "prompt log-probabilities (echo=True, logprobs=1); greedy generation at temperature 0",
         }
 
@@ -211,6 +239,13 @@ ADAPTER = AdapterKind(
         AdapterOption("scaffold", "act through the CoT span holding r (cot, the default) or with no reasoning "
                                   "scaffold (none)", choices=SCAFFOLDS),
         AdapterOption("history", "earlier steps shown in each prompt (default: all)", type=int),
+        AdapterOption("intervention", "how do(r') reaches the prompt: template (default) or cot_edit (the "
+                                      "model's own chain of thought, generated by the server, its spans edited)",
+                      choices=INTERVENTIONS),
+        AdapterOption("chat_template", "auto (default: the --tokenizer's chat template when it has one) or off",
+                      choices=CHAT_TEMPLATES),
+        AdapterOption("prompt_format", "auto (default), trace or qa", choices=PROMPT_FORMATS),
+        AdapterOption("action_score", "sum (default) or mean (per token; needs --tokenizer)", choices=ACTION_SCORES),
         AdapterOption("max_in_flight", f"requests in flight at most (default {DEFAULT_MAX_IN_FLIGHT})", type=int),
         AdapterOption("max_attempts", f"attempts per request before failing (default {DEFAULT_MAX_ATTEMPTS})",
                       type=int),
