@@ -85,6 +85,7 @@ bench: install $(LS_STAMP) $(LLAMA_STAMP) install-browser
 	$(BIN)/python bench/track1_scoring.py
 	$(BIN)/python bench/grounding.py
 	$(BIN)/python bench/served.py
+	$(BIN)/python bench/cot_edit.py
 
 clean:
-	rm -rf $(VENV) $(INSPECT_VENV) $(DEMO_DIR)
+	rm -rf $(VENV) $(INSPECT_VENV) $(LLAMA_VENV) $(DEMO_DIR)

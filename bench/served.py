@@ -84,7 +84,8 @@ def main(argv=None) -> int:
     _log(f"{len(acts)} act items, {len(emits)} emit items; {threads} threads; load {os.getloadavg()[0]:.2f}")
 
     rows = []
-    local = ProxyAdapter.load(model_dir, device="cpu", history=args.history)
+    # the served adapter has no tokenizer here, so it applies no chat template: nor does its peer (same prompts)
+    local = ProxyAdapter.load(model_dir, device="cpu", history=args.history, chat_template="off")
     t_act = _time(lambda: local.act_batch(contexts, overrides), args.repeats)
     t_emit = _time(lambda: local.emit_r_batch(emits), args.repeats) if emits else float("nan")
     rows.append(("transformers (proxy, float32)", "-", len(acts) / t_act, len(emits) / t_emit))
