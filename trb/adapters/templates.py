@@ -20,6 +20,7 @@ Templates (see each object's docstring for the exact text):
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from collections.abc import Mapping
 
@@ -33,8 +34,8 @@ PROMPT_FORMATS = ("auto", "trace", "qa")
 
 
 @dataclasses.dataclass(frozen=True)
-class PromptTemplate:
-    """One prompt template.
+class PromptTemplate(abc.ABC):
+    """One prompt template (abstract: each template writes its own user text and continuations).
 
     Attributes:
         name: the registry name (``prompt_format`` value).
@@ -50,13 +51,13 @@ class PromptTemplate:
     action_cue: str
     instructions: str
 
+    @abc.abstractmethod
     def user(self, context: StepContext, history: int | None) -> str:
         """The context as text (the user message of a chat, or the prompt's head)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def continuation(self, action: str) -> str:
         """The continuation of the action cue scored for ``action``."""
-        raise NotImplementedError
 
 
 @dataclasses.dataclass(frozen=True)
