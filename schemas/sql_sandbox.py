@@ -45,12 +45,17 @@ SANDBOX_NOTE = "SQL here reads only the store it was given: no files, network or
 def lock_down(con) -> None:
     """Apply the sandbox to an open DuckDB connection (its whole database instance), for good.
 
-    Attach what the SQL may read first: afterwards nothing else can be attached. Settings a
+    Attach what the SQL may read first: afterwards nothing else can be attached. A connection already
+    sandboxed is left as it is. Settings a
     DuckDB version does not know are skipped (the lock and external access are known to every
     supported version).
     """
     import duckdb
 
+    locked, external = con.execute("SELECT current_setting('lock_configuration'), "
+                                   "current_setting('enable_external_access')").fetchone()
+    if locked and not external:  # sandboxed already (a second filter on the same connection)
+        return
     for name, value in _SETTINGS:
         try:
             con.execute(f"SET {name} = {'true' if value else 'false'}")
