@@ -16,6 +16,7 @@ only at ``stats`` or release time.
 from __future__ import annotations
 
 import gc
+import json
 import multiprocessing
 import os
 import tempfile
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import orjson
 import pyarrow as pa
+import pydantic_core
 from tqdm import tqdm
 
 from corpus.cap import CapFigures, store_cap_figures
@@ -105,7 +107,10 @@ def _failed_id(data: bytes) -> tuple[str, str] | None:
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError:
-        return None
+        try:  # a record refused for a NaN or Infinity still names its id (so references to it are not "dangling")
+            obj = pydantic_core.from_json(data, allow_inf_nan=True)
+        except ValueError:
+            return None
     if isinstance(obj, dict) and obj.get("kind") in _ID_FIELDS:
         rid = obj.get(_ID_FIELDS[obj["kind"]])
         if isinstance(rid, str):
@@ -480,6 +485,16 @@ def ingest(
     return report
 
 
+def _orjson_default(value):
+    return orjson.loads(orjson.dumps(value))  # what orjson can write (dataclasses, dates, ...), as JSON values
+
+
+def _record_line(record: dict) -> bytes:
+    """One record as a JSONL line. A NaN or infinite float is written as the token it is (``NaN``,
+    ``Infinity``), not as null, so that the ingest refuses it where it is, as it refuses it in a file."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=_orjson_default).encode() + b"\n"
+
+
 def ingest_records(corpus: Corpus, batches: Mapping[str, Iterable[dict]], **kw) -> IngestReport:
     """Ingest records made in memory, all or none, in one ingest: ``batches`` maps the name each batch's rows
     record as their source (e.g. "trb-collect study S subject X at T") to its records. Line numbers count
@@ -492,7 +507,7 @@ def ingest_records(corpus: Corpus, batches: Mapping[str, Iterable[dict]], **kw) 
             names[name] = label
             with os.fdopen(fd, "wb") as f:
                 for rec in recs:
-                    f.write(orjson.dumps(rec) + b"\n")
+                    f.write(_record_line(rec))
         return ingest(corpus, list(names), names=names, **kw)
     finally:
         for name in names:
