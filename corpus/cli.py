@@ -15,6 +15,7 @@ import click
 
 from corpus.jsonl import DEFAULT_MAX_LINE_BYTES
 from schemas.errors import run_cli
+from schemas.locking import wait_seconds_callback
 from schemas.release_format import MIN_ANNOTATORS
 from schemas.versions import TOOLKIT_VERSION
 
@@ -25,17 +26,21 @@ def _corpus_option(f):
     return click.option("--corpus", "corpus_dir", type=click.Path(file_okay=False), default=None, help=_CORPUS_HELP)(f)
 
 
+_WAIT_HELP = ("Seconds to wait for a corpus held by another process, ≥ 0 (0: do not wait; inf: no limit; default "
+              "$TRB_LOCK_WAIT or 120).")
+
+
 def _wait_option(f):
-    return click.option("--wait", "wait_seconds", type=float, default=None,
-                        help="Seconds to wait for a corpus held by another process (default $TRB_LOCK_WAIT or 120).")(f)
+    return click.option("--wait", "wait_seconds", type=float, default=None, callback=wait_seconds_callback,
+                        help=_WAIT_HELP)(f)
 
 
 def _file_options(f):
     """FILES, --corpus, --max-line-bytes, --wait, -q: shared by validate and ingest."""
     f = click.option("-q", "--quiet", is_flag=True, help="No progress bar.")(f)
     f = _wait_option(f)
-    f = click.option("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES, show_default=True,
-                     help="Longest accepted line.")(f)
+    f = click.option("--max-line-bytes", type=click.IntRange(min=1), default=DEFAULT_MAX_LINE_BYTES,
+                     show_default=True, help="Longest accepted line, in bytes (≥ 1).")(f)
     f = _corpus_option(f)
     return click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))(f)
 
@@ -253,8 +258,8 @@ def _import_command(importer) -> click.Command:
             params.append(click.Option([opt.cli_flag, opt.name], type=opt.type, default=None, help=opt.help
                                        + (f" [default: {opt.default}]" if opt.default not in (None, "") else "")))
     params += [
-        click.Option(["--wait", "wait_seconds"], type=float, default=None,
-                     help="Seconds to wait for a corpus held by another process (default $TRB_LOCK_WAIT or 120)."),
+        click.Option(["--wait", "wait_seconds"], type=float, default=None, callback=wait_seconds_callback,
+                     help=_WAIT_HELP),
         click.Option(["-q", "--quiet"], is_flag=True, help="No progress bar."),
     ]
     return click.Command(importer.name, callback=run, params=params, help=importer.help, short_help=importer.summary)

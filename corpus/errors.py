@@ -18,6 +18,8 @@ __all__ = [
     "RecordConflict",
     "CorpusBusy",
     "CorpusNotFound",
+    "CorpusUnreadable",
+    "DiskFull",
     "CorpusExists",
     "UsageError",
     "ReleaseRefused",
@@ -76,6 +78,20 @@ class CorpusBusy(CorpusError):
 
 class CorpusNotFound(CorpusError):
     exit_code = ExitCode.NOT_FOUND
+
+
+class CorpusUnreadable(CorpusError):
+    """The corpus's ``corpus.duckdb`` is not a corpus store this toolkit can read: not a DuckDB file, another
+    database, damaged, or of a newer store format. Nothing was changed."""
+
+    exit_code = ExitCode.NOT_FOUND
+
+
+class DiskFull(CorpusError):
+    """The disk (or quota) holding the corpus filled up while writing: the message says what was written
+    (nothing, unless it says the changes were committed to the store's log)."""
+
+    exit_code = ExitCode.INVALID
 
 
 class CorpusExists(CorpusError):

@@ -32,7 +32,7 @@ import duckdb
 import pyarrow as pa
 
 from schemas.errors import ExitCode, ToolkitError
-from schemas.locking import DEFAULT_WAIT_SECONDS, FileLock, LockHolder
+from schemas.locking import DEFAULT_WAIT_SECONDS, FileLock, LockHolder, default_wait_seconds
 from schemas.sql_sandbox import SANDBOX_CONFIG, error_line
 from schemas.versions import TOOLKIT_VERSION, TRB_VERSION
 from trb import duck
@@ -223,7 +223,7 @@ class ResultsStore:
         ``create=False`` too (and :meth:`require` says so at once), so a mistyped path is never made.
         """
         self.path = Path(path)
-        self.wait_seconds = _WAIT_SECONDS if wait_seconds is None else float(wait_seconds)
+        self.wait_seconds = default_wait_seconds() if wait_seconds is None else float(wait_seconds)
         if self.path.is_dir():
             raise ResultsError(f"{self.path} is a directory, not a results store file")
         if not self.path.exists():
