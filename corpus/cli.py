@@ -305,10 +305,14 @@ def examples(name, readme) -> None:
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False))
 def verify(directory) -> None:
-    """Recompute every hash, count and the release SHA from the files of DIRECTORY; exit 13 naming what differs."""
+    """Check DIRECTORY against its manifest: every file's hash, the release SHA and every claim recomputed from the
+    rows, the claims digest; exit 13 naming what differs."""
     from corpus.verify import verify_release
 
-    m = verify_release(directory)
+    notes: list[str] = []
+    m = verify_release(directory, notes)
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
     click.echo(f"verified {directory}: release {m['version']} ({m['kind']}), SHA {m['release_sha']}", err=True)
 
 
@@ -316,11 +320,23 @@ def verify(directory) -> None:
 @_corpus_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def releases(corpus_dir, as_json) -> None:
-    """Every release of the corpus: version, SHA, kind, counts per split, synthetic share."""
+    """Every release of the corpus: version, SHA, kind, counts per split, synthetic share.
+
+    A directory under releases/ whose manifest is not a release manifest is named on stderr (exit 13); the
+    others are listed all the same.
+    """
+    from corpus.errors import InvalidReleases
     from corpus.release import list_releases
     from corpus.store import Corpus, resolve_corpus_dir
 
-    rows = list_releases(Corpus(resolve_corpus_dir(corpus_dir)))
+    problems: list[str] = []
+    rows = list_releases(Corpus(resolve_corpus_dir(corpus_dir)), problems)
+    _print_releases(rows, as_json)
+    if problems:
+        raise InvalidReleases(problems)
+
+
+def _print_releases(rows: list[dict], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return

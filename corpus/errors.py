@@ -24,6 +24,7 @@ __all__ = [
     "UsageError",
     "ReleaseRefused",
     "VerifyFailed",
+    "InvalidReleases",
     "PublishFailed",
 ]
 
@@ -88,8 +89,8 @@ class CorpusUnreadable(CorpusError):
 
 
 class DiskFull(CorpusError):
-    """The disk (or quota) holding the corpus filled up while writing: the message says what was written
-    (nothing, unless it says the changes were committed to the store's log)."""
+    """The disk (or quota) being written filled up: the message says what was written (nothing for a release;
+    for the corpus store nothing, unless it says the changes were committed to the store's log)."""
 
     exit_code = ExitCode.INVALID
 
@@ -132,6 +133,16 @@ class VerifyFailed(CorpusError):
 
     def lines(self) -> list[str]:
         return [*self.differences, self.message]
+
+
+class InvalidReleases(CorpusError):
+    """Directories under ``<corpus>/releases/`` whose manifest is not a release manifest (one line each)."""
+
+    exit_code = ExitCode.BAD_RELEASE
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(problems))
 
 
 class PublishFailed(CorpusError):

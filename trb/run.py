@@ -226,6 +226,8 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
             "timings": json.dumps({"wall_s": wall, "adapter_s": timer.seconds, "adapter_calls": timer.calls,
                                    "per_track_s": per_track_s, "summary": summary,
                                    "capabilities": sorted(bound.capabilities), "split_check": split_check,
+                                   "release_check": release.check.summary() if release.check is not None
+                                   else {"checked": "not checked"},
                                    **({"transfer_check": transfer_check} if transfer_check is not None else {}),
                                    **({"track_options": options} if options else {}),
                                    **({"emit_r": emit} if emit is not None else {}),
