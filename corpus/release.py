@@ -40,6 +40,7 @@ from corpus.gates import (
     transfer_provenance_gate,
 )
 from corpus.labels import decisions_sql
+from corpus.redaction import DocumentScan, refuse_personal_data
 from corpus.splits import DEFAULT_SALT, HELD_OUT, assign_subjects, pinned_subjects
 from corpus.store import Corpus
 from schemas.hashing import sha256_file
@@ -400,14 +401,35 @@ def _rai(manifest: dict, facts: dict, phi_from_annotators: int = 0) -> dict:
                            f"Synthetic counterfactual share {manifest['synthetic_share']} (capped at 3 synthetic "
                            "per human one)." + _ceiling_note(manifest),
         "dataBiases": "Subject populations and contexts are listed in the datasheet; transfer contexts are held out.",
-        "personalSensitiveInformation": "Subjects are pseudonymous ids; every text field passed a PII scan "
-                                        f"(e-mail, phone, IP, card numbers): {manifest['pii']}.",
+        "personalSensitiveInformation": "Subjects are pseudonymous ids; every text field of every file passed a "
+                                        f"PII scan (e-mail, phone, IP, card, IBAN, US SSN): {manifest['pii']}.",
         "dataUseCases": "Evaluating whether a model's stated reasoning governs its actions (TRB Tracks 1 and 3). "
                         "The eval and transfer splits must never be used to fit anything.",
         "dataSocialImpact": "Measures faithfulness of model self-reports; a misread result could overstate it.",
         "dataReleaseMaintenancePlan": "Releases are immutable and SHA-pinned; corrections come as new versions "
                                       "with a parent reference.",
     }
+
+
+def _pii_gate(n_rows: int, n_docs: int, redact_pii: bool, hits: list[str]) -> GateResult:
+    n = n_rows + n_docs
+    where = f" ({n_rows} in rows, {n_docs} in the datasheet, card, Croissant or manifest)" if n_docs else ""
+    return GateResult(
+        name="pii_scan", passed=redact_pii or n == 0,
+        figure=f"{n} hit(s) in every text field{where}" + (" (redacted)" if redact_pii and n else ""),
+        bar="0 unredacted hits (e-mail, phone, IP, card, IBAN, US SSN) in every file",
+        detail="\n".join(hits) if hits else None)
+
+
+def _recount_pii(manifest: dict, n_rows: int, n_docs: int, redact_pii: bool, hits: list[str]) -> None:
+    """Hits found in the files as written: refused like any other, or (redacted) counted in the manifest."""
+    gate = _pii_gate(n_rows, n_docs, redact_pii, hits)
+    if not gate.passed:
+        raise ReleaseRefused([gate], "release refused: personal data found; redact it in the corpus, "
+                                     "or cut with --redact-pii; nothing was written")
+    n = n_rows + n_docs
+    manifest["pii"].update(hits=n, redacted=n, documents=n_docs)
+    manifest["gates"] = [gate.model_dump(mode="json") if g["name"] == "pii_scan" else g for g in manifest["gates"]]
 
 
 def cut_release(
@@ -463,6 +485,7 @@ def cut_release(
         held_out = {s: sp for s, sp in zip(parent_sessions.column("session_id").to_pylist(),
                                            parent_sessions.column("split").to_pylist()) if sp in HELD_OUT}
     salt = salt or (parent_manifest or {}).get("salt") or DEFAULT_SALT
+    refuse_personal_data(salt, "the split salt (--salt, or the parent's)")
     fractions = split_fractions or (parent_manifest or {}).get("split_fractions") or dict(SPLIT_FRACTIONS)
 
     with ledger.release_lock(corpus.dir, wait_seconds=wait_seconds, version=version):
@@ -556,12 +579,15 @@ def _cut(corpus, version, kind, dest, earlier, trainer_orgs, parent_manifest, he
             raise UsageError(f"--out {dest}: cannot make a directory there ({e.strerror or e}); choose another "
                              "--out") from None
         try:
-            counts, files, hits, n_hits, digest = _write_data(con, tmp, progress, redact_pii)
-            pii_gate = GateResult(
-                name="pii_scan", passed=redact_pii or n_hits == 0,
-                figure=f"{n_hits} hit(s) in every text field" + (" (redacted)" if redact_pii and n_hits else ""),
-                bar="0 unredacted hits (e-mail, phone, IP, card numbers)",
-                detail="\n".join(hits) if hits else None)
+            counts, files, hits, n_rows, digest = _write_data(con, tmp, progress, redact_pii)
+            # the other files are made from these: scanned (and redacted) before they are made
+            docs = DocumentScan(redact_pii, hits, _MAX_PII_LISTED)
+            template = docs.text(template, f"datasheet {template_path}", lines=True)
+            facts = docs.value(facts, "datasheet facts")
+            gates = docs.gates(gates)
+            trainer_orgs = docs.value(list(trainer_orgs), "--trainer-org")
+            n_hits = n_rows + docs.n
+            pii_gate = _pii_gate(n_rows, docs.n, redact_pii, hits)
             if not pii_gate.passed:
                 raise ReleaseRefused([pii_gate], "release refused: personal data found; redact it in the corpus, "
                                                  "or cut with --redact-pii; nothing was written")
@@ -595,7 +621,8 @@ def _cut(corpus, version, kind, dest, earlier, trainer_orgs, parent_manifest, he
                 split_fractions=fractions, counts=counts, subjects=subjects,
                 synthetic_share=shares["overall"]["share"], synthetic=shares, label_source=label_source,
                 excluded={"counterfactuals_lacking_phi_kept_out_of_eval": excluded}, trainer_orgs=list(trainer_orgs),
-                pii={"hits": n_hits, "redacted": n_hits if redact_pii else 0}, gates=gates,
+                pii={"hits": n_hits, "redacted": n_hits if redact_pii else 0, "rows": n_rows, "documents": docs.n},
+                gates=gates,
                 phi_annotators=annotators, files=files,
                 parent={"version": parent_manifest["version"], "release_sha": parent_manifest["release_sha"]}
                 if parent_manifest else None,
@@ -621,6 +648,8 @@ def _cut(corpus, version, kind, dest, earlier, trainer_orgs, parent_manifest, he
             problems = validate_croissant(tmp / "croissant.json", max_records=1000)  # reads records from the files
             if problems:
                 raise RuntimeError("croissant.json does not read back with mlcroissant: " + "; ".join(problems))
+            if docs.written(tmp, ("README.md", "DATASHEET.md", "croissant.json"), manifest):
+                _recount_pii(manifest, n_rows, docs.n, redact_pii, hits)  # made another way: counted as well
             for name in ("README.md", "DATASHEET.md", "croissant.json"):
                 p = tmp / name
                 manifest["files"].append({"path": name, "sha256": sha256_file(p), "bytes": p.stat().st_size})
