@@ -494,7 +494,7 @@ def cut_release(
         if earlier is not None and not ledger.same_directory(earlier.directory, dest):
             raise ReleaseRefused([_elsewhere(version, earlier, dest)])
         return _cut(corpus, version, kind, dest, earlier, trainer_orgs, parent_manifest, held_out, pinned, salt,
-                    fractions, redact_pii, template, progress, wait_seconds, min_annotators)
+                    fractions, redact_pii, template, progress, wait_seconds, min_annotators, template_path)
 
 
 def _check_out(dest: Path) -> None:
@@ -538,7 +538,7 @@ def _write_error(e: BaseException, version: str, dest: Path) -> Exception | None
 
 
 def _cut(corpus, version, kind, dest, earlier, trainer_orgs, parent_manifest, held_out, pinned, salt, fractions,
-         redact_pii, template, progress, wait_seconds, min_annotators) -> ReleaseResult:
+         redact_pii, template, progress, wait_seconds, min_annotators, template_path) -> ReleaseResult:
     """The release itself, under the corpus's release lock (see :func:`cut_release`)."""
     from corpus.card import datasheet_values, fill_datasheet, render_card
     from corpus.croissant import build_croissant, validate_croissant
