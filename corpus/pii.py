@@ -216,7 +216,7 @@ _SSN = re.compile(r"-([0-9]{2})-([0-9]{4})")  # the area number's 3 digits are c
 #: Words right before a dotted quad that make it a version, not an address.
 _VERSION_BEFORE = re.compile(
     r"(?:(?<![\w])(?i:version|ver|v|release|rel|build|rev|revision|firmware|update|updated|upgrade|upgraded"
-    r"|upgrading|patch|tag|pkg|package)(?:[ \t]*[:=#]?[ \t]*|[ \t]+to[ \t]+)|[=<>~!]=[ \t]*|@)$"
+    r"|upgrading|patch|tag|pkg|package)(?:[ \t]*[:=#]?[ \t]*|[ \t]+to[ \t]+)|[=<>~!]=[ \t]*)$"
 )
 
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"

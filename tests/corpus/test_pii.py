@@ -411,6 +411,7 @@ def test_versions_are_not_addresses_but_servers_are():
     assert scan_text("upgraded to 1.2.3.4 today") == []
     assert [h.text for h in scan_text("server 1.2.3.4 is down")] == ["1.2.3.4"]
     assert [h.text for h in scan_text("version 1.2.3.4 at 10.0.0.1")] == ["10.0.0.1"]
+    assert [h.text for h in scan_text("ssh root@10.0.0.1")] == ["10.0.0.1"]
 
 
 def test_all_kinds_in_one_sentence_redacted_exactly():
