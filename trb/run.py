@@ -320,7 +320,7 @@ def rerun(run_id: str, *, results: str | os.PathLike = "results.duckdb", release
     from trb.errors import ReleaseError
     from trb.results import ResultsError, ResultsStore
 
-    store = ResultsStore(Path(results))
+    store = ResultsStore(Path(results), create=False).require()  # a mistyped path is an error, never made
     runs = [r for r in store.runs() if r["run_id"] == run_id or (len(run_id) >= 8 and r["run_id"].startswith(run_id))]
     if len(runs) != 1:
         raise ResultsError(f"{'no' if not runs else 'more than one'} run {run_id!r} in {store.path}")

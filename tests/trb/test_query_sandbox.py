@@ -163,7 +163,7 @@ def test_the_library_query_is_sandboxed_too(work):
     assert not (work / "x.csv").exists()
 
 
-@pytest.mark.parametrize("command", [["query", "SELECT 1"], ["report"], ["plan"]])
+@pytest.mark.parametrize("command", [["query", "SELECT 1"], ["report"], ["plan"], ["rerun", "0123456789ab"]])
 def test_a_missing_results_store_is_an_error_and_is_not_made(tmp_path, capsys, command):
     missing = tmp_path / "not" / "here.duckdb"
     capsys.readouterr()
