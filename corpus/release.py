@@ -318,6 +318,42 @@ def _scan_rows(rows: list[dict], config: str, hits: list, counter: list[int], re
     return changed
 
 
+def _write_split(reader, config, split, schema, n_shards, tmp, hits, n_hits, redact_pii, digest, bar) -> None:
+    """Write one split of one config from ``reader`` into its shards (scanned for PII, hashed into ``digest``)."""
+    shard, writer, in_shard = 0, None, 0
+    try:
+        for batch in reader:
+            batch = pa.Table.from_batches([batch]).rename_columns(schema.names).cast(schema)
+            rows = batch.to_pylist()
+            if _scan_rows(rows, config, hits, n_hits, redact_pii):
+                batch = pa.Table.from_pylist(rows, schema=schema)
+            digest.add_batch(config, batch)
+            start = 0
+            while start < batch.num_rows:
+                if writer is None:
+                    path = tmp / shard_name(config, split, shard, n_shards)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    writer = pq.ParquetWriter(path, schema, compression="zstd")
+                take = min(ROWS_PER_SHARD - in_shard, batch.num_rows - start)
+                writer.write_table(batch.slice(start, take))
+                start += take
+                in_shard += take
+                if in_shard == ROWS_PER_SHARD:
+                    writer.close()
+                    writer, in_shard, shard = None, 0, shard + 1
+            bar.update(batch.num_rows)
+        if writer is not None:
+            writer, done = None, writer
+            done.close()
+    except BaseException:
+        if writer is not None:  # the shard is discarded with the staging directory: its own error must not mask this
+            try:
+                writer.close()
+            except (OSError, pa.ArrowException):
+                pass
+        raise
+
+
 def _write_data(con, tmp: Path, progress: bool, redact_pii: bool) -> tuple[dict, dict, list, int, ContentDigest]:
     counts: dict[str, dict[str, int]] = {}
     files: list[dict] = []
@@ -338,29 +374,10 @@ def _write_data(con, tmp: Path, progress: bool, redact_pii: bool) -> tuple[dict,
                 n_shards = max(1, -(-n // ROWS_PER_SHARD))
                 reader = con.sql(f"SELECT * FROM rel_{config} WHERE split = $split ORDER BY {_ORDER[config]}",
                                  params={"split": split}).to_arrow_reader(_BATCH_ROWS)
-                shard, writer, in_shard = 0, None, 0
-                for batch in reader:
-                    batch = pa.Table.from_batches([batch]).rename_columns(schema.names).cast(schema)
-                    rows = batch.to_pylist()
-                    if _scan_rows(rows, config, hits, n_hits, redact_pii):
-                        batch = pa.Table.from_pylist(rows, schema=schema)
-                    digest.add_batch(config, batch)
-                    start = 0
-                    while start < batch.num_rows:
-                        if writer is None:
-                            path = tmp / shard_name(config, split, shard, n_shards)
-                            path.parent.mkdir(parents=True, exist_ok=True)
-                            writer = pq.ParquetWriter(path, schema, compression="zstd")
-                        take = min(ROWS_PER_SHARD - in_shard, batch.num_rows - start)
-                        writer.write_table(batch.slice(start, take))
-                        start += take
-                        in_shard += take
-                        if in_shard == ROWS_PER_SHARD:
-                            writer.close()
-                            writer, in_shard, shard = None, 0, shard + 1
-                    bar.update(batch.num_rows)
-                if writer is not None:
-                    writer.close()
+                try:
+                    _write_split(reader, config, split, schema, n_shards, tmp, hits, n_hits, redact_pii, digest, bar)
+                finally:  # an open result would make the corpus's DETACH fail and mask what went wrong here
+                    reader.close()
     finally:
         bar.close()
     for path in sorted(tmp.glob("data/*/*.parquet")):

@@ -200,6 +200,21 @@ def _items_table(items, run_id: str) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=ITEM_SCHEMA)
 
 
+def _remove_dead_scratch(path: Path) -> None:
+    """Remove the scratch files (``.NAME.init-PID-*``, and DuckDB's ``.wal`` beside them) that a process killed while
+    it made the store at ``path`` left behind, once that process is gone. The caller holds the exclusive lock."""
+    prefix = f".{path.name}.init-"
+    for p in path.parent.glob(f"{prefix}*"):
+        pid = p.name[len(prefix):].split("-", 1)[0].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                p.unlink(missing_ok=True)
+            except PermissionError:
+                pass
+
+
 def _to_arrow(rel: duckdb.DuckDBPyRelation) -> pa.Table:
     fetch = getattr(rel, "to_arrow_table", None) or rel.arrow  # duckdb >= 1.4 / older
     return fetch()
@@ -242,6 +257,7 @@ class ResultsStore:
     def _create(self, fill=None, *, failed: str | None = None) -> None:
         """Make the tables in a scratch file (and ``fill(con)`` it, in the same transaction), then rename it into
         place: a half-made store is never visible. The caller holds the exclusive lock."""
+        _remove_dead_scratch(self.path)
         tmp = self.path.with_name(f".{self.path.name}.init-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         tmp.unlink(missing_ok=True)
         try:
