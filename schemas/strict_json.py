@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["StrictJSONError", "loads", "pointer"]
+__all__ = ["StrictJSONError", "check", "loads", "pointer"]
 
 
 class StrictJSONError(ValueError):
@@ -107,7 +107,7 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         StrictJSONError: not JSON (orjson's reason, with its position), a number that is NaN, Infinity or beyond
             a double's range, or a key repeated in one object; each problem located by a JSON pointer.
     """
-    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    raw = data if type(data) is bytes else data.encode("utf-8") if isinstance(data, str) else bytes(data)
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
@@ -121,3 +121,12 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         if problems:
             raise StrictJSONError(problems)
     return value
+
+
+def check(data: bytes | bytearray | memoryview | str) -> None:
+    """Check that ``data`` is strict JSON, keeping nothing of it (for a caller that parses it its own way).
+
+    Raises:
+        StrictJSONError: as :func:`loads`.
+    """
+    loads(data)
