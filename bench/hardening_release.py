@@ -55,6 +55,11 @@ class Adapter:
         return {a: v / sum(w.values()) for a, v in w.items()}
 
 
+#: Subprocesses run here, not in a checkout: ``python -c`` puts the working directory first on sys.path, and the
+#: code measured must be the one ``PYTHONPATH`` names.
+_CWD = tempfile.gettempdir()
+
+
 def _env() -> dict:
     code = os.environ.get("PYTHONPATH") or str(ROOT)
     return {**os.environ, "PYTHONPATH": code + os.pathsep + str(ROOT / "tests"), "TRB_LOCK_WAIT": "5"}
@@ -62,7 +67,7 @@ def _env() -> dict:
 
 def _cli(module: str, *args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", f"from {module} import main; raise SystemExit(main())", *args],
-                          capture_output=True, text=True, env=_env(), timeout=timeout, **kw)
+                          capture_output=True, text=True, env=_env(), timeout=timeout, cwd=_CWD, **kw)
 
 
 def _one_line(p: subprocess.CompletedProcess, codes: tuple[int, ...]) -> bool:
@@ -147,7 +152,7 @@ def release_kills(work: Path, kills: int, rng: random.Random) -> dict:
         version = f"0.{k + 1}.0"
         proc = subprocess.Popen([sys.executable, "-c", "from corpus.cli import main; raise SystemExit(main())",
                                  "release", "--corpus", str(c.dir), "--version", version, "--kind", "smoke"],
-                                env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                env=_env(), cwd=_CWD, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0.1, full * 0.98))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -210,7 +215,7 @@ def run_kills(work: Path, kills: int, rng: random.Random) -> dict:
     for k in range(kills):
         results = work / f"results-{k % 2}.duckdb"  # alternately a new store and one with runs already
         proc = subprocess.Popen([sys.executable, "-c", CHILD_RUNS, str(release), str(results), str(ROOT / "bench")],
-                                env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                env=_env(), cwd=_CWD, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0.5, 0.5 + 3 * one))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -267,7 +272,8 @@ def errors(work: Path) -> list[tuple[str, bool, str]]:
     # two concurrent releases of one version
     procs = [subprocess.Popen([sys.executable, "-c", "from corpus.cli import main; raise SystemExit(main())",
                                "release", "--corpus", str(c.dir), "--version", "0.3.0", "--kind", "smoke"],
-                              env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+                              env=_env(), cwd=_CWD, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
     res = [(p.wait(), p.stderr.read()) for p in procs]
     codes = sorted(r[0] for r in res)
     clean = all("Traceback" not in e for _, e in res) and codes[0] == 0 and codes[1] in (0, 3, 4)

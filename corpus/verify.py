@@ -24,9 +24,8 @@ def verify_release(directory: str | os.PathLike, notes: list[str] | None = None)
     """
     d = Path(directory)
     check = check_release(d)
-    if not check.ok:
-        raise VerifyFailed(str(d), [f"{d}/{x}" if x.startswith("manifest.json: missing") else x
-                                    for x in check.differences])
+    if not check.ok:  # an unreadable manifest is named with its directory, as every command names it
+        raise VerifyFailed(str(d), [f"{d}/{x}" if check.manifest is None else x for x in check.differences])
     if notes is not None:
         notes += check.notes
     return check.manifest
