@@ -23,7 +23,7 @@ _HEX_DIGITS, _SCALE, _edges = SPLIT_HASH_DIGITS, SPLIT_HASH_SCALE, split_edges
 
 
 def _u_of_hex(hex_digits: str) -> float:
-    """u of the sha256's first hex digits, as :func:`subject_split` computes it (the SQL form is checked against it)."""
+    """A subject's u from its hex digits (what :func:`subject_split` cuts at the edges)."""
     return int(hex_digits, 16) / _SCALE
 
 __all__ = ["DEFAULT_SALT", "HELD_OUT", "parse_fractions", "subject_split", "split_sql", "assign_subjects",

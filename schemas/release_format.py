@@ -288,6 +288,9 @@ def file_differences(directory: str | os.PathLike, manifest: Mapping, *, unliste
     listed = {f["path"]: f for f in entries if isinstance(f, Mapping) and isinstance(f.get("path"), str)}
     for path, entry in sorted(listed.items()):
         p = d / path
+        if path.startswith("/") or "\\" in path or any(part in ("", ".", "..") for part in path.split("/")):
+            diffs.append(f"{path}: not a path inside the release directory")
+            continue
         if not p.is_file() or p.is_symlink():
             diffs.append(f"{path}: missing" if not p.is_symlink() else f"{path}: a symbolic link, not a file")
             continue

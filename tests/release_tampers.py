@@ -238,6 +238,17 @@ def _hidden_shard(d: Path) -> None:
     shutil.copy(p, p.with_name(".extra.parquet"))
 
 
+def _listed_outside(d: Path) -> None:
+    """A shard moved out of the release, the manifest listing it by a path that climbs out of the directory."""
+    m = manifest(d)
+    p = _shards(d, "steps", "train")[0]
+    rel = p.relative_to(d).as_posix()
+    outside = d.parent / f"{d.name}-outside.parquet"
+    p.rename(outside)
+    next(f for f in m["files"] if f["path"] == rel)["path"] = f"data/steps/../../../{outside.name}"
+    write_manifest(d, m)
+
+
 def _root_dotfile(d: Path) -> None:
     (d / ".notes").write_text("not part of the release\n")
 
@@ -424,6 +435,7 @@ TAMPERS: dict[str, tuple[Callable[[Path], None], str]] = {
     "file: an unlisted shard added": (_extra_shard, "file"),
     "file: a hidden shard data/counterfactuals/.extra.parquet": (_hidden_shard, "file"),
     "file: an unlisted dot-file at the root": (_root_dotfile, "file"),
+    "file: a shard listed by a path outside the release": (_listed_outside, "file"),
     "file: hub.json names another SHA": (_hub_other_sha, "file"),
     "file: hub.json not JSON": (_hub_garbage, "file"),
     "file: README.md edited": (_card_edited, "file"),
