@@ -13,6 +13,7 @@ import sys
 import click
 
 from schemas.errors import run_cli
+from schemas.locking import wait_seconds_callback
 from schemas.versions import TOOLKIT_VERSION
 
 _CORPUS_HELP = "Corpus directory (default: $TRB_CORPUS, else the current directory)."
@@ -29,8 +30,9 @@ def _corpus_option(f):
 
 
 def _wait_option(f):
-    return click.option("--wait", "wait_seconds", type=float, default=None,
-                        help="Seconds to wait for a corpus held by another process.")(f)
+    return click.option("--wait", "wait_seconds", type=float, default=None, callback=wait_seconds_callback,
+                        help="Seconds to wait for a corpus held by another process, ≥ 0 (0: do not wait; inf: no "
+                             "limit; default $TRB_LOCK_WAIT or 120).")(f)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -2,26 +2,39 @@
 
 Settings come from ``LABEL_STUDIO_URL`` and ``LABEL_STUDIO_API_KEY`` (or arguments). The key
 is only ever sent in the ``Authorization`` header: it is never written to disk, logged, or put
-in an error message (:func:`annotate.errors.scrub` removes it from anything quoted).
+in an error message (:func:`annotate.errors.scrub` removes it from anything quoted). The URL is
+shown, and stored, only as :func:`schemas.urls.redact_url` gives it (``client.url``): no
+``user:password@``, no ``?token=`` value; the secret parts are scrubbed from anything quoted too.
+A key or URL that cannot be sent (a non-ASCII character, a space or newline in the key; a URL
+that is not http(s)) is refused before any request, naming the variable, never the value.
 
 Projects, imports and users go through ``label_studio_sdk`` (imported lazily: it takes about
 2 s). Listing a project's tasks uses plain pages of JSON over the same API, because the SDK's
 typed pager spends about four times as long building objects for a 10k-task project.
 
 Transient failures (connection refused or reset, timeouts, HTTP 429 and 5xx) are retried with
-exponential backoff; what is left raises :class:`LabelStudioUnreachable` or
-:class:`LabelStudioFailed`. A refused key raises :class:`LabelStudioAuthFailed`.
+exponential backoff (``TRB_LS_RETRIES`` times, default 4), all within one **deadline** per call
+(``TRB_LS_DEADLINE`` seconds, default 45: every attempt's timeout and every wait together), so a
+server that accepts connections and never answers fails within it, naming the URL, the request,
+the seconds waited and the attempts made. A line on stderr says what is being waited for once a
+call has taken 5 s, and before each retry once it has taken 1 s. What is left raises
+:class:`LabelStudioUnreachable` or :class:`LabelStudioFailed`. A refused key raises
+:class:`LabelStudioAuthFailed`; a bad setting :class:`MissingSetting` or :class:`BadSetting`.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from annotate.errors import (
+    BadSetting,
     ConfigRejected,
     LabelStudioAuthFailed,
     LabelStudioFailed,
@@ -31,12 +44,21 @@ from annotate.errors import (
     remember_secret,
     scrub,
 )
+from schemas.urls import header_value_problem, redact_url, url_secrets
 
-__all__ = ["Project", "LabelStudioClient", "connect", "PAGE_SIZE", "PROJECT_SETTINGS"]
+__all__ = ["Project", "LabelStudioClient", "Attempts", "connect", "PAGE_SIZE", "PROJECT_SETTINGS",
+           "DEFAULT_DEADLINE", "DEFAULT_RETRIES"]
 
 T = TypeVar("T")
 #: Tasks per page when listing a project.
 PAGE_SIZE = 1000
+#: Seconds one call may take in all, its retries and waits included (``TRB_LS_DEADLINE``).
+DEFAULT_DEADLINE = 45.0
+#: Retries of a call after a transient failure (``TRB_LS_RETRIES``).
+DEFAULT_RETRIES = 4
+_STILL_WAITING_S = 5.0  # a line on stderr once one attempt has waited this long
+_RETRY_LINE_AFTER_S = 1.0  # a line before a retry once the call has taken this long (quick retries stay quiet)
+_MIN_ATTEMPT_S = 0.5  # no retry is started with less time than this left before the deadline
 _TRANSIENT_STATUS = {429, 500, 502, 503, 504}
 #: The marker of a project made by trb-annotate, followed by its kind: in a comment of the labelling config
 #: (never shown to anyone), or, for projects made before that, at the start of the description.
@@ -56,10 +78,27 @@ class Project:
     settings: dict = field(default_factory=dict, compare=False)  # PROJECT_SETTINGS as the server has them
 
 
+def _env_number(name: str, default, *, whole: bool, what: str):
+    """``$name`` as a whole number >= 0 (``whole``) or a finite number > 0; unset or empty: ``default``."""
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw) if whole else float(raw)
+    except ValueError:
+        value = None
+    if value is None or (whole and value < 0) or (not whole and not (math.isfinite(value) and value > 0)):
+        expected = "a whole number, 0 or more" if whole else "a number of seconds above 0"
+        raise BadSetting(f"{name}={raw!r} is not {expected} ({what}; default {default:g})")
+    return value
+
+
 def connect(url: str | None = None, api_key: str | None = None, **kw) -> LabelStudioClient:
     """A client for ``url``/``api_key``, or ``LABEL_STUDIO_URL``/``LABEL_STUDIO_API_KEY`` from the environment.
 
-    ``TRB_LS_RETRIES`` sets how many times a transient failure is retried (default 4).
+    ``TRB_LS_RETRIES`` sets how many times a transient failure is retried (default 4);
+    ``TRB_LS_DEADLINE`` the seconds one call may take in all (default 45). Raises
+    :class:`MissingSetting` (a URL or key that is missing or cannot be sent) and :class:`BadSetting`.
     """
     url = url or os.environ.get("LABEL_STUDIO_URL")
     api_key = api_key or os.environ.get("LABEL_STUDIO_API_KEY")
@@ -67,9 +106,35 @@ def connect(url: str | None = None, api_key: str | None = None, **kw) -> LabelSt
         raise MissingSetting("LABEL_STUDIO_URL is not set (the Label Studio server, e.g. http://localhost:8080)")
     if not api_key:
         raise MissingSetting("LABEL_STUDIO_API_KEY is not set (your Label Studio access token)")
-    if "retries" not in kw and os.environ.get("TRB_LS_RETRIES"):
-        kw["retries"] = int(os.environ["TRB_LS_RETRIES"])
+    if "retries" not in kw:
+        kw["retries"] = _env_number("TRB_LS_RETRIES", DEFAULT_RETRIES, whole=True,
+                                    what="how many times a failed Label Studio request is retried")
+    if "deadline" not in kw:
+        kw["deadline"] = _env_number("TRB_LS_DEADLINE", DEFAULT_DEADLINE, whole=False,
+                                     what="the seconds one Label Studio call may take, retries included")
     return LabelStudioClient(url, api_key, **kw)
+
+
+def _check_key(key: str) -> None:
+    """Refuse a key an HTTP header cannot carry, naming the position of the first bad character (never the key)."""
+    problem = header_value_problem(key)
+    if problem:
+        raise MissingSetting(f"LABEL_STUDIO_API_KEY has {problem}, which an HTTP header cannot carry; copy the "
+                             "access token again from Label Studio (Account & Settings)")
+
+
+def _check_url(url: str) -> None:
+    import httpx
+
+    shown = redact_url(url)
+    try:
+        parsed = httpx.URL(url)
+        ok = parsed.scheme in ("http", "https") and bool(parsed.host)
+    except (httpx.InvalidURL, ValueError, TypeError):
+        ok = False
+    if not ok:
+        raise MissingSetting(f"LABEL_STUDIO_URL {shown!r} is not an http(s) URL of a server "
+                             "(e.g. http://localhost:8080)")
 
 
 def _status_and_detail(exc: BaseException) -> tuple[int | None, str]:
@@ -90,18 +155,109 @@ def _status_and_detail(exc: BaseException) -> tuple[int | None, str]:
     return status, scrub(detail)[:300]
 
 
+def _stderr_line(line: str) -> None:
+    print(scrub(line), file=sys.stderr, flush=True)
+
+
+class Attempts:
+    """One call's attempts against its deadline: each attempt's timeout, whether to retry, what to say.
+
+    Made by :meth:`LabelStudioClient.attempts`; a caller that retries by itself (``push``, whose
+    imports must be re-listed before a retry) shares one between its attempts.
+    """
+
+    def __init__(self, client: LabelStudioClient, what: str, request: str):
+        self.client, self.what, self.request = client, what, request
+        self.start = time.monotonic()
+        self.n = 1  # the attempt under way (1-based)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def left(self) -> float:
+        return self.client.deadline - self.elapsed()
+
+    def timeout(self) -> float:
+        """The timeout of the attempt about to start: the client's, cut to what is left of the deadline."""
+        return max(min(self.client.timeout, self.left()), 0.05)
+
+    def watch(self):
+        """A context: while one attempt runs past 5 s, one line on stderr says what is being waited for."""
+        c = self.client
+        line = (f"waiting for Label Studio at {c.url} to answer {self.request} ({self.what}): attempt {self.n} of "
+                f"{c.retries + 1}, gives up after {c.deadline:g} s (TRB_LS_DEADLINE)")
+        return _Watch(line, c.notify, _STILL_WAITING_S)
+
+    def again(self, reason: str) -> bool:
+        """After a transient failure: wait and return True if another attempt fits (retries and deadline)."""
+        c = self.client
+        if self.n > c.retries:
+            return False
+        wait = c.backoff * 2 ** (self.n - 1)
+        if self.left() < wait + _MIN_ATTEMPT_S:
+            return False
+        if self.elapsed() + wait >= _RETRY_LINE_AFTER_S:
+            c.notify(f"Label Studio at {c.url}: {reason} on {self.request} ({self.what}), attempt {self.n} of "
+                     f"{c.retries + 1} after {self.elapsed():.1f} s; retrying in {wait:g} s (gives up after "
+                     f"{c.deadline:g} s)")
+        c._sleep(wait)
+        self.n += 1
+        return True
+
+    def unreachable(self, exc: BaseException) -> LabelStudioUnreachable:
+        """The error for a call that got no answer: a timeout names the deadline, anything else the server."""
+        import httpx
+
+        c = self.client
+        tries = f"{self.n} attempt{'s' if self.n != 1 else ''}"
+        if isinstance(exc, httpx.TimeoutException):
+            return LabelStudioUnreachable(
+                f"Label Studio at {c.url} did not answer {self.request} ({self.what}) within {self.elapsed():.0f} s "
+                f"({tries}, {type(exc).__name__}; TRB_LS_DEADLINE={c.deadline:g} s); is the server overloaded "
+                "or hung?")
+        return LabelStudioUnreachable(
+            f"cannot reach Label Studio at {c.url} ({self.what}: {type(exc).__name__}"
+            f"{', after ' + tries if self.n > 1 else ''}); is the server running?")
+
+
+class _Watch:
+    def __init__(self, line: str, notify: Callable[[str], None], after: float):
+        self._timer = threading.Timer(after, notify, (line,))
+        self._timer.daemon = True
+
+    def __enter__(self):
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._timer.cancel()
+
+
 class LabelStudioClient:
     """The Label Studio calls of ``trb-annotate``. Every method raises only :mod:`annotate.errors` types.
 
-    ``retries`` extra attempts after a transient failure, waiting ``backoff`` × 2^k seconds.
+    ``retries`` extra attempts after a transient failure, waiting ``backoff`` × 2^k seconds, all
+    within ``deadline`` seconds per call; ``timeout`` caps one attempt. ``notify`` gets the
+    progress lines (default: stderr). ``url`` is the server as it may be shown (no credentials).
     """
 
-    def __init__(self, url: str, api_key: str, *, retries: int = 4, backoff: float = 0.5, timeout: float = 120.0,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, url: str, api_key: str, *, retries: int = DEFAULT_RETRIES, backoff: float = 0.5,
+                 timeout: float = 120.0, deadline: float = DEFAULT_DEADLINE,
+                 sleep: Callable[[float], None] = time.sleep, notify: Callable[[str], None] | None = None):
         remember_secret(api_key)
-        self.url = url.rstrip("/")
+        for secret in url_secrets(url):
+            remember_secret(secret)
+        _check_url(url)
+        _check_key(api_key)
+        if retries < 0 or not backoff >= 0 or not timeout > 0 or not (deadline > 0 and math.isfinite(deadline)):
+            raise BadSetting(f"retries must be >= 0 (not {retries}), backoff >= 0 (not {backoff}), timeout > 0 "
+                             f"(not {timeout}) and deadline a number of seconds > 0 (not {deadline})")
+        self._endpoint = url.rstrip("/")  # what requests go to; never shown
+        self.url = redact_url(self._endpoint)
         self._key = api_key
-        self.retries, self.backoff, self.timeout, self._sleep = retries, backoff, timeout, sleep
+        self.retries, self.backoff, self.timeout, self.deadline = int(retries), backoff, timeout, float(deadline)
+        self._sleep = sleep
+        self.notify = notify or _stderr_line
         self._sdk = None
         self._http = None
 
@@ -113,7 +269,8 @@ class LabelStudioClient:
                 from label_studio_sdk import LabelStudio
             except ImportError as e:  # pragma: no cover - it is a dependency
                 raise LabelStudioFailed("label-studio-sdk is not installed: pip install 'label-studio-sdk>=2.1,<3'") from e
-            self._sdk = LabelStudio(base_url=self.url, api_key=self._key, timeout=self.timeout)
+            # no retries of its own: every call is retried here, within the deadline
+            self._sdk = LabelStudio(base_url=self._endpoint, api_key=self._key, timeout=self.timeout, max_retries=0)
         return self._sdk
 
     @property
@@ -122,7 +279,7 @@ class LabelStudioClient:
             import httpx
 
             scheme = "Bearer" if self._key.count(".") == 2 else "Token"  # a JWT personal token, else a legacy one
-            self._http = httpx.Client(base_url=self.url, headers={"Authorization": f"{scheme} {self._key}"},
+            self._http = httpx.Client(base_url=self._endpoint, headers={"Authorization": f"{scheme} {self._key}"},
                                       timeout=self.timeout)
         return self._http
 
@@ -130,34 +287,35 @@ class LabelStudioClient:
         if self._http is not None:
             self._http.close()
 
-    def pause(self, attempt: int) -> None:
-        """Wait before retry number ``attempt + 1``: ``backoff`` × 2^attempt seconds."""
-        self._sleep(self.backoff * 2 ** attempt)
+    def attempts(self, what: str, request: str) -> Attempts:
+        """A fresh deadline for one call: ``what`` it does (for messages), the ``request`` (``GET /api/...``)."""
+        return Attempts(self, what, request)
 
-    def call(self, what: str, fn: Callable[[], T], *, retry: bool = True) -> T:
-        """``fn()`` with retries on transient failures; every failure becomes a typed error naming ``what``."""
+    @staticmethod
+    def _options(timeout: float) -> dict:
+        """The SDK's per-request options: this attempt's timeout, no retries of its own."""
+        return {"timeout_in_seconds": timeout, "max_retries": 0}
+
+    def call(self, what: str, fn: Callable[[float], T], *, retry: bool = True, request: str = "",
+             attempts: Attempts | None = None) -> T:
+        """``fn(timeout)`` with retries on transient failures within the deadline; every failure becomes a typed
+        error naming ``what``. ``fn`` is given each attempt's timeout in seconds."""
         import httpx
 
-        attempt = 0
+        attempts = attempts or self.attempts(what, request or what)
         while True:
             try:
-                return fn()
+                with attempts.watch():
+                    return fn(attempts.timeout())
             except httpx.TransportError as e:
-                if retry and attempt < self.retries:
-                    self.pause(attempt)
-                    attempt += 1
+                if retry and attempts.again(type(e).__name__):
                     continue
-                raise LabelStudioUnreachable(
-                    f"cannot reach Label Studio at {self.url} ({what}: {type(e).__name__}"
-                    f"{', after ' + str(attempt + 1) + ' attempts' if attempt else ''}); is the server running?"
-                ) from None
+                raise attempts.unreachable(e) from None
             except Exception as e:  # noqa: BLE001 - translated below, or re-raised
                 status, detail = _status_and_detail(e)
                 if status is None:
                     raise
-                if status in _TRANSIENT_STATUS and retry and attempt < self.retries:
-                    self.pause(attempt)
-                    attempt += 1
+                if status in _TRANSIENT_STATUS and retry and attempts.again(f"HTTP {status}"):
                     continue
                 if status in (401, 403):
                     raise LabelStudioAuthFailed(
@@ -166,12 +324,12 @@ class LabelStudioClient:
                 raise LabelStudioFailed(f"Label Studio at {self.url} could not {what} (HTTP {status}): {detail}") from None
 
     def _get_json(self, what: str, path: str, params: dict | None = None) -> Any:
-        def go():
-            r = self.http.get(path, params=params)
+        def go(timeout: float):
+            r = self.http.get(path, params=params, timeout=timeout)
             r.raise_for_status()
             return r.json()
 
-        return self.call(what, go)
+        return self.call(what, go, request=f"GET {path}")
 
     # ---------------------------------------------------------------- the API
     def check(self) -> dict:
@@ -219,12 +377,12 @@ class LabelStudioClient:
         return self._project(self._get_json(f"read project {project_id}", f"/api/projects/{project_id}"))
 
     def _send_json(self, what: str, method: str, path: str, body: dict, *, retry: bool = True) -> Any:
-        def go():
-            r = self.http.request(method, path, json=body)
+        def go(timeout: float):
+            r = self.http.request(method, path, json=body, timeout=timeout)
             r.raise_for_status()
             return r.json()
 
-        return self.call(what, go, retry=retry)
+        return self.call(what, go, retry=retry, request=f"{method} {path}")
 
     def create_project(self, title: str, kind: str, settings: dict, overlap: int) -> Project:
         """A new project with ``settings`` (labelling config, instructions, ...), asking ``overlap`` annotators
@@ -301,26 +459,34 @@ class LabelStudioClient:
                 return
             page += 1
 
-    def import_tasks(self, project_id: int, tasks: list[dict]) -> list[int]:
+    def import_tasks(self, project_id: int, tasks: list[dict], *, attempts: Attempts | None = None) -> list[int]:
         """Import ``tasks`` (task data dicts) in one request; the new task ids.
 
         Not retried here: a request that timed out may have been committed, so the caller
-        re-lists the project before trying again (see :func:`annotate.push.push`).
+        re-lists the project before trying again (see :func:`annotate.push.push`), within the
+        deadline of ``attempts`` (its own :meth:`attempts`, shared between its tries).
         """
-        r = self.call(f"import {len(tasks)} task(s) into project {project_id}",
-                      lambda: self.sdk.projects.import_tasks(id=project_id, request=[{"data": t} for t in tasks],
-                                                             return_task_ids=True), retry=False)
+        what = f"import {len(tasks)} task(s) into project {project_id}"
+        attempts = attempts or self.attempts(what, f"POST /api/projects/{project_id}/import")
+        r = self.call(what, lambda t: self.sdk.projects.import_tasks(
+            id=project_id, request=[{"data": t} for t in tasks], return_task_ids=True,
+            request_options=self._options(t)), retry=False, attempts=attempts)
         return list(r.task_ids or [])
 
     def users(self) -> dict[int, str]:
         """User id -> e-mail, for every user of the organisation."""
-        return self.call("list users", lambda: {u.id: u.email for u in self.sdk.users.list()})
+        return self.call("list users", lambda t: {u.id: u.email for u in self.sdk.users.list(
+            request_options=self._options(t))}, request="GET /api/users")
 
     def create_annotation(self, task_id: int, result: list[dict]) -> int:
         """Annotate a task as the key's user; the annotation id (used by tests and the bench)."""
         return self.call(f"annotate task {task_id}",
-                         lambda: self.sdk.annotations.create(id=task_id, result=result).id, retry=False)
+                         lambda t: self.sdk.annotations.create(id=task_id, result=result,
+                                                               request_options=self._options(t)).id,
+                         retry=False, request=f"POST /api/tasks/{task_id}/annotations")
 
     def update_annotation(self, annotation_id: int, result: list[dict]) -> None:
         self.call(f"update annotation {annotation_id}",
-                  lambda: self.sdk.annotations.update(id=annotation_id, result=result), retry=False)
+                  lambda t: self.sdk.annotations.update(id=annotation_id, result=result,
+                                                        request_options=self._options(t)),
+                  retry=False, request=f"PATCH /api/annotations/{annotation_id}")

@@ -3,8 +3,9 @@
 They extend the corpus toolkit's hierarchy (:class:`corpus.errors.CorpusError`, itself a
 :class:`schemas.errors.ToolkitError`), so corpus errors (busy, not found, invalid records) pass
 through the same renderer; their codes (8-12) are in the one table, :class:`schemas.errors.ExitCode`.
-No message ever holds the API key: :func:`scrub` removes it from anything quoted from a server or
-a library, and ``trb-annotate`` passes :func:`redact` over every line it prints.
+No message ever holds the API key or the credentials of ``LABEL_STUDIO_URL`` (``user:password@``,
+``?token=``): :func:`scrub` removes them from anything quoted from a server or a library, and
+``trb-annotate`` passes :func:`redact` over every line it prints.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import os
 
 from corpus.errors import CorpusError
 from schemas.errors import ExitCode
+from schemas.urls import url_secrets
 
 __all__ = ["AnnotateExit", "AnnotateError", "LabelStudioUnreachable", "LabelStudioAuthFailed",
-           "ProjectNotFound", "ConfigRejected", "LabelStudioFailed", "MissingSetting", "redact", "scrub"]
+           "ProjectNotFound", "ConfigRejected", "LabelStudioFailed", "MissingSetting", "BadSetting", "redact",
+           "remember_secret", "scrub"]
 
 #: The shared exit-code table, under the name this module used when it kept 8-12 apart
 #: (``AnnotateExit.UNREACHABLE`` ... ``AnnotateExit.SERVER`` are ``ExitCode`` members).
@@ -52,9 +55,16 @@ class LabelStudioFailed(AnnotateError):
 
 
 class MissingSetting(AnnotateError):
-    """LABEL_STUDIO_URL or LABEL_STUDIO_API_KEY is not set."""
+    """LABEL_STUDIO_URL or LABEL_STUDIO_API_KEY is not set, or cannot be used as given (a key with a character
+    an HTTP header cannot carry, a URL that is not http(s))."""
 
     exit_code = ExitCode.AUTH
+
+
+class BadSetting(AnnotateError):
+    """A ``TRB_LS_*`` setting (retries, deadline) has a value that is not one (named, with what is expected)."""
+
+    exit_code = ExitCode.USAGE
 
 
 _SECRETS: set[str] = set()
@@ -67,12 +77,14 @@ def remember_secret(value: str | None) -> None:
 
 
 def redact(text: str) -> str:
-    """``text`` with every registered secret and the key in the environment replaced by ``***``."""
+    """``text`` with every registered secret, the key in the environment and the credentials of the URL in the
+    environment replaced by ``***``."""
     text = str(text)
     secrets = set(_SECRETS)
     env = os.environ.get("LABEL_STUDIO_API_KEY")
     if env:
         secrets.add(env)
+    secrets.update(url_secrets(os.environ.get("LABEL_STUDIO_URL") or ""))
     for s in sorted(secrets, key=len, reverse=True):
         if s:
             text = text.replace(s, "***")

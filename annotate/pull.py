@@ -41,6 +41,7 @@ from corpus.errors import UsageError
 from corpus.ingest import IngestReport
 from corpus.labels import add_annotations, make_annotation, now_iso
 from corpus.store import Corpus
+from schemas.urls import redact_url
 
 __all__ = ["PullReport", "Unusable", "pull", "annotator_id", "parse_result", "classify", "reason_category", "task_space", "who",
            "ATTRIBUTION_LABELS",
@@ -225,9 +226,9 @@ def who(ann: dict, users: dict[int, str]) -> tuple[str | None, str]:
 
 def source_name(client: LabelStudioClient, p: Project, at: str) -> str:
     """What the rows of one pull from project ``p`` record as their source."""
-    url = client.url.split("://", 1)
-    host = url[-1].split("@")[-1]  # never a user:password from the URL
-    return f"label-studio {url[0] + '://' if len(url) > 1 else ''}{host} project {p.id} {p.title!r}, pull {at}"
+    # never a user:password or a ?token= from the URL (client.url is already shown so; redacted again for a client
+    # made some other way)
+    return f"label-studio {redact_url(client.url)} project {p.id} {p.title!r}, pull {at}"
 
 
 def pull(

@@ -8,7 +8,7 @@ is sent again.
 
 Listing a project's item ids costs the server about 0.5 ms a task, so push keeps a ledger of
 what it imported: ``<corpus>/.trb-annotate/<server>-<project>.json`` (item keys, the task
-count and the last task id; no key, no URL, only a hash of it). A re-push trusts the ledger
+count and the last task id; no key, no URL, only a hash of the URL without its credentials). A re-push trusts the ledger
 only when the server still has exactly that many tasks and that last task id (one small
 request); otherwise (tasks added, deleted, or a push cut off mid-request) it lists the project.
 The ledger is a cache: deleting it costs one listing, never a duplicate.
@@ -157,17 +157,20 @@ def push(
     try:
         for start in range(0, len(todo), batch_size):
             batch = todo[start:start + batch_size]
-            for attempt in range(client.retries + 1):
+            # one deadline (TRB_LS_DEADLINE) for the batch's tries and the waits between them
+            attempts = client.attempts(f"import {len(batch)} task(s) into project {project.id}",
+                                       f"POST /api/projects/{project.id}/import")
+            while True:
                 try:
-                    ids = client.import_tasks(project.id, batch)
+                    ids = client.import_tasks(project.id, batch, attempts=attempts)
                     report.task_ids += ids
                     ledger.add([t[ITEM_KEY] for t in batch], ids)
                     break
                 except (LabelStudioUnreachable, LabelStudioFailed) as e:
                     refused = isinstance(e, LabelStudioFailed) and "HTTP 5" not in e.message
-                    if refused or attempt == client.retries:
+                    reason = "no answer" if isinstance(e, LabelStudioUnreachable) else "a server error"
+                    if refused or not attempts.again(reason):
                         raise
-                    client.pause(attempt)
                     present = client.task_keys(project.id, ITEM_KEY)  # the failed request may have gone in
                     ledger.invalidate()
                     batch = [t for t in batch if t[ITEM_KEY] not in present]

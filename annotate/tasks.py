@@ -184,20 +184,30 @@ _RULE = "\n\n"
 
 
 def _select_items(con, kind: str, where: str | None) -> list[tuple]:
+    """The items of ``kind``, filtered by the user's SQL ``where``: run as one SELECT on a sandboxed connection."""
     import duckdb
 
+    from schemas.sql_sandbox import error_line, lock_down, single_select
+
     sql = _ITEM_SQL[kind].format(where=f" WHERE ({where})" if where else "")
-    try:
+    if not where:
         return con.execute(sql).fetchall()
-    except duckdb.Error as e:
-        raise UsageError(f"--where {where!r} is not a valid filter on the {kind} items: "
-                         f"{str(e).splitlines()[0]}") from None
+    lock_down(con)  # the user's SQL reaches the attached store and nothing else, from here on
+    try:
+        statement = single_select(con, sql)
+        return con.execute(statement).fetchall()
+    except (duckdb.Error, ValueError) as e:
+        why = error_line(e) if isinstance(e, duckdb.Error) else str(e)
+        raise UsageError(f"--where {where!r} is not a valid filter on the {kind} items: {why}") from None
 
 
 def render_tasks(con, kind: str, where: str | None = None) -> list[dict]:
     """Task data for every item of ``kind`` (optionally filtered by an SQL ``where`` on its table), by item id.
 
-    ``con`` is an open corpus connection (``Corpus.open``).
+    ``con`` is an open corpus connection (``Corpus.open``). A ``where`` must keep the statement one SELECT, and
+    runs sandboxed (:mod:`schemas.sql_sandbox`): from then on ``con`` reads the databases already attached to it
+    and nothing else on the machine (no file, extension or network; no SET). Raises UsageError for a bad kind or
+    a ``where`` DuckDB refuses.
     """
     if kind not in KINDS:
         raise UsageError(f"--kind {kind!r} is not attribution or continuation")

@@ -15,6 +15,7 @@ import click
 
 from corpus.jsonl import DEFAULT_MAX_LINE_BYTES
 from schemas.errors import run_cli
+from schemas.locking import wait_seconds_callback
 from schemas.release_format import MIN_ANNOTATORS
 from schemas.versions import TOOLKIT_VERSION
 
@@ -25,17 +26,21 @@ def _corpus_option(f):
     return click.option("--corpus", "corpus_dir", type=click.Path(file_okay=False), default=None, help=_CORPUS_HELP)(f)
 
 
+_WAIT_HELP = ("Seconds to wait for a corpus held by another process, ≥ 0 (0: do not wait; inf: no limit; default "
+              "$TRB_LOCK_WAIT or 120).")
+
+
 def _wait_option(f):
-    return click.option("--wait", "wait_seconds", type=float, default=None,
-                        help="Seconds to wait for a corpus held by another process (default $TRB_LOCK_WAIT or 120).")(f)
+    return click.option("--wait", "wait_seconds", type=float, default=None, callback=wait_seconds_callback,
+                        help=_WAIT_HELP)(f)
 
 
 def _file_options(f):
     """FILES, --corpus, --max-line-bytes, --wait, -q: shared by validate and ingest."""
     f = click.option("-q", "--quiet", is_flag=True, help="No progress bar.")(f)
     f = _wait_option(f)
-    f = click.option("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES, show_default=True,
-                     help="Longest accepted line.")(f)
+    f = click.option("--max-line-bytes", type=click.IntRange(min=1), default=DEFAULT_MAX_LINE_BYTES,
+                     show_default=True, help="Longest accepted line, in bytes (≥ 1).")(f)
     f = _corpus_option(f)
     return click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))(f)
 
@@ -253,8 +258,8 @@ def _import_command(importer) -> click.Command:
             params.append(click.Option([opt.cli_flag, opt.name], type=opt.type, default=None, help=opt.help
                                        + (f" [default: {opt.default}]" if opt.default not in (None, "") else "")))
     params += [
-        click.Option(["--wait", "wait_seconds"], type=float, default=None,
-                     help="Seconds to wait for a corpus held by another process (default $TRB_LOCK_WAIT or 120)."),
+        click.Option(["--wait", "wait_seconds"], type=float, default=None, callback=wait_seconds_callback,
+                     help=_WAIT_HELP),
         click.Option(["-q", "--quiet"], is_flag=True, help="No progress bar."),
     ]
     return click.Command(importer.name, callback=run, params=params, help=importer.help, short_help=importer.summary)
@@ -300,10 +305,14 @@ def examples(name, readme) -> None:
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False))
 def verify(directory) -> None:
-    """Recompute every hash, count and the release SHA from the files of DIRECTORY; exit 13 naming what differs."""
+    """Check DIRECTORY against its manifest: every file's hash, the release SHA and every claim recomputed from the
+    rows, the claims digest; exit 13 naming what differs."""
     from corpus.verify import verify_release
 
-    m = verify_release(directory)
+    notes: list[str] = []
+    m = verify_release(directory, notes)
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
     click.echo(f"verified {directory}: release {m['version']} ({m['kind']}), SHA {m['release_sha']}", err=True)
 
 
@@ -311,11 +320,23 @@ def verify(directory) -> None:
 @_corpus_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def releases(corpus_dir, as_json) -> None:
-    """Every release of the corpus: version, SHA, kind, counts per split, synthetic share."""
+    """Every release of the corpus: version, SHA, kind, counts per split, synthetic share.
+
+    A directory under releases/ whose manifest is not a release manifest is named on stderr (exit 13); the
+    others are listed all the same.
+    """
+    from corpus.errors import InvalidReleases
     from corpus.release import list_releases
     from corpus.store import Corpus, resolve_corpus_dir
 
-    rows = list_releases(Corpus(resolve_corpus_dir(corpus_dir)))
+    problems: list[str] = []
+    rows = list_releases(Corpus(resolve_corpus_dir(corpus_dir)), problems)
+    _print_releases(rows, as_json)
+    if problems:
+        raise InvalidReleases(problems)
+
+
+def _print_releases(rows: list[dict], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return

@@ -18,10 +18,13 @@ __all__ = [
     "RecordConflict",
     "CorpusBusy",
     "CorpusNotFound",
+    "CorpusUnreadable",
+    "DiskFull",
     "CorpusExists",
     "UsageError",
     "ReleaseRefused",
     "VerifyFailed",
+    "InvalidReleases",
     "PublishFailed",
 ]
 
@@ -78,6 +81,20 @@ class CorpusNotFound(CorpusError):
     exit_code = ExitCode.NOT_FOUND
 
 
+class CorpusUnreadable(CorpusError):
+    """The corpus's ``corpus.duckdb`` is not a corpus store this toolkit can read: not a DuckDB file, another
+    database, damaged, or of a newer store format. Nothing was changed."""
+
+    exit_code = ExitCode.NOT_FOUND
+
+
+class DiskFull(CorpusError):
+    """The disk (or quota) being written filled up: the message says what was written (nothing for a release;
+    for the corpus store nothing, unless it says the changes were committed to the store's log)."""
+
+    exit_code = ExitCode.INVALID
+
+
 class CorpusExists(CorpusError):
     exit_code = ExitCode.USAGE
 
@@ -116,6 +133,16 @@ class VerifyFailed(CorpusError):
 
     def lines(self) -> list[str]:
         return [*self.differences, self.message]
+
+
+class InvalidReleases(CorpusError):
+    """Directories under ``<corpus>/releases/`` whose manifest is not a release manifest (one line each)."""
+
+    exit_code = ExitCode.BAD_RELEASE
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(problems))
 
 
 class PublishFailed(CorpusError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from schemas.ceiling import ceiling_by_items
 from schemas.models import GateResult
+from schemas.orgs import transfer_offences
 from schemas.release_format import HUMAN_ORIGINS, MIN_ANNOTATORS, SPLITS, SYNTHETIC_CAP
 
 __all__ = ["SYNTHETIC_CAP", "MIN_ANNOTATORS", "ANNOTATOR_GATED_SPLITS", "FIRST_OFFENDERS", "release_kind_gate",
@@ -75,21 +76,26 @@ def synthetic_cap_gate(con, shares: dict[str, dict]) -> GateResult:
 
 
 def transfer_provenance_gate(con, trainer_orgs: list[str]) -> GateResult:
-    """Every transfer context was collected by an org that did not train the model, with an attestation."""
-    orgs = sorted({o.strip().casefold() for o in trainer_orgs if o.strip()})
+    """Every transfer context, and every session of it, was collected by an org that did not train the model
+    (names compared as organisations: :mod:`schemas.orgs`), and the context has an attestation."""
     n = con.execute("SELECT count(*) FROM rel_transfer").fetchone()[0]
+    bar = "collector (of the context and of each of its sessions) not among --trainer-org, with an attestation"
     if n == 0:
         return GateResult(name="transfer_provenance", passed=True, figure="no transfer contexts: no transfer split",
-                          bar="collector not among --trainer-org, with an attestation")
-    rows = con.execute("""
-        SELECT context_id, collector_org FROM rel_transfer
-        WHERE lower(trim(collector_org)) IN (SELECT unnest(?::VARCHAR[])) OR coalesce(trim(attestation_ref), '') = ''
-        ORDER BY context_id""", [orgs]).fetchall()
+                          bar=bar)
+    contexts = con.execute("SELECT context_id, collector_org, attestation_ref FROM rel_transfer "
+                           "ORDER BY context_id").fetchall()
+    sessions = con.execute("SELECT context_id, collector, count(*) FROM rel_sessions WHERE split = 'transfer' "
+                           "GROUP BY ALL ORDER BY ALL").fetchall()
+    bad = transfer_offences(contexts, sessions, list(trainer_orgs))
+    shown = [f"{cid} ({'; '.join(map(str, why))})" for cid, why in sorted(bad.items())[:FIRST_OFFENDERS]]
+    more = f" (and {len(bad) - FIRST_OFFENDERS} more)" if len(bad) > FIRST_OFFENDERS else ""
     return GateResult(
-        name="transfer_provenance", passed=not rows,
-        figure=f"{len(rows)} of {n} transfer context(s) collected by a trainer org or without attestation",
-        bar=f"0 (trainer orgs: {', '.join(trainer_orgs) or 'none given'})",
-        detail=f"first offending contexts: {_ids(rows)}" if rows else None)
+        name="transfer_provenance", passed=not bad,
+        figure=f"{len(bad)} of {n} transfer context(s) collected by a trainer org (in the context record or its "
+               "sessions' source) or without attestation",
+        bar=f"0 (trainer orgs: {', '.join(trainer_orgs) or 'none given'}; names compared as organisations)",
+        detail=f"first offending contexts: {', '.join(shown)}{more}" if bad else None)
 
 
 def split_discipline_gate(con, parent_held_out: dict[str, str] | None) -> GateResult:

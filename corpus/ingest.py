@@ -16,6 +16,7 @@ only at ``stats`` or release time.
 from __future__ import annotations
 
 import gc
+import json
 import multiprocessing
 import os
 import tempfile
@@ -29,14 +30,15 @@ from pathlib import Path
 
 import orjson
 import pyarrow as pa
+import pydantic_core
 from tqdm import tqdm
 
 from corpus.cap import CapFigures, store_cap_figures
-from corpus.errors import InvalidInput, Problem, RecordConflict
+from corpus.errors import DiskFull, InvalidInput, Problem, RecordConflict, UsageError
 from corpus.jsonl import DEFAULT_MAX_LINE_BYTES, Block, file_size, read_blocks
 from corpus.lock import LockWait
 from corpus.records import ParsedRecord, parse_record
-from corpus.store import Corpus, empty_store, scratch_connection
+from corpus.store import Corpus, empty_store, rollback_quietly, scratch_connection, storage_error
 from corpus.tables import RECORD_TABLES, TABLES, ddl, expand
 from schemas.versions import TOOLKIT_VERSION
 
@@ -64,6 +66,8 @@ class IngestReport:
     ingest_id: int | None = None
     #: the 3:1 cap's figures of the store after this ingest (its new records included)
     cap: CapFigures | None = None
+    #: bytes of the staged records' canonical JSON (what the free-space check before the commit scales)
+    staged_bytes: int = 0
 
     def cap_warning(self) -> str | None:
         """A warning with the figures when the store after this ingest would break the 3:1 cap at release."""
@@ -105,7 +109,10 @@ def _failed_id(data: bytes) -> tuple[str, str] | None:
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError:
-        return None
+        try:  # a record refused for a NaN or Infinity still names its id (so references to it are not "dangling")
+            obj = pydantic_core.from_json(data, allow_inf_nan=True)
+        except ValueError:
+            return None
     if isinstance(obj, dict) and obj.get("kind") in _ID_FIELDS:
         rid = obj.get(_ID_FIELDS[obj["kind"]])
         if isinstance(rid, str):
@@ -123,6 +130,7 @@ class _Chunk:
     records: int
     steps: int
     lines: int
+    doc_bytes: int = 0
 
 
 def _parse_block(name: str, block: Block, max_line_bytes: int) -> _Chunk:
@@ -146,6 +154,7 @@ def _parse_lines(name: str, block: Block, max_line_bytes: int) -> _Chunk:
     failed: list[tuple[str, str]] = []
     steps = 0
     n_lines = 0
+    doc_bytes = 0
     for number, data, error in block.lines(max_line_bytes):
         n_lines += 1
         if error is not None:
@@ -159,6 +168,7 @@ def _parse_lines(name: str, block: Block, max_line_bytes: int) -> _Chunk:
             hashes.append(parsed.sha256)
             numbers.append(number)
             docs.append(parsed.canonical)
+            doc_bytes += len(parsed.canonical)
             if kind == "session":
                 steps += len(parsed.model.steps)
         else:
@@ -171,7 +181,7 @@ def _parse_lines(name: str, block: Block, max_line_bytes: int) -> _Chunk:
         raw = pa.table({"kind": kinds, "id": ids, "content_hash": hashes, "src_file": [name] * len(kinds),
                         "src_line": pa.array(numbers, pa.int64()),
                         "doc": pa.array(docs, pa.binary()).cast(pa.string())})  # canonical JSON is UTF-8
-    return _Chunk(raw, problems, failed, len(kinds), steps, n_lines)
+    return _Chunk(raw, problems, failed, len(kinds), steps, n_lines, doc_bytes)
 
 
 def _workers_for(total_bytes: int) -> int:
@@ -214,6 +224,7 @@ def _stage(con, files: list[Path], report: IngestReport, problems: _Problems, ma
             con.executemany("INSERT INTO main.failed VALUES (?, ?)", chunk.failed)
         report.records += chunk.records
         report.steps += chunk.steps
+        report.staged_bytes += chunk.doc_bytes
         return chunk.lines
 
     try:
@@ -385,6 +396,34 @@ def _count(con, report: IngestReport) -> None:
     ).fetchone()[0]
 
 
+#: Free space an ingest needs on the corpus's disk before it commits: this many bytes per byte of its new records'
+#: canonical JSON (DuckDB writes them to its write-ahead log, then into the store file; measured: the log about
+#: 0.85x, the store's growth 0.4-1.4x), plus a fixed slack for the store's own blocks.
+SPACE_PER_BYTE = 2.0
+SPACE_SLACK_BYTES = 4 * 1024 * 1024
+
+
+def _space_needed(report: IngestReport) -> int:
+    """Bytes the commit of ``report``'s new records may take on disk (an over-estimate, on purpose)."""
+    total = sum(report.new.values()) + sum(report.unchanged.values())
+    new_bytes = report.staged_bytes * sum(report.new.values()) / total if total else 0
+    return int(SPACE_PER_BYTE * new_bytes) + SPACE_SLACK_BYTES
+
+
+def _check_space(directory: Path, report: IngestReport) -> None:
+    """Refuse, before anything is written, an ingest the disk has no room for (a full disk mid-commit would leave
+    DuckDB's log half-folded into the store: committed, but not where a reader of the file expects it)."""
+    if not sum(report.new.values()):
+        return
+    need = _space_needed(report)
+    st = os.statvfs(directory)
+    free = st.f_bavail * st.f_frsize
+    if free < need:
+        raise DiskFull(f"not enough free space on the disk holding {directory} for this ingest: it needs about "
+                       f"{need / 2**20:,.1f} MiB ({sum(report.new.values())} new record(s)), {free / 2**20:,.1f} MiB "
+                       "are free; nothing was written (free some space, or ingest fewer records at a time)")
+
+
 def _commit(con, report: IngestReport) -> None:
     con.execute("CREATE TABLE main.new_sessions AS SELECT session_id FROM main.sessions "
                 "WHERE session_id NOT IN (SELECT session_id FROM store.sessions)")
@@ -405,7 +444,7 @@ def _commit(con, report: IngestReport) -> None:
         )
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        rollback_quietly(con)
         raise
     report.ingest_id = ingest_id
 
@@ -437,6 +476,8 @@ def ingest(
     """
     if corpus is None and not dry_run:
         raise ValueError("ingest needs a corpus")
+    if not isinstance(max_line_bytes, int) or max_line_bytes < 1:
+        raise UsageError(f"max_line_bytes must be a number of bytes >= 1 (--max-line-bytes), got {max_line_bytes!r}")
     started = time.perf_counter()
     paths = [Path(f) for f in files]
     names = {str(k): v for k, v in (names or {}).items()}
@@ -459,6 +500,7 @@ def ingest(
         _count(con, report)
         report.cap = store_cap_figures(con, "store", "main.counterfactuals")
         if not dry_run:
+            _check_space(corpus.dir, report)
             _commit(con, report)
 
     total = sum(file_size(p) for p in paths if p.is_file())
@@ -480,6 +522,16 @@ def ingest(
     return report
 
 
+def _orjson_default(value):
+    return orjson.loads(orjson.dumps(value))  # what orjson can write (dataclasses, dates, ...), as JSON values
+
+
+def _record_line(record: dict) -> bytes:
+    """One record as a JSONL line. A NaN or infinite float is written as the token it is (``NaN``,
+    ``Infinity``), not as null, so that the ingest refuses it where it is, as it refuses it in a file."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=_orjson_default).encode() + b"\n"
+
+
 def ingest_records(corpus: Corpus, batches: Mapping[str, Iterable[dict]], **kw) -> IngestReport:
     """Ingest records made in memory, all or none, in one ingest: ``batches`` maps the name each batch's rows
     record as their source (e.g. "trb-collect study S subject X at T") to its records. Line numbers count
@@ -487,12 +539,18 @@ def ingest_records(corpus: Corpus, batches: Mapping[str, Iterable[dict]], **kw) 
     corpus.require()
     names: dict[str, str] = {}
     try:
-        for label, recs in batches.items():
-            fd, name = tempfile.mkstemp(prefix=".records-", suffix=".jsonl", dir=corpus.dir)
-            names[name] = label
-            with os.fdopen(fd, "wb") as f:
-                for rec in recs:
-                    f.write(orjson.dumps(rec) + b"\n")
+        try:
+            for label, recs in batches.items():
+                fd, name = tempfile.mkstemp(prefix=".records-", suffix=".jsonl", dir=corpus.dir)
+                names[name] = label
+                with os.fdopen(fd, "wb") as f:
+                    for rec in recs:
+                        f.write(_record_line(rec))
+        except OSError as e:
+            typed = storage_error(e, corpus.db_path)
+            if typed is None:
+                raise
+            raise typed from None
         return ingest(corpus, list(names), names=names, **kw)
     finally:
         for name in names:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,7 +78,11 @@ def read_blocks(
     ``max_line_bytes`` is skipped as it is read and yielded as an error block.
     ``progress`` receives the bytes consumed (of the file on disk) since its last call.
     """
-    f, tell = _open_bytes(path)
+    try:
+        f, tell = _open_bytes(path)
+    except OSError as e:
+        yield Block(1, b"", f"cannot open the file: {e.strerror or e}")
+        return
     last_pos = 0
     line = 1
     carry = b""
@@ -86,8 +91,9 @@ def read_blocks(
         while True:
             try:
                 chunk = f.read(block_bytes)
-            except (OSError, EOFError, gzip.BadGzipFile) as e:
-                yield Block(line, b"", f"cannot read compressed data: {e}")
+            except (OSError, EOFError, zlib.error) as e:  # BadGzipFile is an OSError; a corrupt stream, zlib.error
+                what = "compressed data (a corrupt or truncated gzip file)" if path.suffix == ".gz" else "the file"
+                yield Block(line, b"", f"cannot read {what} from this line on: {e}")
                 return
             if progress is not None:
                 pos = tell()

@@ -1,13 +1,22 @@
 """PII scanner for release gate 5: find personal data in a release's text fields.
 
 Before a corpus release every text field is scanned; each hit is listed and the
-release is refused unless the hit is redacted. The scanner looks for five kinds
+release is refused unless the hit is redacted. The scanner looks for seven kinds
 (:data:`PII_KINDS`) and is tuned for precision as much as for recall, because
 the corpus is full of numbers that are not personal data: clock times
 ("3:44 pm", "15:46:00"), dates and ISO timestamps ("2026-11-29T10:00:00Z"),
 grid cells ("C3"), decimals ("0.75", "1e-6"), versions ("v0.1", "2.13.0"), hex
 digests, counts ("Step 3 of 14", "2+2=4") and ids ("sim-1-0000123",
-"7f3a.t2.cf0", "consent/2026/001").
+"7f3a.t2.cf0", "consent/2026/001"), and full of prose with "at" and "dot" in it
+("look at the dot on the grid").
+
+Normalisation. Text that is not plain ASCII is matched in its NFKC form with the
+invisible format characters (Unicode category Cf: zero-width space and joiners,
+soft hyphen, bidi controls, BOM, ...) taken out, so a full-width "＠" or digit, a
+no-break space or a zero-width space inside an address hides nothing. A hit is
+reported at, and redaction replaces, the span of the *original* text it came
+from (the format characters inside it included); :attr:`PiiHit.value` holds the
+normalised (for an obfuscated e-mail: the plain ``local@domain``) form.
 
 Rules
 -----
@@ -18,9 +27,27 @@ letter, digit or ``_`` on either side, nor continue into one through ``.``,
 Only ASCII digits count as digits.
 
 email
-    ``local@domain.tld``: a dot-atom local part of ``[A-Za-z0-9_%+-]``, one or
-    more domain labels (letters, digits, inner hyphens) and a top-level domain
-    of at least 2 letters. ASCII only; "user@localhost" (no TLD) is not a hit.
+    ``local@domain.tld``: a dot-atom local part of word characters and ``%+-``,
+    one or more domain labels (letters, digits, inner hyphens) and a top-level
+    domain of at least 2 letters or an IDN ``xn--`` label; letters and digits of
+    any script count ("josé@bücher.de", "иван@пример.рф" are hits).
+    "user@localhost" (no TLD) is not a hit. Obfuscated forms are hits too:
+
+    * "@" written with single spaces around it ("john @ example.com"), when the
+      top-level domain is a common one (:data:`_COMMON_TLDS`) and no "(" follows
+      (so code such as "x @ self.weight" or "W @ x.to(device)" stays clear);
+    * "@" and "." written as ``at`` / ``dot`` in brackets (``[at]``, ``(at)``,
+      ``{at}``, ``<at>``, any case, spaces allowed): "john[at]example[dot]com",
+      "john (at) example (dot) com", "john(at)example.com";
+    * ``at`` / ``dot`` as plain words ("john at example dot com", "john.doe AT
+      example DOT org"): a plain ``at`` needs a ``dot`` word (or bracket) in the
+      domain ("page at example.com" is prose, not an address), no part may be a
+      common English word (:data:`_STOPWORDS`: "look at the dot com bubble"),
+      and after a plain ``dot`` the top-level domain must be a common one that is
+      not an English word ("look at the dot on the grid"; so "at example dot in"
+      is a known gap).
+
+    The hit covers the whole written form, separators and brackets included.
 phone
     10 to 15 digits in all (E.164 allows 7-15; fewer than 10 is refused so that
     times, dates and counts stay clear), written as digit groups separated by
@@ -50,7 +77,9 @@ ipv4
     loopback and private ones included (the gate errs on the side of redaction).
     "1.0.0.1" IS a hit: it is a real public address (a DNS resolver) and a
     bare four-part version string cannot be told from it by its shape; four-part
-    versions are a tolerated false positive, and "v1.0.0.1" is not a hit.
+    versions are a tolerated false positive, and "v1.0.0.1" is not a hit, nor
+    is an address right after a version word ("version 1.2.3.4", "release
+    10.0.0.1", "build: 1.2.3.4", "pkg==1.2.3.4"; :data:`_VERSION_BEFORE`).
 ipv6
     Full, compressed and IPv4-suffixed forms ("2001:0db8:0000:0000:0000:ff00:0042:8329",
     "2001:db8::1", "::1", "::ffff:192.0.2.1"), confirmed by
@@ -59,15 +88,27 @@ ipv6
     are not hits) and must not end with a colon ("f32::" in code). Clock times
     ("3:44", "15:46:00") are never valid addresses.
 card
-    13 to 19 digits, contiguous or grouped by single spaces or single hyphens
-    (one kind per number), passing the Luhn check and starting with an issuer
+    13 to 19 digits, contiguous or grouped by single spaces, single hyphens or
+    single dots (one kind per number), passing the Luhn check and starting with an issuer
     prefix of its length: Visa 4 (13, 16 or 19 digits), Mastercard 51-55 and
     2221-2720 (16), Amex 34/37 (15), Diners/JCB 30, 35, 36, 38, 39 (14+),
     Discover/UnionPay/Maestro 6, 50, 56-58. The prefix rule keeps epoch
     timestamps (1732870800000) and lists of years ("2019 2020 2021 2022") clear.
     A grouped number is grouped in fours (the last group 1-4 digits) or 4-6-4
     / 4-6-5 (Diners, Amex): "4111 1111 1111 1111", "5500-0000-0000-0004",
-    "3782 822463 10005", "378282246310005".
+    "3782 822463 10005", "378282246310005", "4111.1111.1111.1111".
+iban
+    An International Bank Account Number: two capital letters of a country in
+    the IBAN registry (:data:`_IBAN_LENGTHS`), two check digits and the account
+    number in capitals and digits, exactly the country's length, either compact
+    ("DE89370400440532013000", "GB82WEST12345698765432") or grouped in fours by
+    single spaces, the last group 1-4 ("DE89 3704 0044 0532 0130 00"); the
+    ISO 7064 mod-97 check must give 1. A spaced IBAN is an IBAN, never a phone
+    (it starts left of any phone inside it). Lower-case IBANs are not looked for.
+ssn
+    A US social security number written ``AAA-GG-SSSS``, without the numbers
+    never issued: area 000, 666 or 900-999 (ITINs), group 00, serial 0000
+    ("123-45-6789" is a hit, "666-12-3456" and "sim-123-45-6789" are not).
 
 Digit runs (phone and card). A run is a maximal sequence of digit groups joined
 by single separators; within it the leftmost, longest valid *window* of whole
@@ -84,40 +125,98 @@ one after the other with a single space, a known gap), and "6 415 555 0167 2"
 holds no phone.
 
 Overlaps are resolved leftmost first, then longest, then by the order
-card, email, ipv6, ipv4, phone; :func:`scan_text` returns non-overlapping hits in
+card, iban, email, ssn, ipv6, ipv4, phone; :func:`scan_text` returns non-overlapping hits in
 text order. :func:`redact` replaces each hit by ``[REDACTED:<kind>]``;
 :meth:`PiiHit.masked` gives a display form that does not reprint the value.
 
-Speed. Each detector runs only where a cheap test passes: email needs ``@``,
-ipv6 ``::`` or ``:h:h:h:h:`` (hex groups), ipv4 the fast regex for ".d.d.d", phone and card 10
-characters of digits and separators in a row (``[+(0-9][0-9 ().-]{9}``); the
-exact, slower patterns run only from those places. A field with none of these
-costs a few substring tests and two regex scans that skip on their first
-character.
+Speed. Each detector runs only where a cheap test passes: email needs ``@``
+(an obfuscated one "dot" or "DOT", or a bracketed "at" or "AT"; so "Dot" and
+"dOt" are found only beside one of those), ipv6 ``::`` or ``:h:h:h:h:`` (hex
+groups), ipv4 the fast regex for ".d.d.d", phone and card 10 characters of
+digits and separators in a row (``[+(0-9][0-9 ().-]{9}``), ssn that and "-",
+iban that and two capitals before two digits (every IBAN format holds 10 such
+characters in a row: its account number); the exact, slower patterns run only
+from those places. A field with none of these
+costs a few substring tests and a few regex scans that skip on their first
+character. ASCII text (most of a corpus) is not normalised.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PII_KINDS", "PiiHit", "redact", "scan_record", "scan_records", "scan_text", "text_fields"]
+__all__ = ["PII_KINDS", "PiiHit", "normalise", "redact", "scan_record", "scan_records", "scan_text", "text_fields"]
 
 #: The kinds of personal data the scanner reports.
-PII_KINDS: tuple[str, ...] = ("email", "phone", "ipv4", "ipv6", "card")
+PII_KINDS: tuple[str, ...] = ("email", "phone", "ipv4", "ipv6", "card", "iban", "ssn")
 
-_PRIORITY = {"card": 0, "email": 1, "ipv6": 2, "ipv4": 3, "phone": 4}
+_PRIORITY = {"card": 0, "iban": 1, "email": 2, "ssn": 3, "ipv6": 4, "ipv4": 5, "phone": 6}
 _DIGITS = "0123456789"
 
+# Every character of Unicode category Cf (format: invisible), as of Unicode 15; a test checks it against
+# the running Python's unicodedata.
+_FORMAT_CHARS = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
 
+# An e-mail's parts (``\w`` is any script's letters and digits, and ``_``).
+_LABEL = r"[^\W_](?:(?:[^\W_]|-){0,61}[^\W_])?"
+_TLD = r"(?:xn--[a-z0-9-]{1,59}|[^\W\d_]{2,63})"
 _EMAIL = re.compile(
-    r"(?<![A-Za-z0-9_%+.-])[A-Za-z0-9_%+-]+(?:\.[A-Za-z0-9_%+-]+)*"
-    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}"
-    r"(?![A-Za-z0-9_-])"
+    rf"(?<![\w%+.-])[\w%+-]+(?:\.[\w%+-]+)*(?P<at>@| @ )(?:{_LABEL}\.)+(?P<tld>{_TLD})(?![\w-])"
+)
+# Obfuscated "@" and ".": a bracketed word, a plain word, or (with another obfuscated separator) the sign itself.
+_OPEN, _CLOSE = r"[\[({<]", r"[\])}>]"
+_OB_AT = (rf"(?:[ \t]?{_OPEN}[ \t]?(?i:at)[ \t]?{_CLOSE}[ \t]?|[ \t]{{1,3}}(?i:at)[ \t]{{1,3}}"
+          r"|[ \t]@[ \t]|@)")
+_OB_DOT = rf"(?:[ \t]?{_OPEN}[ \t]?(?i:dot)[ \t]?{_CLOSE}[ \t]?|[ \t]{{1,3}}(?i:dot)[ \t]{{1,3}}|\.)"
+_OB_DOT_RE = re.compile(_OB_DOT)
+_OBFUSCATED = re.compile(
+    rf"(?<![\w%+.-])(?P<local>[\w%+-]{{1,64}}(?:{_OB_DOT}[\w%+-]{{1,64}}){{0,7}})(?P<at>{_OB_AT})"
+    rf"(?P<domain>(?:{_LABEL}{_OB_DOT}){{1,8}}(?P<tld>{_TLD}))(?![\w-])"
+)  # bounded (local parts of at most 8 atoms, domains of at most 9 labels): "dot dot dot ..." stays linear
+# a bracketed "at"; first "at" or "AT" before a closing bracket (a literal first: a fast search)
+_BRACKET_AT = re.compile(rf"{_OPEN}[ \t]?[aA][tT][ \t]?{_CLOSE}")
+_AT_CLOSING = (re.compile(rf"at[ \t]?{_CLOSE}"), re.compile(rf"AT[ \t]?{_CLOSE}"))
+#: Top-level domains an address written with a spaced "@" or a plain "dot" must end in: common ones that are
+#: not English words (so "in", "it", "is", "me", "no", "to", "us", "at", "be", "do", "so", "la" are left out).
+_COMMON_TLDS = frozenset(
+    "com org net edu gov mil int info biz name pro mobi io ai co app dev xyz online site tech email mail cloud "
+    "uk de fr es nl se ch ca au jp cn ru br pl eu dk fi nz za kr tw hk sg mx ar cz gr hu ro pt ie il tr ua cl "
+    "pe ve ly fm tv cc ws lu lt lv ee sk si hr rs bg by kz th vn ph my id ng ke eg sa ae qa ir pk bd lk np "
+    "jo kw om".split())
+#: Words that are not part of an address written with plain "at" / "dot" words ("look at the dot com bubble").
+_STOPWORDS = frozenset(
+    "a an the this that these those my your his her its our their some any each every no one all another other "
+    "it me you us we they he she him them i to of in on and or is are was were be been not here there where "
+    "what who which look looks looking looked stare staring point pointing aim aiming meet meeting arrive "
+    "arrived red blue green black white big small same".split())
+
+_IBAN_LENGTHS = {
+    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BI": 27, "BR": 29,
+    "BY": 28, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DJ": 27, "DK": 18, "DO": 28, "EE": 20, "EG": 29,
+    "ES": 24, "FI": 18, "FK": 18, "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28,
+    "HR": 21, "HU": 28, "IE": 22, "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28,
+    "LC": 32, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "LY": 25, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MN": 20,
+    "MR": 27, "MT": 31, "MU": 30, "NI": 28, "NL": 18, "NO": 15, "OM": 23, "PK": 24, "PL": 28, "PS": 29, "PT": 25,
+    "QA": 29, "RO": 24, "RS": 22, "RU": 33, "SA": 24, "SC": 31, "SD": 18, "SE": 24, "SI": 19, "SK": 24, "SM": 27,
+    "SO": 23, "ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20, "YE": 30,
+}
+_IBAN_HINT = re.compile(r"[A-Z][A-Z][0-9][0-9]")
+_IBAN = re.compile(r"[A-Z]{2}[0-9]{2}(?:[A-Z0-9]{11,30}|(?: [A-Z0-9]{4}){2,7}(?: [A-Z0-9]{1,4})?)")
+_SSN = re.compile(r"-([0-9]{2})-([0-9]{4})")  # the area number's 3 digits are checked before it
+#: Words right before a dotted quad that make it a version, not an address.
+_VERSION_BEFORE = re.compile(
+    r"(?:(?<![\w])(?i:version|ver|v|release|rel|build|rev|revision|firmware|update|updated|upgrade|upgraded"
+    r"|upgrading|patch|tag|pkg|package)(?:[ \t]*[:=#]?[ \t]*|[ \t]+to[ \t]+)|[=<>~!]=[ \t]*)$"
 )
 
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
@@ -155,12 +254,18 @@ _DATE = re.compile(
 
 @dataclass(frozen=True)
 class PiiHit:
-    """One piece of personal data: ``text == source[start:end]``."""
+    """One piece of personal data: ``text == source[start:end]``.
+
+    ``value`` is the normalised form that was matched when it differs from ``text``
+    (NFKC, format characters removed; an obfuscated e-mail as ``local@domain``),
+    else ``None``; it is not part of a hit's equality.
+    """
 
     kind: str
     start: int
     end: int
     text: str
+    value: str | None = field(default=None, compare=False)
 
     def masked(self) -> str:
         """A display form that shows the kind and shape but not the value.
@@ -168,9 +273,15 @@ class PiiHit:
         email "j***@e***.org"; phone keeps a leading "+CC" group and the last 2
         digits ("+1 *** *** **67"); card keeps the first 4 and last 4 digits
         ("4111 **** **** 1111"); ipv4 keeps the first octet ("192.*.*.*");
-        ipv6 keeps the first group ("2001:****").
+        ipv6 keeps the first group ("2001:****"); iban keeps the country and
+        the last 2 characters ("DE** **** **** **** **** 00"); ssn the last 2
+        digits ("***-**-**89"). Made from :attr:`value` when there is one.
         """
-        t = self.text
+        t = self.value or self.text
+        if self.kind == "iban":
+            alnum = [i for i, c in enumerate(t) if c.isalnum()]
+            keep = set(alnum[:2] + alnum[-2:])
+            return "".join(c if i in keep or not c.isalnum() else "*" for i, c in enumerate(t))
         if self.kind == "email":
             local, domain = t.rsplit("@", 1)
             labels = domain.split(".")
@@ -182,6 +293,8 @@ class PiiHit:
         if self.kind == "card":
             n = sum(c.isdigit() for c in t)
             keep = lambda i: i < 4 or i >= n - 4  # noqa: E731
+        elif self.kind == "ssn":
+            keep = lambda i: i >= 7  # noqa: E731
         else:  # phone
             n = sum(c.isdigit() for c in t)
             cc = 0
@@ -236,7 +349,7 @@ def _is_card(atoms: list[tuple[str, str]], around: tuple[str, ...]) -> bool:
         return False
     if len(groups) > 1:
         seps = {s for s, _ in atoms[1:]}
-        if seps not in ({" "}, {"-"}):
+        if seps not in ({" "}, {"-"}, {"."}):
             return False
         if seps == {" "} and any(g.isdigit() and len(g) >= 3 for g in around):  # "7654 2631 ... 1612" lists
             return False
@@ -321,8 +434,89 @@ def _scan_runs(text: str, out: list[PiiHit], hint: re.Match | None) -> None:
 
 
 def _scan_email(text: str, out: list[PiiHit]) -> None:
-    for m in _EMAIL.finditer(text):
+    pos = 0
+    while (m := _EMAIL.search(text, pos)) is not None:
+        if m.group("at") != "@" and (m.group("tld").lower() not in _COMMON_TLDS or text[m.end():m.end() + 1] == "("):
+            pos = m.start() + 1  # "x @ self.weight", "W @ x.to(device)": code, not an address
+            continue
         out.append(PiiHit("email", m.start(), m.end(), m.group()))
+        pos = m.end()
+
+
+def _separator_form(sep: str) -> str:
+    s = sep.strip(" \t")
+    return "sign" if s in ("@", ".") else "bracket" if s[0] in "[({<" else "word"
+
+
+def _plain_email(m: re.Match) -> str | None:
+    """``local@domain`` for an obfuscated address ``m`` of :data:`_OBFUSCATED`, or None where it is not one."""
+    local, at, domain = m.group("local"), m.group("at"), m.group("domain")
+    local_dots, domain_dots = _OB_DOT_RE.findall(local), _OB_DOT_RE.findall(domain)
+    forms = [_separator_form(s) for s in (at, *local_dots, *domain_dots)]
+    if all(f == "sign" for f in forms):
+        return None  # a plain address: _EMAIL's
+    parts = _OB_DOT_RE.split(local) + _OB_DOT_RE.split(domain)
+    if "word" in forms and any(p.lower() in _STOPWORDS for p in parts):
+        return None
+    at_form = forms[0]
+    if at_form == "word" and all(_separator_form(s) == "sign" for s in domain_dots):
+        return None  # "the page at example.com"
+    last = _separator_form(domain_dots[-1])
+    if (last == "word" or at.strip(" \t") != at and at_form == "sign") and m.group("tld").lower() not in _COMMON_TLDS:
+        return None  # "look at the dot on the grid", "x @ self[dot]weight"
+    return ".".join(_OB_DOT_RE.split(local)) + "@" + ".".join(_OB_DOT_RE.split(domain))
+
+
+def _scan_obfuscated_email(text: str, out: list[PiiHit]) -> None:
+    pos = 0
+    while (m := _OBFUSCATED.search(text, pos)) is not None:
+        plain = _plain_email(m)
+        if plain is None:
+            pos = m.start() + 1
+            continue
+        out.append(PiiHit("email", m.start(), m.end(), m.group(), plain))
+        pos = m.end()
+
+
+def _iban_ok(compact: str) -> bool:
+    if _IBAN_LENGTHS.get(compact[:2]) != len(compact):
+        return False
+    moved = compact[4:] + compact[:4]
+    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+
+
+def _scan_iban(text: str, out: list[PiiHit], hint: re.Match | None) -> None:
+    while hint is not None:
+        start = hint.start()
+        pos = start + 1
+        m = _IBAN.match(text, start)
+        if m is not None and (start == 0 or not (text[start - 1].isalnum() or text[start - 1] in "_.+/-")):
+            length = _IBAN_LENGTHS.get(m.group()[:2], 0)
+            end, n = start, 0
+            for c in m.group():  # the shortest prefix holding the country's length of characters
+                end += 1
+                n += c != " "
+                if n == length:
+                    break
+            cand = text[start:end]
+            if n == length and not _continues(text, end) and _iban_ok(cand.replace(" ", "")):
+                out.append(PiiHit("iban", start, end, cand))
+                pos = end
+        hint = _IBAN_HINT.search(text, pos)
+
+
+def _scan_ssn(text: str, out: list[PiiHit]) -> None:
+    for m in _SSN.finditer(text):
+        group, serial = m.groups()
+        start = m.start() - 3
+        area = text[max(0, start):m.start()]
+        if start < 0 or not (area.isdigit() and area.isascii()):
+            continue
+        if start and (text[start - 1].isalnum() or text[start - 1] in "_.+/-"):
+            continue
+        if area in ("000", "666") or area[0] == "9" or group == "00" or serial == "0000" or _continues(text, m.end()):
+            continue
+        out.append(PiiHit("ssn", start, m.end(), text[start:m.end()]))
 
 
 def _scan_ipv4(text: str, out: list[PiiHit], hint: re.Match | None) -> None:
@@ -332,7 +526,8 @@ def _scan_ipv4(text: str, out: list[PiiHit], hint: re.Match | None) -> None:
         for start in range(max(0, dot - 3), dot):
             m = _IPV4.match(text, start)
             if m is not None:
-                out.append(PiiHit("ipv4", m.start(), m.end(), m.group()))
+                if not _VERSION_BEFORE.search(text, max(0, start - 24), start):
+                    out.append(PiiHit("ipv4", m.start(), m.end(), m.group()))
                 pos = m.end()
                 break
         hint = _IPV4_HINT.search(text, pos)
@@ -354,11 +549,132 @@ def _scan_ipv6(text: str, out: list[PiiHit], near: int) -> None:
         out.append(PiiHit("ipv6", m.start(), m.end(), cand))
 
 
+def _no_format_chars(text: str) -> bool:
+    # str.isprintable() is False for every Cf character (and for line breaks and tabs): a fast first test
+    return (text.isprintable() or text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable()
+            or _FORMAT_CHARS.search(text) is None)
+
+
+_NFKC_CHAR: dict[str, str] = {}  # a cache: character -> its NFKC form ("" for a format character)
+
+
+def _nfkc_char(c: str) -> str:
+    v = _NFKC_CHAR.get(c)
+    if v is None:
+        v = "" if _FORMAT_CHARS.match(c) else unicodedata.normalize("NFKC", c)
+        if len(_NFKC_CHAR) < 65536:
+            _NFKC_CHAR[c] = v
+    return v
+
+
+def _normalise_clusters(text: str) -> tuple[str, list[int], list[int]]:
+    """:func:`normalise` for text with combining marks: each base character is normalised with its marks."""
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    i, n = 0, len(text)
+    while i < n:
+        j = i + 1
+        while j < n and unicodedata.category(text[j])[0] == "M":
+            j += 1
+        piece = text[i:j]
+        if not piece.isascii():
+            piece = "".join(_nfkc_char(c) for c in piece) if j == i + 1 else unicodedata.normalize(
+                "NFKC", _FORMAT_CHARS.sub("", piece))
+        out.append(piece)
+        starts.extend([i] * len(piece))
+        ends.extend([j] * len(piece))
+        i = j
+    return "".join(out), starts, ends
+
+
+def normalise(text: str) -> tuple[str, list[int] | None, list[int] | None]:
+    """``text`` as the scanner matches it, and where each of its characters came from.
+
+    Returns ``(norm, starts, ends)``: ``norm`` is ``text`` without its format characters
+    (Unicode category Cf) and in NFKC form, taken character by character (a base
+    character together with its combining marks); ``norm[i]`` came from
+    ``text[starts[i]:ends[i]]``. ``starts`` and ``ends`` are None where every character
+    of ``norm`` came from the one at its own position (``norm`` is then ``text``, or
+    ``text`` with characters replaced one for one: a full-width "＠", a no-break space).
+    """
+    if text.isascii() or (unicodedata.is_normalized("NFKC", text) and _no_format_chars(text)):
+        return text, None, None
+    table: dict[int, str] = {}
+    for c in set(text):
+        if c > "\x7f":
+            if unicodedata.category(c)[0] == "M":
+                return _normalise_clusters(text)
+            v = _nfkc_char(c)
+            if v != c:
+                table[ord(c)] = v
+    if not table:
+        return text, None, None
+    norm = text
+    for c, v in table.items():  # (str.translate looks every character up: far slower)
+        norm = norm.replace(chr(c), v)
+    if all(len(v) == 1 for v in table.values()):
+        return norm, None, None
+    # the characters that became more or fewer than one ("…" -> "...", a zero-width space -> "")
+    moved = sorted(i for c, v in table.items() if len(v) != 1 for i in _positions(text, chr(c)))
+    starts: list[int] = []
+    ends: list[int] = []
+    prev = 0
+    for i in moved:
+        starts.extend(range(prev, i))
+        ends.extend(range(prev + 1, i + 1))
+        k = len(table[ord(text[i])])
+        starts.extend([i] * k)
+        ends.extend([i + 1] * k)
+        prev = i + 1
+    starts.extend(range(prev, len(text)))
+    ends.extend(range(prev + 1, len(text) + 1))
+    return norm, starts, ends
+
+
+def _positions(text: str, c: str) -> Iterator[int]:
+    i = text.find(c)
+    while i >= 0:
+        yield i
+        i = text.find(c, i + 1)
+
+
 def scan_text(text: str) -> list[PiiHit]:
-    """The PII hits in ``text``: non-overlapping, in order of position (see the module rules)."""
+    """The PII hits in ``text``: non-overlapping, in order of position (see the module rules).
+
+    Each hit's span is in ``text`` itself; text that is not ASCII is matched after
+    :func:`normalise`, and its hits carry the normalised form as :attr:`PiiHit.value`.
+    """
+    if text.isascii():  # most of a corpus: nothing to normalise
+        # the shortest hit that is not an IPv6 address is 6 characters long ("a@b.co"); "::1" has a colon
+        return _scan(text) if len(text) >= 6 or ":" in text else []
+    norm, starts, ends = normalise(text)
+    hits = _scan(norm)
+    if norm is text:
+        return hits
+    out = []
+    for h in hits:
+        a, b = (h.start, h.end) if starts is None or ends is None else (starts[h.start], ends[h.end - 1])
+        value = h.value or h.text
+        out.append(PiiHit(h.kind, a, b, text[a:b], None if value == text[a:b] else value))
+    return out
+
+
+def _scan(text: str) -> list[PiiHit]:
     found: list[PiiHit] = []
     if "@" in text:
         _scan_email(text, found)
+    if ("dot" in text or "DOT" in text
+            or (")" in text or "]" in text or "}" in text or ">" in text)
+            and (_AT_CLOSING[0].search(text) or _AT_CLOSING[1].search(text)) and _BRACKET_AT.search(text) is not None):
+        _scan_obfuscated_email(text, found)
+    run_hint = _RUN_HINT.search(text)
+    if run_hint is not None:
+        # "ddd-dd-dddd" is 11 run characters; every IBAN format has 10 in a row (its account number)
+        if "-" in text:
+            _scan_ssn(text, found)
+        if (hint := _IBAN_HINT.search(text)) is not None:
+            _scan_iban(text, found, hint)
     if ":" in text:
         # where the first address can be: at the first "::" or the first ":h:h:h:h:"
         near = text.find("::")
@@ -369,8 +685,8 @@ def scan_text(text: str) -> list[PiiHit]:
             _scan_ipv6(text, found, near)
     if "." in text and (hint := _IPV4_HINT.search(text)) is not None:
         _scan_ipv4(text, found, hint)
-    if (hint := _RUN_HINT.search(text)) is not None:
-        _scan_runs(text, found, hint)
+    if run_hint is not None:
+        _scan_runs(text, found, run_hint)
     if len(found) <= 1:
         return found
     found.sort(key=lambda h: (h.start, h.start - h.end, _PRIORITY[h.kind]))

@@ -24,6 +24,18 @@ def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def _remove_dead_hub_scratch(d: Path) -> None:
+    for p in d.glob(".hub.json.tmp-*"):
+        pid = p.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                p.unlink(missing_ok=True)
+            except PermissionError:
+                pass
+
+
 def publish_release(directory: str | os.PathLike, repo: str, *, token: str | None = None,
                     private: bool = False) -> dict:
     """Upload ``directory`` to the dataset repo ``repo`` (ORG/NAME), tag it, record the commit in hub.json.
@@ -33,6 +45,7 @@ def publish_release(directory: str | os.PathLike, repo: str, *, token: str | Non
         PublishFailed: offline, or the hub could not be reached or refused; hub.json is not written.
     """
     d = Path(directory)
+    _remove_dead_hub_scratch(d)  # a publish killed before its rename left it; verify would call it unlisted
     manifest = verify_release(d)
     if "/" not in repo or repo.count("/") != 1:
         raise PublishFailed(f"--repo {repo!r} is not ORG/NAME")

@@ -1,13 +1,18 @@
 """Cutting a release: splits, gates, parquet shards, card, datasheet, Croissant, manifest.
 
-A release is built in a temporary directory beside its destination and renamed
-into place only when every gate has passed, so a refused release writes nothing.
-Its identity is the content SHA (:mod:`schemas.release_format`); an existing version with
-different content is refused (immutability), the same content is a no-op.
+A release is built in a staging directory beside its destination (``.X.Y.Z.tmp-PID``) and
+renamed into place only when every gate has passed, so a refused, failed or killed release
+leaves nothing any command reads (the next release removes a killed one's staging). Its
+identity is the content SHA (:mod:`schemas.release_format`), and its manifest's claims are
+bound by ``claims_sha256``. A version is cut once per corpus (:mod:`corpus.ledger`, under the
+corpus's release lock): the same version with other content, or at another directory than
+where the corpus released it, is refused (gate ``immutability``); the same content at the same
+place is a no-op.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -17,11 +22,13 @@ from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from corpus.errors import ReleaseRefused, UsageError
+from corpus import ledger
+from corpus.errors import DiskFull, InvalidReleases, ReleaseRefused, UsageError
 from corpus.gates import (
     completeness_gate,
     min_annotators_gate,
@@ -33,10 +40,12 @@ from corpus.gates import (
     transfer_provenance_gate,
 )
 from corpus.labels import decisions_sql
+from corpus.redaction import DocumentScan, refuse_personal_data
 from corpus.splits import DEFAULT_SALT, HELD_OUT, assign_subjects, pinned_subjects
 from corpus.store import Corpus
 from schemas.hashing import sha256_file
 from schemas.models import GateResult, ReleaseManifest
+from schemas.release_check import check_release, load_manifest
 from schemas.release_format import (
     CONFIGS,
     MIN_ANNOTATORS,
@@ -45,6 +54,7 @@ from schemas.release_format import (
     SPLITS,
     ContentDigest,
     arrow_schema,
+    claims_digest,
     shard_name,
 )
 from schemas.versions import SCHEMA_VERSION, TOOLKIT_VERSION, TRB_VERSION
@@ -168,20 +178,60 @@ def read_manifest(directory: str | os.PathLike) -> dict:
     return json.loads((Path(directory) / "manifest.json").read_text(encoding="utf-8"))
 
 
-def list_releases(corpus: Corpus) -> list[dict]:
-    """Every release under ``<corpus>/releases/``, by version."""
+def list_releases(corpus: Corpus, problems: list[str] | None = None) -> list[dict]:
+    """Every release of the corpus, by version: each directory under ``<corpus>/releases/`` with a manifest, and
+    each version the corpus released elsewhere (``--out``; :mod:`corpus.ledger`) whose directory is still there.
+
+    Staging directories (``.X.Y.Z.tmp-PID``) and other dot-entries are never listed. A directory whose manifest
+    is not a release manifest is a problem (one line, naming the file and what is wrong): added to ``problems``
+    when given, else raised.
+
+    Raises:
+        InvalidReleases: a manifest under ``releases/`` is not one (and ``problems`` was not given).
+    """
     root = corpus.require().dir / "releases"
-    out = []
-    for d in sorted(root.glob("*/manifest.json")) if root.is_dir() else []:
-        m = json.loads(d.read_text(encoding="utf-8"))
+    out, bad, seen = [], [], set()
+
+    def add(d: Path, m: dict) -> None:
+        seen.add(os.path.abspath(d))
         out.append({"version": m["version"], "release_sha": m["release_sha"], "kind": m["kind"],
-                    "smoke_test": m["smoke_test"], "directory": str(d.parent), "counts": m["counts"],
+                    "smoke_test": m["smoke_test"], "directory": str(d), "counts": m["counts"],
                     "synthetic_share": m["synthetic_share"]})
-    return sorted(out, key=lambda r: tuple(int(x) for x in r["version"].split(".")))
+
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
+        if d.name.startswith(".") or not d.is_dir() or not (d / "manifest.json").exists():
+            continue
+        m, why = load_manifest(d)
+        if m is None:
+            bad.append(f"{d}/{why}")
+        else:
+            add(d, m)
+    for entry in ledger.released_versions(corpus.dir).values():
+        if os.path.abspath(entry.directory) not in seen:
+            m, _ = load_manifest(entry.directory)
+            if m is not None and m["release_sha"] == entry.release_sha:
+                add(entry.directory, m)
+    if bad:
+        if problems is None:
+            raise InvalidReleases(bad)
+        problems += bad
+    return sorted(out, key=lambda r: (tuple(int(x) for x in r["version"].split(".")), r["directory"]))
 
 
 def _parent_info(parent: Path) -> tuple[dict, pa.Table]:
-    m = read_manifest(parent)
+    """The parent release's manifest and its sessions' (id, subject, split), once it is checked against its manifest.
+
+    Raises:
+        UsageError: ``parent`` is not a release directory, or differs from its manifest.
+    """
+    check = check_release(parent)
+    if check.manifest is None:
+        raise UsageError(f"--parent {parent} is not a release directory ({check.differences[0]})")
+    if not check.ok:
+        more = f" (and {len(check.differences) - 1} more; `trb-corpus verify` lists them)" \
+            if len(check.differences) > 1 else ""
+        raise UsageError(f"--parent {parent} differs from its manifest: {check.differences[0]}{more}")
+    m = check.manifest
     files = sorted((parent / "data" / "sessions").glob("*.parquet"))
     table = pa.concat_tables([pq.read_table(f, columns=["session_id", "subject_id", "split"]) for f in files]) \
         if files else pa.table({"session_id": [], "subject_id": [], "split": []})
@@ -268,6 +318,42 @@ def _scan_rows(rows: list[dict], config: str, hits: list, counter: list[int], re
     return changed
 
 
+def _write_split(reader, config, split, schema, n_shards, tmp, hits, n_hits, redact_pii, digest, bar) -> None:
+    """Write one split of one config from ``reader`` into its shards (scanned for PII, hashed into ``digest``)."""
+    shard, writer, in_shard = 0, None, 0
+    try:
+        for batch in reader:
+            batch = pa.Table.from_batches([batch]).rename_columns(schema.names).cast(schema)
+            rows = batch.to_pylist()
+            if _scan_rows(rows, config, hits, n_hits, redact_pii):
+                batch = pa.Table.from_pylist(rows, schema=schema)
+            digest.add_batch(config, batch)
+            start = 0
+            while start < batch.num_rows:
+                if writer is None:
+                    path = tmp / shard_name(config, split, shard, n_shards)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    writer = pq.ParquetWriter(path, schema, compression="zstd")
+                take = min(ROWS_PER_SHARD - in_shard, batch.num_rows - start)
+                writer.write_table(batch.slice(start, take))
+                start += take
+                in_shard += take
+                if in_shard == ROWS_PER_SHARD:
+                    writer.close()
+                    writer, in_shard, shard = None, 0, shard + 1
+            bar.update(batch.num_rows)
+        if writer is not None:
+            writer, done = None, writer
+            done.close()
+    except BaseException:
+        if writer is not None:  # the shard is discarded with the staging directory: its own error must not mask this
+            try:
+                writer.close()
+            except (OSError, pa.ArrowException):
+                pass
+        raise
+
+
 def _write_data(con, tmp: Path, progress: bool, redact_pii: bool) -> tuple[dict, dict, list, int, ContentDigest]:
     counts: dict[str, dict[str, int]] = {}
     files: list[dict] = []
@@ -288,29 +374,10 @@ def _write_data(con, tmp: Path, progress: bool, redact_pii: bool) -> tuple[dict,
                 n_shards = max(1, -(-n // ROWS_PER_SHARD))
                 reader = con.sql(f"SELECT * FROM rel_{config} WHERE split = $split ORDER BY {_ORDER[config]}",
                                  params={"split": split}).to_arrow_reader(_BATCH_ROWS)
-                shard, writer, in_shard = 0, None, 0
-                for batch in reader:
-                    batch = pa.Table.from_batches([batch]).rename_columns(schema.names).cast(schema)
-                    rows = batch.to_pylist()
-                    if _scan_rows(rows, config, hits, n_hits, redact_pii):
-                        batch = pa.Table.from_pylist(rows, schema=schema)
-                    digest.add_batch(config, batch)
-                    start = 0
-                    while start < batch.num_rows:
-                        if writer is None:
-                            path = tmp / shard_name(config, split, shard, n_shards)
-                            path.parent.mkdir(parents=True, exist_ok=True)
-                            writer = pq.ParquetWriter(path, schema, compression="zstd")
-                        take = min(ROWS_PER_SHARD - in_shard, batch.num_rows - start)
-                        writer.write_table(batch.slice(start, take))
-                        start += take
-                        in_shard += take
-                        if in_shard == ROWS_PER_SHARD:
-                            writer.close()
-                            writer, in_shard, shard = None, 0, shard + 1
-                    bar.update(batch.num_rows)
-                if writer is not None:
-                    writer.close()
+                try:
+                    _write_split(reader, config, split, schema, n_shards, tmp, hits, n_hits, redact_pii, digest, bar)
+                finally:  # an open result would make the corpus's DETACH fail and mask what went wrong here
+                    reader.close()
     finally:
         bar.close()
     for path in sorted(tmp.glob("data/*/*.parquet")):
@@ -351,14 +418,35 @@ def _rai(manifest: dict, facts: dict, phi_from_annotators: int = 0) -> dict:
                            f"Synthetic counterfactual share {manifest['synthetic_share']} (capped at 3 synthetic "
                            "per human one)." + _ceiling_note(manifest),
         "dataBiases": "Subject populations and contexts are listed in the datasheet; transfer contexts are held out.",
-        "personalSensitiveInformation": "Subjects are pseudonymous ids; every text field passed a PII scan "
-                                        f"(e-mail, phone, IP, card numbers): {manifest['pii']}.",
+        "personalSensitiveInformation": "Subjects are pseudonymous ids; every text field of every file passed a "
+                                        f"PII scan (e-mail, phone, IP, card, IBAN, US SSN): {manifest['pii']}.",
         "dataUseCases": "Evaluating whether a model's stated reasoning governs its actions (TRB Tracks 1 and 3). "
                         "The eval and transfer splits must never be used to fit anything.",
         "dataSocialImpact": "Measures faithfulness of model self-reports; a misread result could overstate it.",
         "dataReleaseMaintenancePlan": "Releases are immutable and SHA-pinned; corrections come as new versions "
                                       "with a parent reference.",
     }
+
+
+def _pii_gate(n_rows: int, n_docs: int, redact_pii: bool, hits: list[str]) -> GateResult:
+    n = n_rows + n_docs
+    where = f" ({n_rows} in rows, {n_docs} in the datasheet, card, Croissant or manifest)" if n_docs else ""
+    return GateResult(
+        name="pii_scan", passed=redact_pii or n == 0,
+        figure=f"{n} hit(s) in every text field{where}" + (" (redacted)" if redact_pii and n else ""),
+        bar="0 unredacted hits (e-mail, phone, IP, card, IBAN, US SSN) in every file",
+        detail="\n".join(hits) if hits else None)
+
+
+def _recount_pii(manifest: dict, n_rows: int, n_docs: int, redact_pii: bool, hits: list[str]) -> None:
+    """Hits found in the files as written: refused like any other, or (redacted) counted in the manifest."""
+    gate = _pii_gate(n_rows, n_docs, redact_pii, hits)
+    if not gate.passed:
+        raise ReleaseRefused([gate], "release refused: personal data found; redact it in the corpus, "
+                                     "or cut with --redact-pii; nothing was written")
+    n = n_rows + n_docs
+    manifest["pii"].update(hits=n, redacted=n, documents=n_docs)
+    manifest["gates"] = [gate.model_dump(mode="json") if g["name"] == "pii_scan" else g for g in manifest["gates"]]
 
 
 def cut_release(
@@ -385,13 +473,15 @@ def cut_release(
     with each split's annotator counts and the Track 1 annotator-noise ceiling.
 
     Raises:
-        ReleaseRefused: a gate failed (its figure, bar and first offending ids); nothing was written.
-        UsageError: a malformed version, kind, parent, datasheet or ``min_annotators``.
-        CorpusNotFound, CorpusBusy: as for every corpus command.
+        ReleaseRefused: a gate failed (its figure, bar and first offending ids), or the version was
+            released with other content, or released by this corpus at another directory (gate
+            ``immutability``); nothing was written.
+        UsageError: a malformed version, kind, parent (or one that differs from its manifest), datasheet
+            or ``min_annotators``; an ``out`` that is a file, under one, or cannot be written.
+        CorpusNotFound, CorpusBusy: as for every corpus command; CorpusBusy also when another release of
+            this corpus held its release lock past ``wait_seconds``.
+        DiskFull: the disk filled up while the release was written; nothing was written.
     """
-    from corpus.card import datasheet_values, fill_datasheet, render_card
-    from corpus.croissant import build_croissant, validate_croissant
-
     if not _VERSION.match(version):
         raise UsageError(f"version {version!r} is not X.Y.Z (e.g. 0.1.0)")
     if kind not in ("trb", "smoke"):
@@ -400,20 +490,75 @@ def cut_release(
         raise UsageError(f"min_annotators {min_annotators!r} is not a whole number >= 1")
     corpus.require()
     dest = Path(out) if out else corpus.dir / "releases" / version
+    _check_out(dest)
     template_path = Path(datasheet) if datasheet else TEMPLATE
     if not template_path.is_file():
         raise UsageError(f"datasheet template {template_path} does not exist")
     template = template_path.read_text(encoding="utf-8")
     parent_manifest, parent_sessions, pinned, held_out = None, None, {}, {}
     if parent is not None:
-        if not (Path(parent) / "manifest.json").is_file():
-            raise UsageError(f"--parent {parent} is not a release directory (no manifest.json)")
         parent_manifest, parent_sessions = _parent_info(Path(parent))
         pinned = pinned_subjects(parent_sessions)
         held_out = {s: sp for s, sp in zip(parent_sessions.column("session_id").to_pylist(),
                                            parent_sessions.column("split").to_pylist()) if sp in HELD_OUT}
     salt = salt or (parent_manifest or {}).get("salt") or DEFAULT_SALT
+    refuse_personal_data(salt, "the split salt (--salt, or the parent's)")
     fractions = split_fractions or (parent_manifest or {}).get("split_fractions") or dict(SPLIT_FRACTIONS)
+
+    with ledger.release_lock(corpus.dir, wait_seconds=wait_seconds, version=version):
+        ledger.remove_stale(corpus.dir, corpus.dir / "releases", dest.parent)
+        earlier = ledger.released_versions(corpus.dir).get(version)
+        if earlier is not None and not ledger.same_directory(earlier.directory, dest):
+            raise ReleaseRefused([_elsewhere(version, earlier, dest)])
+        return _cut(corpus, version, kind, dest, earlier, trainer_orgs, parent_manifest, held_out, pinned, salt,
+                    fractions, redact_pii, template, progress, wait_seconds, min_annotators, template_path)
+
+
+def _check_out(dest: Path) -> None:
+    """Refuse, before any work, a destination that cannot be a release directory (a file, or under one)."""
+    if dest.exists() and not dest.is_dir():
+        raise UsageError(f"--out {dest} is a file, not a directory; choose another --out")
+    p = dest.parent
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    if not p.is_dir():
+        raise UsageError(f"--out {dest}: {p} is a file, not a directory; choose another --out")
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {dest}: {p} is not writable by this user; choose another --out")
+
+
+def _elsewhere(version: str, earlier: ledger.Released, dest: Path) -> GateResult:
+    return GateResult(
+        name="immutability", passed=False,
+        figure=f"version {version} was released by this corpus at {earlier.directory} (release SHA "
+               f"{earlier.release_sha})",
+        bar=f"a version is cut once per corpus, wherever --out points (not again at {dest}): copy that directory, "
+            "or cut a new version")
+
+
+#: Text of a full disk (or quota) in errors that carry no errno (DuckDB's, pyarrow's).
+_NO_SPACE = ("No space left on device", "Disk quota exceeded", "not enough space on the disk")
+
+
+def _write_error(e: BaseException, version: str, dest: Path) -> Exception | None:
+    """The typed error for a failure to write the release (a full disk, an unwritable place), else None (a bug)."""
+    text = str(e)
+    if (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)) or any(m in text for m in _NO_SPACE):
+        return DiskFull(f"the disk holding {dest.parent} is full: release {version} was not written (its staging "
+                        "directory was removed; free some space, or choose another --out)")
+    if isinstance(e, OSError):
+        why = e.strerror or text.splitlines()[0] if text else type(e).__name__
+        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+        return UsageError(f"cannot write release {version} at {dest}: {why}{where}; nothing was written "
+                          "(choose another --out)")
+    return None
+
+
+def _cut(corpus, version, kind, dest, earlier, trainer_orgs, parent_manifest, held_out, pinned, salt, fractions,
+         redact_pii, template, progress, wait_seconds, min_annotators, template_path) -> ReleaseResult:
+    """The release itself, under the corpus's release lock (see :func:`cut_release`)."""
+    from corpus.card import datasheet_values, fill_datasheet, render_card
+    from corpus.croissant import build_croissant, validate_croissant
 
     spill = corpus.dir / f".release-{os.getpid()}.spill"
     with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-corpus release", spill_dir=spill) as con:
@@ -442,23 +587,39 @@ def cut_release(
         labels = set(facts["label_status"])
         label_source = "none" if not labels else labels.pop() if len(labels) == 1 else "mixed"
 
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.parent / f".{dest.name}.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
+        tmp = ledger.staging_name(dest)
         try:
-            counts, files, hits, n_hits, digest = _write_data(con, tmp, progress, redact_pii)
-            pii_gate = GateResult(
-                name="pii_scan", passed=redact_pii or n_hits == 0,
-                figure=f"{n_hits} hit(s) in every text field" + (" (redacted)" if redact_pii and n_hits else ""),
-                bar="0 unredacted hits (e-mail, phone, IP, card numbers)",
-                detail="\n".join(hits) if hits else None)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir()
+        except OSError as e:
+            raise UsageError(f"--out {dest}: cannot make a directory there ({e.strerror or e}); choose another "
+                             "--out") from None
+        try:
+            counts, files, hits, n_rows, digest = _write_data(con, tmp, progress, redact_pii)
+            # the other files are made from these: scanned (and redacted) before they are made
+            docs = DocumentScan(redact_pii, hits, _MAX_PII_LISTED)
+            template = docs.text(template, f"datasheet {template_path}", lines=True)
+            facts = docs.value(facts, "datasheet facts")
+            gates = docs.gates(gates)
+            trainer_orgs = docs.value(list(trainer_orgs), "--trainer-org")
+            n_hits = n_rows + docs.n
+            pii_gate = _pii_gate(n_rows, docs.n, redact_pii, hits)
             if not pii_gate.passed:
                 raise ReleaseRefused([pii_gate], "release refused: personal data found; redact it in the corpus, "
                                                  "or cut with --redact-pii; nothing was written")
             release_sha = digest.hexdigest()
+            if earlier is not None and earlier.release_sha != release_sha:
+                raise ReleaseRefused([GateResult(
+                    name="immutability", passed=False,
+                    figure=f"version {version} exists with release SHA {earlier.release_sha}",
+                    bar=f"the same content (this one is {release_sha}); cut a new version",
+                    detail=f"existing release: {earlier.directory}")])
             if (dest / "manifest.json").is_file():
-                existing = read_manifest(dest)
+                existing, why = load_manifest(dest)
+                if existing is None:
+                    raise UsageError(f"{dest} holds a manifest that is not a release manifest ({why}); "
+                                     "choose another --out")
                 if existing["release_sha"] == release_sha:
                     return ReleaseResult(dest, existing, created=False)
                 raise ReleaseRefused([GateResult(
@@ -477,7 +638,8 @@ def cut_release(
                 split_fractions=fractions, counts=counts, subjects=subjects,
                 synthetic_share=shares["overall"]["share"], synthetic=shares, label_source=label_source,
                 excluded={"counterfactuals_lacking_phi_kept_out_of_eval": excluded}, trainer_orgs=list(trainer_orgs),
-                pii={"hits": n_hits, "redacted": n_hits if redact_pii else 0}, gates=gates,
+                pii={"hits": n_hits, "redacted": n_hits if redact_pii else 0, "rows": n_rows, "documents": docs.n},
+                gates=gates,
                 phi_annotators=annotators, files=files,
                 parent={"version": parent_manifest["version"], "release_sha": parent_manifest["release_sha"]}
                 if parent_manifest else None,
@@ -503,13 +665,27 @@ def cut_release(
             problems = validate_croissant(tmp / "croissant.json", max_records=1000)  # reads records from the files
             if problems:
                 raise RuntimeError("croissant.json does not read back with mlcroissant: " + "; ".join(problems))
+            if docs.written(tmp, ("README.md", "DATASHEET.md", "croissant.json"), manifest):
+                _recount_pii(manifest, n_rows, docs.n, redact_pii, hits)  # made another way: counted as well
             for name in ("README.md", "DATASHEET.md", "croissant.json"):
                 p = tmp / name
                 manifest["files"].append({"path": name, "sha256": sha256_file(p), "bytes": p.stat().st_size})
+            # last, after every change to the manifest: the digest that binds its claims (schemas.release_format)
+            manifest["claims_sha256"] = claims_digest(manifest)
             ReleaseManifest.model_validate(manifest)
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                                encoding="utf-8")
+            ledger.record(corpus.dir, "cutting", version, release_sha, dest)
             os.replace(tmp, dest)
+            try:
+                ledger.record(corpus.dir, "released", version, release_sha, dest)
+            except OSError:  # the "cutting" line and the manifest now in place already say it is released
+                pass
+        except (OSError, duckdb.Error, pa.ArrowException) as e:
+            typed = _write_error(e, version, dest)
+            if typed is None:
+                raise
+            raise typed from None
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return ReleaseResult(dest, manifest, created=True)

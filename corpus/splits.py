@@ -1,6 +1,8 @@
 """Split assignment: by subject, deterministic for a salt, stable across releases.
 
-A subject's split is fixed by ``u = int(sha256(f"{salt}:{subject_id}")[:16], 16) / 2**64``:
+A subject's split is fixed by ``u = int(sha256(f"{salt}:{subject_id}")[:16], 16) / 2**64``
+(the rule is part of the release format, :func:`schemas.release_format.subject_split`, so the
+engine's release check recomputes every session's split from the manifest's salt and fractions):
 with the default fractions (``schemas.release_format.SPLIT_FRACTIONS``), ``train`` if u < 0.7,
 ``dev`` if u < 0.8, else ``eval``; other fractions (recorded in the manifest) cut
 the same u at other edges. :func:`subject_split` is the rule; :func:`split_sql` is the
@@ -13,11 +15,16 @@ keeps that split, so nothing once held out is ever trained on.
 
 from __future__ import annotations
 
-import hashlib
-
 import pyarrow as pa
 
-from schemas.release_format import SPLIT_FRACTIONS
+from schemas.release_format import SPLIT_FRACTIONS, SPLIT_HASH_DIGITS, SPLIT_HASH_SCALE, split_edges, subject_split
+
+_HEX_DIGITS, _SCALE, _edges = SPLIT_HASH_DIGITS, SPLIT_HASH_SCALE, split_edges
+
+
+def _u_of_hex(hex_digits: str) -> float:
+    """A subject's u from its hex digits (what :func:`subject_split` cuts at the edges)."""
+    return int(hex_digits, 16) / _SCALE
 
 __all__ = ["DEFAULT_SALT", "HELD_OUT", "parse_fractions", "subject_split", "split_sql", "assign_subjects",
            "pinned_subjects"]
@@ -43,38 +50,6 @@ def parse_fractions(text: str) -> dict[str, float]:
     if abs(sum(out.values()) - 1.0) > 1e-9:
         raise ValueError(f"split fractions sum to {sum(out.values()):g}, not 1")
     return {k: out.get(k, 0.0) for k in SPLIT_FRACTIONS}
-
-
-#: u is the first 16 hex digits of the sha256, scaled into [0, 1].
-_HEX_DIGITS = 16
-_SCALE = 2**64
-
-
-def _u_of_hex(hex_digits: str) -> float:
-    return int(hex_digits, 16) / _SCALE
-
-
-def _edges(fractions: dict[str, float]) -> tuple[list[tuple[str, float]], str]:
-    """``[(split, upper edge of u)]`` for the splits with a share, and the split of a u past every edge."""
-    edges, edge, last = [], 0.0, None
-    for split, share in fractions.items():
-        if share <= 0:
-            continue
-        edge += share
-        last = split
-        edges.append((split, edge))
-    return edges, last or "train"
-
-
-def _split_of_u(u: float, fractions: dict[str, float]) -> str:
-    edges, past = _edges(fractions)
-    return next((split for split, edge in edges if u < edge), past)
-
-
-def subject_split(salt: str, subject_id: str, fractions: dict[str, float] = SPLIT_FRACTIONS) -> str:
-    """The in-distribution split of ``subject_id`` under ``salt``."""
-    return _split_of_u(_u_of_hex(hashlib.sha256(f"{salt}:{subject_id}".encode()).hexdigest()[:_HEX_DIGITS]),
-                       fractions)
 
 
 def _sql_str(s: str) -> str:

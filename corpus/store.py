@@ -11,6 +11,7 @@ lock, by adding them (its rows then read as the 1.0 records they are).
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -20,13 +21,13 @@ from pathlib import Path
 
 import duckdb
 
-from corpus.errors import CorpusExists, CorpusNotFound
+from corpus.errors import CorpusError, CorpusExists, CorpusNotFound, CorpusUnreadable, DiskFull
 from corpus.lock import CorpusLock, LockWait
-from corpus.tables import ADDED_COLUMNS, ddl
-from schemas.versions import SCHEMA_VERSION, TRB_VERSION
+from corpus.tables import ADDED_COLUMNS, TABLES, ddl
+from schemas.versions import SCHEMA_VERSION, TOOLKIT_VERSION, TRB_VERSION
 
 __all__ = ["DB_NAME", "STORE_FORMAT_VERSION", "Corpus", "init_corpus", "resolve_corpus_dir", "store_is_current",
-           "upgrade_store"]
+           "upgrade_store", "check_store", "storage_error"]
 
 DB_NAME = "corpus.duckdb"
 STORE_FORMAT_VERSION = "2"
@@ -52,6 +53,89 @@ def _create_schema(con: duckdb.DuckDBPyConnection, schema: str) -> None:
     )
 
 
+#: Bytes 8-11 of every DuckDB database file.
+_DUCKDB_MAGIC = b"DUCK"
+_NO_SPACE = ("No space left on device", "Disk quota exceeded", "not enough space")
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def _no_space_reason(e: BaseException) -> str:
+    """The part of a disk-full error that says so (DuckDB puts it on a later line, after what it was doing)."""
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.strerror}: {e.filename}" if e.filename else e.strerror
+    for line in str(e).splitlines():
+        for marker in _NO_SPACE:
+            if marker in line:
+                at = line.rfind("Could not write file")
+                return (line[at:] if at >= 0 else line).strip()
+    return _first_line(e)
+
+
+def storage_error(e: BaseException, db_path: Path, committed: bool = False) -> CorpusError | None:
+    """The typed error for a failure of the disk or of the store file under the corpus ``db_path``, else None.
+
+    A full disk (or quota) is :class:`~corpus.errors.DiskFull`; a damaged store file is
+    :class:`~corpus.errors.CorpusUnreadable`. ``committed``: the failure came after the changes were committed
+    (to DuckDB's write-ahead log), while they were being written into the store file.
+    """
+    text = str(e)
+    full = (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)) or any(m in text for m in _NO_SPACE)
+    if full:
+        if committed:
+            return DiskFull(
+                f"the disk holding {db_path.parent} is full ({_no_space_reason(e)}): the changes were committed to the "
+                f"store's write-ahead log ({db_path.name}.wal) but could not be written into {db_path.name}; they "
+                "are in the corpus (every reader replays the log), and the next write folds the log in once there "
+                "is space")
+        return DiskFull(f"the disk holding {db_path.parent} is full ({_no_space_reason(e)}); nothing was written "
+                        "(free some space and run the command again)")
+    if isinstance(e, duckdb.Error) and ("Corrupt database file" in text or "Could not read enough bytes" in text):
+        return CorpusUnreadable(f"{db_path} is damaged ({_first_line(e)}); nothing was changed (restore it from a "
+                                "backup)")
+    return None
+
+
+def _check_file(db_path: Path) -> None:
+    """Refuse a ``corpus.duckdb`` that is not a DuckDB database before DuckDB touches it (an empty file DuckDB
+    would take for a new database; another database's format it would try to load an extension for)."""
+    try:
+        with open(db_path, "rb") as f:
+            head = f.read(12)
+    except OSError as e:
+        raise CorpusUnreadable(f"{db_path}: cannot read the corpus store ({e.strerror or e})") from None
+    if len(head) < 12 or head[8:12] != _DUCKDB_MAGIC:
+        what = "an empty file" if not head else ("a SQLite database" if head.startswith(b"SQLite form")
+                                                  else "not a DuckDB database")
+        raise CorpusUnreadable(f"{db_path} is {what}, not a corpus store; nothing was changed (restore it from a "
+                               f"backup, or move it away and make a new corpus with `trb-corpus init`)")
+
+
+def check_store(con: duckdb.DuckDBPyConnection, db_path: Path, schema: str = "store") -> None:
+    """Refuse an attached DuckDB database that is not a corpus store, or one of a newer store format.
+
+    Raises:
+        CorpusUnreadable: tables of a corpus store are missing, it states no store format, or a newer one.
+    """
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = ?",
+                                        [schema]).fetchall()}
+    missing = sorted({"meta", "ingests", *TABLES} - tables)
+    if missing:
+        raise CorpusUnreadable(f"{db_path} is a DuckDB database but not a corpus store (it has no "
+                               f"{', '.join(missing)} table); nothing was changed")
+    rows = con.execute(f"SELECT value FROM {schema}.meta WHERE key = 'store_format_version'").fetchall()
+    version = rows[0][0] if rows else None
+    if version is None or not str(version).isdigit():
+        raise CorpusUnreadable(f"{db_path} states no corpus store format (meta.store_format_version is "
+                               f"{version!r}): not a corpus store this toolkit can read; nothing was changed")
+    if int(version) > int(STORE_FORMAT_VERSION):
+        raise CorpusUnreadable(f"{db_path} is a corpus store of format {version}, newer than this toolkit reads "
+                               f"(format {STORE_FORMAT_VERSION}, trb toolkit {TOOLKIT_VERSION}): upgrade the toolkit; "
+                               "nothing was changed")
+
+
 def init_corpus(directory: str | os.PathLike) -> Path:
     """Make a new, empty corpus in ``directory`` (created if needed). Refuses an existing one."""
     d = Path(directory)
@@ -60,7 +144,14 @@ def init_corpus(directory: str | os.PathLike) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     tmp = d / f".{DB_NAME}.init-{os.getpid()}"
     tmp.unlink(missing_ok=True)
-    con = duckdb.connect(str(tmp))
+    try:
+        con = duckdb.connect(str(tmp))
+    except duckdb.Error as e:
+        tmp.unlink(missing_ok=True)
+        typed = storage_error(e, d / DB_NAME)
+        if typed is None:
+            raise
+        raise typed from None
     try:
         _create_schema(con, "main")
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -70,11 +161,18 @@ def init_corpus(directory: str | os.PathLike) -> Path:
              ("trb_version", TRB_VERSION), ("created_at", now)],
         )
         con.execute("CHECKPOINT")
-    except BaseException:
         con.close()
+    except BaseException as e:
+        try:
+            con.close()
+        except duckdb.Error:
+            pass  # the error that stopped the init is the one to report
         tmp.unlink(missing_ok=True)
-        raise
-    con.close()
+        Path(f"{tmp}.wal").unlink(missing_ok=True)
+        typed = storage_error(e, d / DB_NAME) if isinstance(e, (duckdb.Error, OSError)) else None
+        if typed is None:
+            raise
+        raise typed from None
     os.replace(tmp, d / DB_NAME)  # a half-made corpus is never visible
     return d
 
@@ -101,9 +199,18 @@ def upgrade_store(con: duckdb.DuckDBPyConnection, schema: str = "store") -> bool
             con.execute(f"INSERT OR REPLACE INTO {schema}.meta VALUES (?, ?)", [key, value])
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        rollback_quietly(con)
         raise
     return True
+
+
+def rollback_quietly(con: duckdb.DuckDBPyConnection) -> None:
+    """ROLLBACK after a failure, never raising over it (after a failed COMMIT there may be no transaction left, or
+    the database may have been invalidated: the failure that got here is the one to report)."""
+    try:
+        con.execute("ROLLBACK")
+    except duckdb.Error:
+        pass
 
 
 class Corpus:
@@ -156,15 +263,45 @@ class Corpus:
 
     @contextmanager
     def _attached(self, write: bool, *, wait_seconds, purpose, spill_dir, on_wait) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The store attached as ``store`` under the corpus lock. A store file that is not a corpus store, is
+        damaged, or a disk that fills up, is a typed error (:func:`storage_error`), never masked by the clean-up."""
         with CorpusLock(self.dir, exclusive=write, wait_seconds=wait_seconds, purpose=purpose, on_wait=on_wait):
             _remove_dead_spills(self.dir)
+            _check_file(self.db_path)
             with scratch_connection(spill_dir) as con:
-                mode = "" if write else " (READ_ONLY)"
-                con.execute(f"ATTACH '{_sql_path(self.db_path)}' AS store{mode}")
+                mode = "TYPE DUCKDB" if write else "TYPE DUCKDB, READ_ONLY"
                 try:
+                    con.execute(f"ATTACH '{_sql_path(self.db_path)}' AS store ({mode})")
+                except duckdb.Error as e:
+                    raise (storage_error(e, self.db_path) or CorpusUnreadable(
+                        f"{self.db_path}: cannot open the corpus store ({_first_line(e)}); nothing was changed")) \
+                        from None
+                try:
+                    check_store(con, self.db_path)
                     yield con
-                finally:
+                except BaseException as e:
+                    try:
+                        con.execute("DETACH store")
+                    except duckdb.Error:
+                        pass  # the failure that got here is the one to report
+                    _remove_empty_wal(self.db_path)
+                    if isinstance(e, (duckdb.Error, OSError)) and (typed := storage_error(e, self.db_path)):
+                        raise typed from None
+                    raise
+                try:
                     con.execute("DETACH store")
+                except duckdb.Error as e:  # the checkpoint DETACH makes, after the body's changes were committed
+                    raise (storage_error(e, self.db_path, committed=write) or e) from None
+
+
+def _remove_empty_wal(db_path: Path) -> None:
+    """Remove the empty write-ahead log a commit that failed to write it leaves (it holds nothing to replay)."""
+    wal = Path(f"{db_path}.wal")
+    try:
+        if wal.stat().st_size == 0:
+            wal.unlink()
+    except OSError:
+        pass
 
 
 def _pid_alive(pid: int) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import socket
 import sys
@@ -28,10 +29,65 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEFAULT_WAIT_SECONDS", "FileLock", "LockHolder", "LockWait"]
+from schemas.errors import ExitCode, ToolkitError
 
-#: How long a process waits for a store held by another one (``TRB_LOCK_WAIT`` seconds, default 120).
-DEFAULT_WAIT_SECONDS = float(os.environ.get("TRB_LOCK_WAIT", "120"))
+__all__ = ["DEFAULT_WAIT_SECONDS", "WAIT_ENV", "FileLock", "LockHolder", "LockWait", "WaitSecondsError",
+           "check_wait_seconds", "default_wait_seconds", "wait_seconds_callback"]
+
+#: How long a process waits for a store held by another one when neither ``--wait`` nor ``TRB_LOCK_WAIT`` says.
+DEFAULT_WAIT_SECONDS = 120.0
+#: The environment variable that sets the wait when ``--wait`` is not given.
+WAIT_ENV = "TRB_LOCK_WAIT"
+
+
+class WaitSecondsError(ToolkitError):
+    """A wait that is not a number of seconds ≥ 0 (``--wait``, ``TRB_LOCK_WAIT``): a usage error."""
+
+    exit_code = ExitCode.USAGE
+
+
+def check_wait_seconds(value, source: str = "--wait") -> float:
+    """``value`` as a wait in seconds: a number ≥ 0; ``inf`` waits without a limit; 0 does not wait.
+
+    Raises:
+        WaitSecondsError: not a number, negative, or NaN; the message names ``source`` (the option or variable).
+    """
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if math.isnan(seconds) or seconds < 0:
+        raise WaitSecondsError(f"{source}={value!r}: expected seconds to wait for a store held by another process, "
+                               "a number ≥ 0 (0: do not wait; inf: wait without a limit)")
+    return seconds
+
+
+def default_wait_seconds() -> float:
+    """The wait when none is given: ``TRB_LOCK_WAIT`` seconds if set, else :data:`DEFAULT_WAIT_SECONDS`.
+
+    Raises:
+        WaitSecondsError: ``TRB_LOCK_WAIT`` is set to something that is not a wait (:func:`check_wait_seconds`).
+    """
+    value = os.environ.get(WAIT_ENV)
+    return DEFAULT_WAIT_SECONDS if value is None or not value.strip() else check_wait_seconds(value, WAIT_ENV)
+
+
+def wait_seconds_callback(ctx, param, value):
+    """The click callback of every ``--wait`` option (``trb-corpus``, ``trb-annotate``): a bad value is a usage
+    error (exit 2) naming the option; None (not given) is kept, for :func:`default_wait_seconds`."""
+    import click
+
+    if value is None:
+        return None
+    try:
+        return check_wait_seconds(value, "--wait")
+    except WaitSecondsError as e:
+        raise click.BadParameter("expected a number of seconds ≥ 0 (0: do not wait; inf: wait without a limit), "
+                                 f"got {value!r}", ctx=ctx, param=param) from e
+
+
+def _seconds(w: float) -> str:
+    return "without a limit" if math.isinf(w) else f"up to {w:g} s"
 
 _POLL_SECONDS = 0.05
 
@@ -115,7 +171,8 @@ class FileLock:
         self.exclusive = exclusive
         self.what = what
         self.busy = busy
-        self.wait_seconds = DEFAULT_WAIT_SECONDS if wait_seconds is None else float(wait_seconds)
+        self.wait_seconds = default_wait_seconds() if wait_seconds is None else check_wait_seconds(wait_seconds,
+                                                                                                   "wait_seconds")
         self.purpose = purpose
         self.describe = describe
         self.on_wait = on_wait
@@ -139,7 +196,10 @@ class FileLock:
                     info = {"pid": os.getpid(), "host": socket.gethostname(), "purpose": self.purpose,
                             "since": time.time()}
                     os.ftruncate(fd, 0)
-                    os.pwrite(fd, json.dumps(info).encode(), 0)
+                    try:
+                        os.pwrite(fd, json.dumps(info).encode(), 0)
+                    except OSError:  # a full disk: the flock is what locks; who holds it is a courtesy
+                        pass
             except BaseException:
                 os.close(fd)  # closing drops the flock too, if it was taken
                 raise
@@ -170,7 +230,7 @@ class FileLock:
                     ) from None
                 if not announced[0]:
                     holder = self.holder()
-                    message = f"{self.what} is in use by {self.describe(holder)}; waiting up to {self.wait_seconds:g} s"
+                    message = f"{self.what} is in use by {self.describe(holder)}; waiting {_seconds(self.wait_seconds)}"
                     self.on_wait(LockWait(holder, message, self.wait_seconds))
                     announced[0] = True
                 time.sleep(_POLL_SECONDS)

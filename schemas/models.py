@@ -444,7 +444,10 @@ class ReleaseManifest(_Strict):
         "The identity and contents of one corpus release: content SHA, counts, gates, file hashes.",
     )
 
-    format_version: Literal[1] = 1
+    format_version: Literal[1, 2] = Field(
+        default=2, description="2: claims_sha256 binds every claim (releases cut since it was added); 1: a release "
+        "cut before, whose claims are checked only where they can be recomputed from its rows."
+    )
     release_sha: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] = Field(
         description="sha256 over the canonical serialization of every row of every config (split included), "
         "independent of row order, file layout and parquet writer: the release's identity."
@@ -485,6 +488,10 @@ class ReleaseManifest(_Strict):
     )
     files: list[FileEntry]
     parent: ParentRef | None = None
+    claims_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = Field(
+        default=None, description="Format 2: sha256 over 'trb-release-claims/1\\n' and every other field of this "
+        "manifest as canonical JSON (schemas.release_format.claims_digest), so an edited claim is seen."
+    )
 
 
 class HubRecord(_Strict):

@@ -27,6 +27,15 @@ The release SHA (content format 1), so anyone can recompute it from the parquet 
 So row order, sharding, the parquet writer and compression do not change it, and
 one changed value anywhere does.
 
+The manifest's other claims are bound to the rows in two ways (:mod:`schemas.release_check`
+checks both, for ``trb-corpus verify`` and ``trb run`` alike): those that follow from the
+rows (kind, counts, subjects, synthetic shares, label source, the annotators behind Φ, the
+split of every session from the salt and fractions, PII redactions, the gates that must
+have passed) are recomputed from them; the rest (version, parent, trainer organisations,
+gate figures, the excluded count, the versions and the date) are covered by
+``claims_sha256`` (manifest format 2, :func:`claims_digest`): the sha256 of every field of
+the manifest but itself, canonically serialised, after ``trb-release-claims/1\n``.
+
 Columns added after the first format (:data:`ADDED_COLUMNS`, with record schema 1.1:
 the sessions' ``dataset_*`` provenance, the steps' ``action_texts``) are left out of a
 row's serialisation in step 1 while they are null. So a release cut before they existed
@@ -52,9 +61,11 @@ from schemas.hashing import sha256_file
 __all__ = [
     "FORMAT_VERSION", "SPLITS", "SPLIT_FRACTIONS", "ROWS_PER_SHARD", "CONFIGS", "CONFIG_DESCRIPTIONS",
     "MANIFEST", "R_SLOTS", "R_PREFIX", "ORIGINS", "HUMAN_ORIGINS", "SYNTHETIC_ORIGIN", "SYNTHETIC_CAP",
-    "MIN_ANNOTATORS", "ADDED_COLUMNS", "REAL_SOURCE_KINDS",
+    "MIN_ANNOTATORS", "ADDED_COLUMNS", "REAL_SOURCE_KINDS", "SMOKE_SOURCE_KINDS", "MANIFEST_FORMAT_VERSION",
+    "HUB_RECORD", "HUB_ARTEFACTS", "RELEASE_GATES", "ANNOTATOR_GATED_SPLITS", "REDACTION_MARKER",
+    "SPLIT_HASH_DIGITS", "SPLIT_HASH_SCALE",
     "arrow_schema", "shard_name", "data_files", "decode_r", "ContentDigest", "release_sha_of_files",
-    "read_manifest", "file_differences",
+    "read_manifest", "file_differences", "claims_digest", "split_edges", "subject_split",
 ]
 
 
@@ -71,6 +82,8 @@ SYNTHETIC_ORIGIN = "synthetic"
 #: dataset's answer, so they are stimuli for Track 1 whose counterfactuals are synthetic (counted against the cap)
 #: and whose Φ(r') comes from annotators, gated like any real data's (README "Importing outside data").
 REAL_SOURCE_KINDS = ("human_session", "model_rollout", "published_dataset")
+#: Source kinds that make a release a smoke release (no TRB score may be claimed from it, spec §6).
+SMOKE_SOURCE_KINDS = ("simulated", "illustrative")
 #: At most this many synthetic counterfactuals per human one (spec §5, whitepaper §4.4).
 SYNTHETIC_CAP = 3.0
 #: Default least number of annotators behind a distribution Φ(r') in the eval and transfer splits
@@ -78,6 +91,22 @@ SYNTHETIC_CAP = 3.0
 MIN_ANNOTATORS = 5
 #: The manifest's file name inside a release directory.
 MANIFEST = "manifest.json"
+#: The manifest format releases are cut with: 2 carries ``claims_sha256`` (:func:`claims_digest`); a format-1
+#: manifest (cut before claims were bound) is read, its claims recomputed from the rows where they can be.
+MANIFEST_FORMAT_VERSION = 2
+#: What ``trb-corpus publish`` writes beside the manifest (the hub commit; schemas.models.HubRecord).
+HUB_RECORD = "hub.json"
+#: Unlisted paths the Hugging Face Hub itself puts in a downloaded copy of a published release (the repo's
+#: ``.gitattributes``; huggingface_hub's download metadata under ``.cache/huggingface/``): not differences.
+#: Nothing reads them; every other unlisted file, dot-files included, is a difference.
+HUB_ARTEFACTS = (".gitattributes", ".cache/huggingface/")
+#: The gates every release passed, by name (``trb-corpus release``; README "Releases").
+RELEASE_GATES = ("release_kind", "synthetic_cap", "transfer_provenance", "split_discipline", "completeness",
+                 "min_annotators", "pii_scan", "immutability")
+#: The splits whose distribution Φ(r') must come from at least ``min_annotators`` annotators.
+ANNOTATOR_GATED_SPLITS = ("eval", "transfer")
+#: What a redacted piece of personal data is replaced with: ``[REDACTED:<kind>]`` (corpus.pii.redact).
+REDACTION_MARKER = "[REDACTED:"
 
 FORMAT_VERSION = 1
 #: Every split a release may have; ``transfer`` holds the sessions of declared transfer contexts.
@@ -189,6 +218,30 @@ CONFIG_DESCRIPTIONS = {
 }
 
 
+#: A subject's u is the first this-many hex digits of ``sha256(f"{salt}:{subject_id}")``, over this scale.
+SPLIT_HASH_DIGITS = 16
+SPLIT_HASH_SCALE = 2**64
+
+
+def split_edges(fractions: Mapping[str, float]) -> tuple[list[tuple[str, float]], str]:
+    """``[(split, upper edge of u)]`` for the splits with a share, and the split of a u past every edge."""
+    edges, edge, last = [], 0.0, None
+    for split, share in fractions.items():
+        if share <= 0:
+            continue
+        edge += share
+        last = split
+        edges.append((split, edge))
+    return edges, last or "train"
+
+
+def subject_split(salt: str, subject_id: str, fractions: Mapping[str, float] = SPLIT_FRACTIONS) -> str:
+    """The in-distribution split of ``subject_id`` under ``salt`` (``corpus.splits`` has the whole rule)."""
+    u = int(hashlib.sha256(f"{salt}:{subject_id}".encode()).hexdigest()[:SPLIT_HASH_DIGITS], 16) / SPLIT_HASH_SCALE
+    edges, past = split_edges(fractions)
+    return next((split for split, edge in edges if u < edge), past)
+
+
 def arrow_schema(config: str) -> pa.Schema:
     return pa.schema([pa.field(name, typ) for name, typ, _ in CONFIGS[config]])
 
@@ -217,19 +270,29 @@ def read_manifest(directory: str | os.PathLike) -> dict:
     return json.loads((Path(directory) / MANIFEST).read_text(encoding="utf-8"))
 
 
+def _hub_artefact(path: str) -> bool:
+    return path == HUB_ARTEFACTS[0] or path.startswith(HUB_ARTEFACTS[1])
+
+
 def file_differences(directory: str | os.PathLike, manifest: Mapping, *, unlisted: bool = True) -> list[str]:
     """Every way the files of a release directory differ from its manifest's ``files`` list.
 
-    A listed file that is missing, or whose sha256 or size differs; with ``unlisted``, a
-    data file present but not listed. Empty when the files are what the manifest says.
+    A listed file that is missing, or whose sha256 or size differs; with ``unlisted``, any file
+    present but not listed, dot-files included: only ``manifest.json``, ``hub.json`` (checked on its
+    own) and what the Hub adds to a downloaded copy (:data:`HUB_ARTEFACTS`) may be unlisted. Empty
+    when the files are what the manifest says.
     """
     d = Path(directory)
     diffs: list[str] = []
-    listed = {f["path"]: f for f in manifest.get("files") or []}
+    entries = manifest.get("files") or []
+    listed = {f["path"]: f for f in entries if isinstance(f, Mapping) and isinstance(f.get("path"), str)}
     for path, entry in sorted(listed.items()):
         p = d / path
-        if not p.is_file():
-            diffs.append(f"{path}: missing")
+        if path.startswith("/") or "\\" in path or any(part in ("", ".", "..") for part in path.split("/")):
+            diffs.append(f"{path}: not a path inside the release directory")
+            continue
+        if not p.is_file() or p.is_symlink():
+            diffs.append(f"{path}: missing" if not p.is_symlink() else f"{path}: a symbolic link, not a file")
             continue
         size = p.stat().st_size
         if size != entry.get("bytes"):
@@ -239,11 +302,22 @@ def file_differences(directory: str | os.PathLike, manifest: Mapping, *, unliste
         if sha != entry.get("sha256"):
             diffs.append(f"{path}: sha256 {sha[:16]}… differs from the manifest's {str(entry.get('sha256'))[:16]}…")
     if unlisted:
-        present = {p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file()} - {MANIFEST, "hub.json"}
-        for extra in sorted(present - set(listed)):
-            if not extra.startswith(".") and not any(part.startswith(".") for part in extra.split("/")):
+        present = {p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file() or p.is_symlink()}
+        for extra in sorted(present - set(listed) - {MANIFEST, HUB_RECORD}):
+            if not _hub_artefact(extra):
                 diffs.append(f"{extra}: not listed in the manifest")
     return diffs
+
+
+_CLAIMS_PREFIX = b"trb-release-claims/1\n"
+
+
+def claims_digest(manifest: Mapping) -> str:
+    """``claims_sha256`` of a manifest: sha256 of ``trb-release-claims/1\\n`` and every field but itself, as
+    canonical JSON (keys sorted, no whitespace, UTF-8, floats in their shortest round-tripping form)."""
+    body = {k: v for k, v in manifest.items() if k != "claims_sha256"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(_CLAIMS_PREFIX + text.encode("utf-8")).hexdigest()
 
 
 _PREFIX = b"trb-release-content/1\n"

@@ -14,6 +14,8 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_HOME"] = _HF_HOME
 os.environ["HF_DATASETS_CACHE"] = os.path.join(_HF_HOME, "datasets")
 os.environ.setdefault("TRB_LOCK_WAIT", "60")
+# Releases checked in full by the engine are remembered here, not in the user's ~/.cache/trb (trb/verified.py).
+os.environ["TRB_CACHE"] = tempfile.mkdtemp(prefix="trb-tests-cache-")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))

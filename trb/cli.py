@@ -249,10 +249,12 @@ def adapters_cmd(as_json) -> None:
 @click.option("--json", "as_json", is_flag=True,
               help="Print JSON rows; the store's JSON columns (detail, adapter_spec, timings, taskset) as objects.")
 def query(sql, results, as_json) -> None:
-    """Run read-only SQL on the results store (tables runs, item_scores) and print a table."""
+    """Run read-only SQL on the results store (tables runs, item_scores) and print a table.
+
+    The SQL reaches the store and nothing else: no file read or written, no extension, no network."""
     from trb.results import ResultsStore
 
-    store = ResultsStore(Path(results))
+    store = ResultsStore(Path(results), create=False).require()
     if as_json:  # the store's JSON columns (detail, adapter_spec, timings, taskset) as objects
         click.echo(json.dumps(store.query_records(sql), indent=2, default=str))
         return
@@ -276,7 +278,7 @@ def report(results, release_sha, fmt, output, seed) -> None:
     from trb.report import build_report, plot_profiles, plot_tracks, render_html, render_json, render_markdown
     from trb.results import ResultsStore
 
-    rep = build_report(ResultsStore(Path(results)), release_sha=release_sha, seed=seed)
+    rep = build_report(ResultsStore(Path(results), create=False).require(), release_sha=release_sha, seed=seed)
     if fmt == "json":
         text = render_json(rep)
     elif fmt == "html":

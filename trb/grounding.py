@@ -301,10 +301,10 @@ def load_concepts(model_dir: str | os.PathLike, *, expect_sha256: str | None = N
     return ConceptDirections(record, vectors)
 
 
-def write_concepts(model_dir: str | os.PathLike, release_dir: str | os.PathLike, *, adapter: str = "native",
+def write_concepts(model_dir: str | os.PathLike, release_dir, *, adapter: str = "native",
                    min_count: int = MIN_COUNT, max_steps: int | None = None, **options) -> dict:
-    """(Re)write the concept directions of the model in ``model_dir`` from the train split of ``release_dir``,
-    atomically. Returns the record.
+    """(Re)write the concept directions of the model in ``model_dir`` from the train split of ``release_dir`` (a
+    release directory, or an open :class:`~trb.releases.Release`, closed here), atomically. Returns the record.
 
     ``adapter``: ``native`` (a reference model: the release must be the one it was trained on) or ``proxy`` (a
     Hugging Face causal LM, ``options`` as :meth:`~trb.adapters.proxy.ProxyAdapter.load` takes them; a TRB LM
@@ -320,28 +320,31 @@ def write_concepts(model_dir: str | os.PathLike, release_dir: str | os.PathLike,
     """
     from trb.releases import Release
 
-    if adapter == "native":
-        from trb.adapters.native import NativeAdapter
-
-        loaded = NativeAdapter.load(model_dir, **options)
-        trained = (loaded.config.get("release") or {}).get("sha")
-    elif adapter == "proxy":
-        from trb.adapters.proxy import ProxyAdapter
-
-        loaded = ProxyAdapter.load(model_dir, **options)
-        baseline = Path(model_dir) / "trb-baseline.json"
-        trained = ((json.loads(baseline.read_text(encoding="utf-8")).get("release") or {}).get("sha")
-                   if baseline.is_file() else None)
-    else:
-        raise UsageError(f"concept directions are made through the native or the proxy adapter, not {adapter!r}")
-    rel = Release(release_dir)
+    rel = release_dir if isinstance(release_dir, Release) else None  # an open release is closed here, whatever happens
     try:
+        if adapter == "native":
+            from trb.adapters.native import NativeAdapter
+
+            loaded = NativeAdapter.load(model_dir, **options)
+            trained = (loaded.config.get("release") or {}).get("sha")
+        elif adapter == "proxy":
+            from trb.adapters.proxy import ProxyAdapter
+
+            loaded = ProxyAdapter.load(model_dir, **options)
+            baseline = Path(model_dir) / "trb-baseline.json"
+            trained = ((json.loads(baseline.read_text(encoding="utf-8")).get("release") or {}).get("sha")
+                       if baseline.is_file() else None)
+        else:
+            raise UsageError(f"concept directions are made through the native or the proxy adapter, not {adapter!r}")
+        rel = rel or Release(release_dir)
+        release_dir = rel.dir
         if trained and trained != rel.sha:
             raise UsageError(f"{model_dir} was trained on release {trained[:12]}, not {rel.sha[:12]} ({release_dir}): "
                              "concept directions come from the train split the checkpoint was fitted on")
         dirs = learn_concepts(loaded, rel, min_count=min_count, model_sha256=loaded.sha256, max_steps=max_steps)
     finally:
-        rel.close()
+        if rel is not None:
+            rel.close()
     save_concepts(dirs, model_dir)
     return dirs.record
 

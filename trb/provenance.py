@@ -10,15 +10,20 @@ A transfer-split run refuses, before anything is scored or written:
 
 * a model whose trainer is not recorded at all: an unknown trainer cannot be checked
   against the collectors, so the spec's rule cannot be honoured;
-* a release with a transfer context collected by one of the trainers (names compared
-  with surrounding space removed and case folded, as the release gate
-  ``transfer_provenance`` compares them).
+* a release with a transfer context collected by one of the trainers, in the context's
+  record (``collector_org``) or in any of its sessions' source (``collector``); or a
+  context whose collector names no one, or without an attestation. Names are compared as
+  organisations (:mod:`schemas.orgs`: Unicode-normalised, look-alike letters folded,
+  punctuation and legal forms dropped, a name found inside the other at word boundaries,
+  initials), by the same rule as the release gate ``transfer_provenance``
+  (:func:`schemas.orgs.transfer_offences`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from schemas.orgs import org_key, org_tokens, transfer_offences
 from trb.errors import UsageError
 
 __all__ = ["TransferProvenanceError", "trainers", "check_transfer_provenance"]
@@ -39,13 +44,13 @@ def _names(value) -> list[str]:
     for v in value:
         if not isinstance(v, str):
             raise TransferProvenanceError(f"trained_by must be an organisation name or a list of them, not {v!r}")
-        if v.strip():
+        if org_tokens(v):  # a name of blanks, punctuation or invisible characters names no one
             out.append(v.strip())
     return out
 
 
 def _key(name: str) -> str:
-    return name.strip().casefold()
+    return org_key(name)
 
 
 def trainers(given=None, declared=None) -> list[str]:
@@ -79,14 +84,22 @@ def check_transfer_provenance(release, trained_by: list[str], who: str) -> dict:
         raise TransferProvenanceError(f"release {release.version} ({release.sha[:12]}) lists no transfer context "
                                       "(its transfer config is empty): the provenance of its transfer split cannot "
                                       "be checked")
-    orgs = {_key(o) for o in trained_by}
-    bad = [c for c in contexts if _key(c["collector_org"] or "") in orgs]
+    sessions = release.rows("SELECT context_id, collector, count(*) AS n FROM sessions WHERE split = 'transfer' "
+                            "GROUP BY ALL ORDER BY ALL")
+    bad = transfer_offences([(c["context_id"], c["collector_org"], c["attestation_ref"]) for c in contexts],
+                            [(r["context_id"], r["collector"], r["n"]) for r in sessions], list(trained_by))
     if bad:
+        collected = sum(any(o.kind == "trainer" for o in why) for why in bad.values())
+        where = f"transfer context(s) of release {release.version} ({release.sha[:12]})"
+        head = (f"{who} was trained by {', '.join(trained_by)}, who collected {collected} of the {len(contexts)} {where}"
+                if collected else f"{len(bad)} of the {len(contexts)} {where} lack provenance")
         raise TransferProvenanceError(
-            f"{who} was trained by {', '.join(trained_by)}, who collected {len(bad)} of the {len(contexts)} transfer "
-            f"context(s) of release {release.version} ({release.sha[:12]}): "
-            + ", ".join(f"{c['context_id']} ({c['collector_org']})" for c in bad)
-            + "; transfer contexts must be collected by a party that did not train the model (TRB spec §5): "
-              "nothing was scored")
-    return {"checked": True, "trained_by": list(trained_by),
-            "contexts": [{"context_id": c["context_id"], "collector_org": c["collector_org"]} for c in contexts]}
+            head + ": " + ", ".join(f"{cid} ({'; '.join(map(str, why))})" for cid, why in sorted(bad.items()))
+            + "; transfer contexts must be collected by a party that did not train the model (TRB spec §5; names "
+              "compared as organisations), each with an attestation: nothing was scored")
+    collectors: dict[str, list[str]] = {}
+    for r in sessions:
+        collectors.setdefault(r["context_id"], []).append(r["collector"])
+    return {"checked": True, "trained_by": list(trained_by), "rule": "schemas.orgs.same_org",
+            "contexts": [{"context_id": c["context_id"], "collector_org": c["collector_org"],
+                          "session_collectors": collectors.get(c["context_id"], [])} for c in contexts]}

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import orjson
 
-from schemas.release_format import ADDED_COLUMNS, CONFIGS, MANIFEST, R_PREFIX, R_SLOTS, data_files, file_differences
+from schemas.release_format import ADDED_COLUMNS, CONFIGS, MANIFEST, R_PREFIX, R_SLOTS
 from trb import duck
 from trb.context import PastStep, StepContext
 from trb.errors import ReleaseError
+from trb.verified import CheckRecord, ensure_checked
 
 __all__ = ["Release", "SessionSteps"]
 
@@ -145,21 +146,26 @@ class Release:
     def __init__(self, directory: str | os.PathLike, *, check_files: bool = True):
         """Open the release at ``directory``.
 
-        With ``check_files`` (the default, and what ``trb run`` does), every file the
-        manifest lists is checked against its sha256 and size first, and a data file
-        the manifest does not list is refused: a tampered or incomplete release never
-        reaches scoring. (The full content-SHA recompute is ``trb-corpus verify``.)
+        With ``check_files`` (the default, and what ``trb run`` does), the release is checked
+        against its manifest first (:func:`trb.verified.ensure_checked`): every file's sha256 and
+        size, no unlisted file, the claims digest, the release SHA recomputed from every row and
+        every claim the rows determine (kind, counts, shares, splits, ...). The full check runs once
+        per release directory on this machine and is then skipped while the directory's files are
+        unchanged; ``self.check`` says how it was checked. A tampered or incomplete release never
+        reaches scoring.
 
         Raises:
-            ReleaseError: no manifest, a manifest that is not one, files that differ from it,
-                or no sessions or steps data.
+            ReleaseError: no manifest, a manifest that is not one, a release that differs from its
+                manifest, or no sessions or steps data.
         """
         self.dir = Path(directory)
         mpath = self.dir / MANIFEST
         if not mpath.is_file():
             raise ReleaseError(f"{self.dir} is not a TRB release (no {MANIFEST}); cut one with `trb-corpus release`")
+        #: How the release was checked before it was read (None with ``check_files=False``).
+        self.check: CheckRecord | None = ensure_checked(self.dir) if check_files else None
         try:
-            self.manifest = json.loads(mpath.read_text(encoding="utf-8"))
+            self.manifest = self.check.manifest if self.check else json.loads(mpath.read_text(encoding="utf-8"))
             self.sha: str = self.manifest["release_sha"]
             self.version: str = self.manifest["version"]
             self.kind: str = self.manifest["kind"]
@@ -167,13 +173,6 @@ class Release:
             listed = self.manifest["files"]
         except (ValueError, KeyError, TypeError) as e:
             raise ReleaseError(f"{mpath}: not a release manifest ({e})") from None
-        if check_files:
-            diffs = file_differences(self.dir, self.manifest)
-            if diffs:
-                more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
-                raise ReleaseError(f"{self.dir}: the release's files differ from its manifest: {diffs[0]}{more}; "
-                                   "refusing to score a tampered or incomplete release (`trb-corpus verify` "
-                                   "lists every difference)")
         self.files = listed
         self.synthetic_share = self.manifest.get("synthetic_share")
         counts = self.manifest.get("counts") or {}
@@ -182,8 +181,9 @@ class Release:
         self._read: dict[str, SessionSteps] = {}  # sessions read by with_sessions, by id
         self.con = duck.attach()  # an in-memory catalog of views, on the process's DuckDB instance
         self.configs = []
-        for config in CONFIGS:
-            files = data_files(self.dir, config)
+        for config in CONFIGS:  # the files the manifest lists (and the check checked), nothing else beside them
+            files = sorted(self.dir / f["path"] for f in listed if isinstance(f, dict)
+                           and str(f.get("path", "")).startswith(f"data/{config}/") and f["path"].endswith(".parquet"))
             if files:
                 paths = ", ".join("'" + str(p).replace("'", "''") + "'" for p in files)
                 self.con.execute(f"CREATE VIEW {config} AS SELECT * FROM read_parquet([{paths}])")

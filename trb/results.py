@@ -9,6 +9,12 @@ writers hold it exclusively, readers shared, and a process that finds the store
 busy waits a bounded time (``TRB_LOCK_WAIT`` seconds, default 120), saying on
 stderr which pid holds it, instead of crashing into DuckDB's own file lock.
 Connections are opened per operation and closed before the lock is released.
+
+Every read-only connection is sandboxed (:mod:`schemas.sql_sandbox`): ``trb query``'s SQL, and
+any other read, reaches the store and nothing else on the machine: no file read or written, no
+extension, no network, and no ``SET`` / ``RESET`` that undoes it. A store that does not exist is
+an error for every reader; only a writer (:meth:`ResultsStore.record_run`, or ``create=True``)
+makes one.
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ import duckdb
 import pyarrow as pa
 
 from schemas.errors import ExitCode, ToolkitError
-from schemas.locking import DEFAULT_WAIT_SECONDS, FileLock, LockHolder
+from schemas.locking import DEFAULT_WAIT_SECONDS, FileLock, LockHolder, default_wait_seconds
+from schemas.sql_sandbox import SANDBOX_CONFIG, error_line
 from schemas.versions import TOOLKIT_VERSION, TRB_VERSION
 from trb import duck
 
@@ -193,6 +200,21 @@ def _items_table(items, run_id: str) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=ITEM_SCHEMA)
 
 
+def _remove_dead_scratch(path: Path) -> None:
+    """Remove the scratch files (``.NAME.init-PID-*``, and DuckDB's ``.wal`` beside them) that a process killed while
+    it made the store at ``path`` left behind, once that process is gone. The caller holds the exclusive lock."""
+    prefix = f".{path.name}.init-"
+    for p in path.parent.glob(f"{prefix}*"):
+        pid = p.name[len(prefix):].split("-", 1)[0].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                p.unlink(missing_ok=True)
+            except PermissionError:
+                pass
+
+
 def _to_arrow(rel: duckdb.DuckDBPyRelation) -> pa.Table:
     fetch = getattr(rel, "to_arrow_table", None) or rel.arrow  # duckdb >= 1.4 / older
     return fetch()
@@ -212,10 +234,11 @@ class ResultsStore:
 
         ``create=False`` is for a writer about to record a run (what ``trb run`` does): the
         new file is then made, filled and renamed into place by one DuckDB instance. Reading
-        a store that does not exist yet raises :class:`ResultsError`.
+        a store that does not exist yet raises :class:`ResultsError`; a command that only reads passes
+        ``create=False`` too (and :meth:`require` says so at once), so a mistyped path is never made.
         """
         self.path = Path(path)
-        self.wait_seconds = _WAIT_SECONDS if wait_seconds is None else float(wait_seconds)
+        self.wait_seconds = default_wait_seconds() if wait_seconds is None else float(wait_seconds)
         if self.path.is_dir():
             raise ResultsError(f"{self.path} is a directory, not a results store file")
         if not self.path.exists():
@@ -234,6 +257,7 @@ class ResultsStore:
     def _create(self, fill=None, *, failed: str | None = None) -> None:
         """Make the tables in a scratch file (and ``fill(con)`` it, in the same transaction), then rename it into
         place: a half-made store is never visible. The caller holds the exclusive lock."""
+        _remove_dead_scratch(self.path)
         tmp = self.path.with_name(f".{self.path.name}.init-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         tmp.unlink(missing_ok=True)
         try:
@@ -269,14 +293,19 @@ class ResultsStore:
         if not self.path.exists():
             raise ResultsError(f"no results store at {self.path} (`trb run --results {self.path}` makes one)")
 
+    def require(self) -> ResultsStore:
+        """``self``, if the store exists; else :class:`ResultsError` naming the path (for a command that only reads)."""
+        self._require()
+        return self
+
     @contextmanager
     def _open(self, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection to the store (the caller holds the lock)."""
+        """A connection to the store (the caller holds the lock); a read-only one is sandboxed (module docstring)."""
         self._require()
         try:
-            con = duckdb.connect(str(self.path), read_only=not write)
+            con = duckdb.connect(str(self.path), read_only=not write, config={} if write else dict(SANDBOX_CONFIG))
         except duckdb.Error as e:
-            raise ResultsError(f"{self.path} is not a results store (DuckDB cannot open it: {e})") from None
+            raise ResultsError(f"{self.path} is not a results store (DuckDB cannot open it: {error_line(e)})") from None
         try:
             yield con
         finally:
@@ -444,34 +473,34 @@ class ResultsStore:
         """:meth:`query`'s rows as dicts, the store's JSON columns decoded: ``detail``, ``adapter_spec``,
         ``timings``, ``taskset`` (by name, as selected) and any column DuckDB types ``JSON`` become objects,
         not JSON text inside JSON (``trb query --json``)."""
-        with self._connect(write=False, purpose="query") as con:
-            try:
-                cur = con.execute(sql)
-                if cur.description is None:
-                    return []
-                names = [d[0] for d in cur.description]
-                decode = [n in JSON_COLUMNS or str(d[1]) == "JSON" for n, d in zip(names, cur.description)]
-                rows = cur.fetchall()
-            except duckdb.Error as e:
-                raise ResultsError(str(e)) from None
+        names, decode, rows = self._run_user_sql(sql)
         return [{n: (json.loads(v) if d and isinstance(v, str) else v) for n, d, v in zip(names, decode, r)}
                 for r in rows]
 
     def query(self, sql: str) -> tuple[list[str], list[tuple]]:
-        """Run ``sql`` on a read-only connection to the store: (column names, rows).
+        """Run ``sql`` on a read-only, sandboxed connection to the store: (column names, rows).
 
-        Writes to the store fail (the connection is read-only). A statement that
-        returns no result set gives ``([], [])``.
+        Writes to the store fail (the connection is read-only); so does anything that reaches
+        past it: a file read or written, another database attached, an extension installed or
+        loaded, a URL, a ``SET`` (:mod:`schemas.sql_sandbox`). A statement that returns no result
+        set gives ``([], [])``.
 
         Raises:
-            ResultsError: DuckDB rejected the query (its message, without a traceback).
+            ResultsError: DuckDB rejected the query (the first line of its message, without a traceback),
+                or the store does not exist.
         """
+        names, _, rows = self._run_user_sql(sql)
+        return names, rows
+
+    def _run_user_sql(self, sql: str) -> tuple[list[str], list[bool], list[tuple]]:
+        """(column names, whether each holds JSON to decode, rows) of ``sql``; every DuckDB error a ResultsError."""
         with self._connect(write=False, purpose="query") as con:
             try:
                 cur = con.execute(sql)
                 if cur.description is None:
-                    return [], []
-                columns = [d[0] for d in cur.description]
-                return columns, [tuple(r) for r in cur.fetchall()]
+                    return [], [], []
+                names = [d[0] for d in cur.description]
+                decode = [n in JSON_COLUMNS or str(d[1]) == "JSON" for n, d in zip(names, cur.description)]
+                return names, decode, [tuple(r) for r in cur.fetchall()]
             except duckdb.Error as e:
-                raise ResultsError(str(e)) from None
+                raise ResultsError(error_line(e)) from None

@@ -226,6 +226,8 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
             "timings": json.dumps({"wall_s": wall, "adapter_s": timer.seconds, "adapter_calls": timer.calls,
                                    "per_track_s": per_track_s, "summary": summary,
                                    "capabilities": sorted(bound.capabilities), "split_check": split_check,
+                                   "release_check": release.check.summary() if release.check is not None
+                                   else {"checked": "not checked"},
                                    **({"transfer_check": transfer_check} if transfer_check is not None else {}),
                                    **({"track_options": options} if options else {}),
                                    **({"emit_r": emit} if emit is not None else {}),
@@ -318,7 +320,7 @@ def rerun(run_id: str, *, results: str | os.PathLike = "results.duckdb", release
     from trb.errors import ReleaseError
     from trb.results import ResultsError, ResultsStore
 
-    store = ResultsStore(Path(results))
+    store = ResultsStore(Path(results), create=False).require()  # a mistyped path is an error, never made
     runs = [r for r in store.runs() if r["run_id"] == run_id or (len(run_id) >= 8 and r["run_id"].startswith(run_id))]
     if len(runs) != 1:
         raise ResultsError(f"{'no' if not runs else 'more than one'} run {run_id!r} in {store.path}")

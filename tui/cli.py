@@ -35,7 +35,7 @@ def cli(corpus_dir: str | None, corpus_opt: str | None, results: str | None, rev
         from trb.results import ResultsError, ResultsStore
 
         try:
-            ResultsStore(results, wait_seconds=10)
+            ResultsStore(results, wait_seconds=10, create=False).require()  # a reader: never made here
         except ResultsError as e:  # the same code as `trb report --results` (RESULTS, or BUSY), naming the option
             raise type(e)(f"--results {results}: {e.message}") from None
     from tui.app import ReviewApp

@@ -80,7 +80,7 @@ class RunSummary:
 def _store(path: str | os.PathLike):
     from trb.results import ResultsStore
 
-    return ResultsStore(path)
+    return ResultsStore(path, create=False)  # a reader: a missing store is an error, never made here
 
 
 def read_runs(path: str | os.PathLike) -> list[RunSummary]:

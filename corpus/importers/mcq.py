@@ -26,14 +26,12 @@ The 3:1 cap is checked before anything is written (:mod:`corpus.importers.run`).
 
 from __future__ import annotations
 
-import json
+import math
 import random
 import re
 import tomllib
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from corpus.errors import InvalidInput, Problem
 from corpus.importers.base import (
@@ -45,6 +43,7 @@ from corpus.importers.base import (
     identifier,
     item_subject,
 )
+from schemas import strict_json
 
 __all__ = ["IMPORTER", "GENERATOR", "MAPPING_VERSION", "SUGGESTION_SLOT", "convert"]
 
@@ -58,15 +57,25 @@ _BINARY = (("yes", "no"), ("true", "false"), ("valid", "invalid"))
 _PROVENANCE = ("dataset", "revision", "licence", "citation")
 
 
+def _finite_toml_float(token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value):
+        raise ValueError(f"{token} is not a finite number (nan and inf are refused)")
+    return value
+
+
 def _sidecar(path: Path | None) -> dict:
     if path is None:
         return {}
     try:
         text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+        data = tomllib.loads(text, parse_float=_finite_toml_float) if path.suffix == ".toml" else strict_json.loads(text)
     except OSError as e:
         raise InvalidInput([Problem(str(path), None, "", f"cannot read the sidecar: {e.strerror or e}")],
                            summary="the sidecar cannot be read; nothing was written") from None
+    except strict_json.StrictJSONError as e:
+        raise InvalidInput([Problem(str(path), None, p, m) for p, m in e.problems],
+                           summary="bad sidecar; nothing was written") from None
     except (ValueError, tomllib.TOMLDecodeError) as e:
         raise InvalidInput([Problem(str(path), None, "", f"not valid {'TOML' if path.suffix == '.toml' else 'JSON'}: "
                                                           f"{e}")], summary="bad sidecar; nothing was written") from None
@@ -274,9 +283,10 @@ def convert(files: list[Path], *, dataset: str | None = None, revision: str | No
                 problems.append(Problem(str(_p), _n, pointer, message))
 
             try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError as e:
-                where("", f"invalid JSON: {e}")
+                obj = strict_json.loads(raw)
+            except strict_json.StrictJSONError as e:
+                for pointer, message in e.problems:
+                    where(pointer, message)
                 continue
             if not isinstance(obj, dict):
                 where("", f"an item must be a JSON object, got {type(obj).__name__}")

@@ -229,7 +229,7 @@ def test_gate_pii_refuses_unless_redacted(tmp_path):
     obs = [row["observation"] for row in pq.read_table(r.directory / "data" / "steps").to_pylist()
            if row["session_id"] == "s1" and row["t"] == 1]
     assert obs == ["write to [REDACTED:email] or call [REDACTED:phone]"]
-    assert r.manifest["pii"] == {"hits": 2, "redacted": 2}
+    assert r.manifest["pii"] == {"hits": 2, "redacted": 2, "rows": 2, "documents": 0}
 
 
 def test_immutability_same_content_is_a_noop_different_content_is_refused(tmp_path):

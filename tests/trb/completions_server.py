@@ -135,12 +135,14 @@ class CompletionsServer:
                     if server.delay:
                         time.sleep(server.delay)
                     try:
-                        answer = server.completion(body)
+                        answer, status = server.completion(body), 200
                     except Exception as e:
-                        return self._send(400, {"error": f"{type(e).__name__}: {e}"})
-                    self._send(200, answer)
+                        answer, status = {"error": f"{type(e).__name__}: {e}"}, 400
                 finally:
+                    # no longer active before the answer goes out: the client may send its next request the
+                    # moment it has this one, and that must not count as one more in flight
                     with server._lock:
                         server.active -= 1
+                self._send(status, answer)
 
         return Handler

@@ -91,8 +91,9 @@ def _copy_release(src: Path, dst: Path) -> Path:
     return dst
 
 
-def _reseal(d: Path) -> None:
-    """Rewrite the manifest's file list to the files now present (the engine refuses files that differ from it)."""
+def _reseal(d: Path) -> Release:
+    """Rewrite the manifest's file list to the files now present, and open the release unchecked: the engine refuses
+    a release whose rows differ from its manifest, and these tests change the rows on purpose."""
     import json
 
     from schemas.hashing import sha256_file
@@ -101,6 +102,7 @@ def _reseal(d: Path) -> None:
     manifest["files"] = [{**f, "sha256": sha256_file(d / f["path"]), "bytes": (d / f["path"]).stat().st_size}
                          for f in manifest["files"] if (d / f["path"]).is_file()]
     (d / "manifest.json").write_text(json.dumps(manifest))
+    return Release(d, check_files=False)
 
 
 def test_other_splits_do_not_reach_training(release, tmp_path):
@@ -111,9 +113,8 @@ def test_other_splits_do_not_reach_training(release, tmp_path):
     assert any(p.name.startswith("eval-") for p in removed)
     for p in removed:
         p.unlink()
-    _reseal(pruned)
     base = train_reference(release, "full", tmp_path / "m-base", seed=0, epochs=2, progress=False)
-    again = train_reference(pruned, "full", tmp_path / "m-pruned", seed=0, epochs=2, progress=False)
+    again = train_reference(_reseal(pruned), "full", tmp_path / "m-pruned", seed=0, epochs=2, progress=False)
     assert base["sha256"] == again["sha256"]
     assert base["training"]["n_train"] == again["training"]["n_train"]
 
@@ -125,8 +126,7 @@ def test_other_splits_do_not_reach_training(release, tmp_path):
                               AS phi_probs) FROM read_parquet('{cf_file}'))
                     TO '{cf_file}.new' (FORMAT parquet)""")
     Path(f"{cf_file}.new").replace(cf_file)
-    _reseal(altered)
-    changed = train_reference(altered, "full", tmp_path / "m-altered", seed=0, epochs=2, progress=False)
+    changed = train_reference(_reseal(altered), "full", tmp_path / "m-altered", seed=0, epochs=2, progress=False)
     assert changed["sha256"] != base["sha256"]
 
 

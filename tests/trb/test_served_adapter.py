@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 
 import pytest
 
@@ -23,6 +24,7 @@ pytest.importorskip("httpx")
 from completions_server import CompletionsServer  # noqa: E402
 from engine_helpers import make_release, make_tiny_lm  # noqa: E402
 
+from schemas.errors import ExitCode  # noqa: E402
 from trb.adapters.completions_client import CompletionsClient, continuation_logprob  # noqa: E402
 from trb.adapters.proxy import ProxyAdapter  # noqa: E402
 from trb.adapters.served import ServedAdapter  # noqa: E402
@@ -230,7 +232,8 @@ def test_registered_like_a_plugin_with_its_options():
 
     kind = available_adapters()["served"]
     assert kind.tier == "proxy" and kind.accepts == ("url",) and "activation_access" not in kind.capabilities
-    assert {o.cli_flag for o in kind.options} >= {"--served-model", "--max-in-flight", "--api-key-env", "--tokenizer"}
+    assert {o.cli_flag for o in kind.options} >= {"--served-model", "--max-in-flight", "--api-key-env", "--tokenizer",
+                                                   "--deadline"}
 
 
 @pytest.fixture(scope="module")
@@ -285,3 +288,88 @@ def test_mean_action_scores_need_the_served_models_tokenizer(fresh):
         ServedAdapter.load(fresh.url, action_score="mean")
     with pytest.raises(AdapterError, match="intervention"):
         ServedAdapter.load(fresh.url, intervention="rewrite")
+
+
+# -- issue 18: credentials, hung servers and keys that cannot be sent -------------------------------------------
+
+SECRET = "tok-5ecret-0123456789"
+
+
+def _trb(capsys, *args) -> tuple[int, str, str]:
+    from trb.cli import main
+
+    capsys.readouterr()
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("suffix", [f"?api_key={SECRET}", f"?access_token={SECRET}&x=1", f"#token={SECRET}"])
+def test_credentials_in_a_query_are_refused_and_never_stored(fresh, release, tmp_path, capsys, suffix):
+    with pytest.raises(AdapterError, match="credentials in the URL are refused") as e:
+        ServedAdapter.load(fresh.url + suffix)
+    assert SECRET not in e.value.message and fresh.url in e.value.message
+    db = tmp_path / "r.duckdb"
+    code, out, err = _trb(capsys, "run", "--release", release, "--adapter", "served", "--model", fresh.url + suffix,
+                          "--baseline", "instruct-base", "--tracks", "1", "--scaffold", "none", "--results", db, "-q")
+    assert code == ExitCode.ADAPTER and SECRET not in out + err and len(err.strip().splitlines()) == 1
+    assert not db.exists()  # no run, so no spec holding the URL
+
+
+def test_any_other_query_string_or_a_bad_url_is_one_clear_error(fresh):
+    with pytest.raises(AdapterError, match="query string or fragment in the URL would not be sent"):
+        CompletionsClient(fresh.url + "?api-version=2024-01-01")
+    with pytest.raises(AdapterError, match="not a valid URL"):
+        CompletionsClient("http://[::1/v1")
+    with pytest.raises(AdapterError, match="not a valid URL"):
+        CompletionsClient("http://127.0.0.1:notaport/v1")
+
+
+@pytest.mark.parametrize("key,why", [("sk-clé-0123456789", "a non-ASCII character at position 6 of 17"),
+                                     (KEY + "\n", f"a space or control character at position {len(KEY) + 1}"),
+                                     ("sk trb 0123", "a space or control character at position 3 of 11")])
+def test_a_key_that_cannot_be_sent_is_one_line_naming_the_variable(fresh, release, tmp_path, capsys, monkeypatch,
+                                                                   key, why):
+    monkeypatch.setenv("MY_LAB_KEY", key)
+    with pytest.raises(AdapterError) as e:
+        CompletionsClient(fresh.url, api_key_env="MY_LAB_KEY")
+    assert e.value.message.startswith(f"the API key in $MY_LAB_KEY has {why}") and key.strip() not in e.value.message
+    monkeypatch.setenv("TRB_API_KEY", key)
+    code, out, err = _trb(capsys, "run", "--release", release, "--adapter", "served", "--model", fresh.url,
+                          "--baseline", "instruct-base", "--tracks", "1", "--scaffold", "none", "--results",
+                          tmp_path / "r.duckdb", "-q")
+    assert code == ExitCode.ADAPTER and "Traceback" not in err and key.strip() not in err
+    assert err.strip().splitlines()[-1].startswith("the API key in $TRB_API_KEY has")
+
+
+def test_a_hung_server_is_reported_within_the_deadline(release, tmp_path, capsys):
+    from hung_server import HungServer
+    from trb.adapters.completions_client import PROBE_DEADLINE_S
+
+    assert PROBE_DEADLINE_S <= 30  # what a hung server costs at load by default (was 5 x 120 s)
+    with HungServer() as hung:
+        t0 = time.monotonic()
+        with pytest.raises(AdapterError) as e:
+            ServedAdapter.load(hung.url + "/v1", deadline=2)
+        elapsed = time.monotonic() - t0
+        assert hung.connections >= 1
+        assert 1.5 <= elapsed < 6, elapsed
+        assert e.value.message.startswith(f"{hung.url}/v1/models: no answer within 2 s (GET /models: 1 attempt(s)")
+        t0 = time.monotonic()
+        code, out, err = _trb(capsys, "run", "--release", release, "--adapter", "served", "--model", hung.url + "/v1",
+                              "--deadline", "2", "--baseline", "instruct-base", "--tracks", "1", "--scaffold", "none",
+                              "--results", tmp_path / "r.duckdb", "-q")
+        assert time.monotonic() - t0 < 20
+    assert code == ExitCode.ADAPTER and err.strip().splitlines()[-1].startswith(f"{hung.url}/v1/models: no answer")
+
+
+def test_a_flaky_request_is_retried_within_its_deadline_and_the_retry_is_announced(fresh, capsys):
+    fresh.always_fail = 503
+    with CompletionsClient(fresh.url, "tiny", backoff=0.4, max_attempts=10, deadline=2.5) as client:
+        t0 = time.monotonic()
+        with pytest.raises(AdapterError, match="no answer within 2.5 s") as e:
+            client.generate("at C1", 1)
+        elapsed = time.monotonic() - t0
+    assert elapsed < 3.5 and 2 <= fresh.requests <= 4 and "HTTP 503" in e.value.message
+    err = capsys.readouterr().err
+    assert "retrying in" in err and "gives up after 2.5 s" in err  # the wait that took it past a second was said

@@ -41,6 +41,15 @@ def test_a_results_file_that_is_not_a_results_store_is_a_results_error(corpus_di
     assert err.startswith(f"--results {bad}: ") and "Traceback" not in err
 
 
+def test_a_missing_results_store_is_an_error_and_is_not_made(corpus_dir, tmp_path, capsys):
+    """A mistyped --results is refused as a bad option value, naming it; no empty store is made there."""
+    missing = tmp_path / "typo" / "results.duckdb"
+    assert main([str(corpus_dir), "--results", str(missing)]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "'--results'" in err and "does not exist" in err and "Traceback" not in err
+    assert not missing.exists() and not missing.parent.exists()
+
+
 def test_corpus_option_names_the_corpus_as_the_messages_suggest(tmp_path, capsys):
     """The no-corpus message says "pass --corpus": trb-review takes it (and refuses two different corpora)."""
     assert main(["--corpus", str(tmp_path / "nothing")]) == ExitCode.NOT_FOUND

@@ -26,41 +26,59 @@ Requests run concurrently on a thread pool of ``max_in_flight`` workers: at most
 requests are in flight at once (:meth:`map`). A request that fails with a connection error, a
 timeout, 429 or a 5xx status is retried, at most ``max_attempts`` attempts in all, after
 ``backoff * 2**k`` seconds (k = 0, 1, ...; a ``Retry-After`` header of at most 30 s is honoured
-when longer); then an :class:`~trb.errors.AdapterError` names the URL, the status and the
-server's message. Other 4xx answers are not retried.
+when longer), all within ``deadline`` seconds per request (default 300: each attempt's timeout
+is cut to what is left; the ``/models`` check at load has at most 30 s, so a server that
+accepts connections and never answers is reported within that); then an
+:class:`~trb.errors.AdapterError` names the URL, the status and the server's message, or the
+seconds waited and the attempts made. A line on stderr announces each retry once a request has
+taken a second. Other 4xx answers are not retried.
 
 The API key is read only from the environment variable ``api_key_env`` (default
 ``TRB_API_KEY``) and sent as ``Authorization: Bearer <key>``; a server that needs none is
 sent none. It is never stored in a spec, an error message or a log line (error messages show
-the server's reply with the key masked, should a server echo it). A URL carrying credentials
-(``http://user:password@host``) is refused, without repeating them.
+the server's reply with the key masked, should a server echo it); a key an HTTP header cannot
+carry (a non-ASCII character, a space or newline) is refused by position. A URL carrying
+credentials (``http://user:password@host``, ``?api_key=``) is refused, without repeating them
+(:func:`schemas.urls.redact_url`), and so is any other query string or fragment (it would not
+be sent).
 """
 
 from __future__ import annotations
 
+import math
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit, urlunsplit
 
+from schemas.urls import has_credentials, header_value_problem, redact_url
 from trb.errors import AdapterError
 
 __all__ = ["CompletionsClient", "DEFAULT_API_KEY_ENV", "DEFAULT_MAX_IN_FLIGHT", "DEFAULT_MAX_ATTEMPTS",
-           "continuation_logprob", "public_url"]
+           "DEFAULT_DEADLINE_S", "PROBE_DEADLINE_S", "continuation_logprob", "public_url"]
 
 DEFAULT_API_KEY_ENV = "TRB_API_KEY"
 DEFAULT_MAX_IN_FLIGHT = 8
 DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_BACKOFF_S = 0.5
 DEFAULT_TIMEOUT_S = 120.0
+#: Seconds one request may take in all, its attempts and the waits between them included.
+DEFAULT_DEADLINE_S = 300.0
+#: The most the ``/models`` check at load may take (a live server answers it at once).
+PROBE_DEADLINE_S = 30.0
+_MIN_ATTEMPT_S = 0.5  # no retry is started with less time than this left
+_RETRY_LINE_AFTER_S = 1.0  # a retry is announced on stderr once the request has taken this long
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _MAX_RETRY_AFTER_S = 30.0
 
 
 def public_url(url: str) -> str:
-    """``url`` without credentials (user:password@ is dropped), query or fragment; no trailing slash."""
+    """``url`` without credentials (user:password@ is dropped), query or fragment; no trailing slash.
+
+    Raises ValueError for a URL that does not parse (a bad port, an unclosed IPv6 bracket)."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     if ":" in host:  # an IPv6 literal
@@ -114,35 +132,55 @@ class CompletionsClient:
         max_in_flight: at most this many requests at once (>= 1).
         max_attempts: attempts per request before giving up (>= 1).
         backoff: seconds before the first retry; doubled at each retry.
-        timeout: seconds per request.
+        timeout: seconds per attempt (cut to what is left of ``deadline``).
         api_key_env: the environment variable holding the API key (read here, once; absent or empty: no key).
+        deadline: seconds one request may take in all, its attempts and waits included (> 0).
     Raises:
-        AdapterError: a bad option, or httpx missing.
+        AdapterError: a bad option, URL or key, or httpx missing.
     """
 
     def __init__(self, base_url: str, model: str | None = None, *, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
                  max_attempts: int = DEFAULT_MAX_ATTEMPTS, backoff: float = DEFAULT_BACKOFF_S,
-                 timeout: float = DEFAULT_TIMEOUT_S, api_key_env: str = DEFAULT_API_KEY_ENV):
+                 timeout: float = DEFAULT_TIMEOUT_S, api_key_env: str = DEFAULT_API_KEY_ENV,
+                 deadline: float = DEFAULT_DEADLINE_S):
         try:
             import httpx
         except ImportError as e:
             raise AdapterError(f"the served adapter needs httpx (pip install httpx; make install does) ({e})") from e
+        shown = redact_url(str(base_url))
         if not str(base_url).startswith(("http://", "https://")):
-            raise AdapterError(f"{public_url(str(base_url))}: not an http(s) URL")
+            raise AdapterError(f"{shown}: not an http(s) URL")
         if max_in_flight < 1 or max_attempts < 1 or backoff < 0 or timeout <= 0:
             raise AdapterError("max_in_flight and max_attempts must be >= 1, backoff >= 0 and timeout > 0")
+        if not (isinstance(deadline, (int, float)) and math.isfinite(deadline) and deadline > 0):
+            raise AdapterError(f"deadline must be a number of seconds > 0, not {deadline!r}")
+        if has_credentials(base_url):
+            raise AdapterError(f"{shown}: credentials in the URL are refused; put the API key in the "
+                               f"environment variable {api_key_env}")
+        try:
+            url = public_url(str(base_url))
+            query = urlsplit(str(base_url)).query
+        except ValueError as e:
+            raise AdapterError(f"{shown}: not a valid URL ({e})") from None
+        if query or "#" in str(base_url):
+            raise AdapterError(f"{shown}: a query string or fragment in the URL would not be sent (requests go to "
+                               "<URL>/completions and <URL>/models); give the API root alone, e.g. "
+                               "http://127.0.0.1:8000/v1")
         self._httpx = httpx
-        self.url = public_url(str(base_url))
+        self.url = url
         self.model = model
         self.max_in_flight = int(max_in_flight)
         self.max_attempts = int(max_attempts)
         self.backoff = float(backoff)
+        self.timeout = float(timeout)
+        self.deadline = float(deadline)
         self.api_key_env = api_key_env
         key = os.environ.get(api_key_env) or None
+        problem = header_value_problem(key) if key else None
+        if problem:
+            raise AdapterError(f"the API key in ${api_key_env} has {problem}, which an HTTP header cannot carry; "
+                               "set it again")
         self._key = key  # never leaves this object except in the Authorization header
-        if urlsplit(str(base_url)).username is not None:
-            raise AdapterError(f"{self.url}: credentials in the URL are refused; put the API key in the "
-                               f"environment variable {api_key_env}")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout,
                                     limits=httpx.Limits(max_connections=self.max_in_flight,
@@ -168,17 +206,23 @@ class CompletionsClient:
     def _mask(self, text: str) -> str:
         return text.replace(self._key, "***") if self._key else text
 
-    def _request(self, method: str, path: str, payload: dict | None = None) -> dict:
-        """One request with retries; the decoded JSON answer."""
+    def _notify(self, line: str) -> None:
+        print(self._mask(line), file=sys.stderr, flush=True)
+
+    def _request(self, method: str, path: str, payload: dict | None = None, *, deadline: float | None = None) -> dict:
+        """One request with retries, all within ``deadline`` seconds (default: the client's); the decoded JSON."""
         httpx = self._httpx
         where = f"{self.url}{path}"
+        deadline = self.deadline if deadline is None else min(deadline, self.deadline)
+        start = time.monotonic()
         last = ""
         for attempt in range(self.max_attempts):
             wait = self.backoff * (2 ** attempt)
             with self._lock:
                 self.requests += 1
+            left = deadline - (time.monotonic() - start)
             try:
-                resp = self._client.request(method, path, json=payload)
+                resp = self._client.request(method, path, json=payload, timeout=max(min(self.timeout, left), 0.05))
             except (httpx.TransportError, httpx.TimeoutException) as e:
                 last = f"{type(e).__name__}: {self._mask(str(e))}"
             else:
@@ -197,8 +241,15 @@ class CompletionsClient:
                 except ValueError:
                     pass
             if attempt + 1 < self.max_attempts:
+                elapsed = time.monotonic() - start
+                if elapsed + wait + _MIN_ATTEMPT_S > deadline:
+                    raise AdapterError(f"{where}: no answer within {deadline:g} s ({method} {path}: {attempt + 1} "
+                                       f"attempt(s) in {elapsed:.0f} s, the deadline for one request); last: {last}")
                 with self._lock:
                     self.retries += 1
+                if elapsed + wait >= _RETRY_LINE_AFTER_S:
+                    self._notify(f"{where}: {last[:120]}; retrying in {wait:g} s (attempt {attempt + 2} of "
+                                 f"{self.max_attempts}, gives up after {deadline:g} s)")
                 time.sleep(wait)
         raise AdapterError(f"{where}: failed after {self.max_attempts} attempt(s); last: {last}")
 
@@ -212,8 +263,8 @@ class CompletionsClient:
     # -- the endpoint ----------------------------------------------------------------
 
     def models(self) -> list[str]:
-        """The model ids the server lists at ``/models``."""
-        data = self._request("GET", "/models")
+        """The model ids the server lists at ``/models`` (within at most 30 s: what load checks first)."""
+        data = self._request("GET", "/models", deadline=PROBE_DEADLINE_S)
         try:
             return [str(m["id"]) for m in data.get("data", [])]
         except (TypeError, KeyError, AttributeError) as e:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.plugins import discover, import_object
+from schemas.urls import redact_url
 from trb.adapters.capabilities import BoundAdapter, bind
 from trb.errors import AdapterError, UsageError
 
@@ -113,7 +114,7 @@ class AdapterKind:
             return str(model)
         what = " or ".join({"path": "an existing path", "url": "an http(s) URL", "name": "a name"}[a]
                            for a in self.accepts)
-        raise UsageError(f"--model {model}: adapter {self.name} accepts {what} ({self.model_help})")
+        raise UsageError(f"--model {redact_url(model)}: adapter {self.name} accepts {what} ({self.model_help})")
 
 
 def _load_entry(name: str, value: str, source: str) -> AdapterKind:

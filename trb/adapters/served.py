@@ -14,8 +14,9 @@ do(r') edit of that span, the same template versions. Only the backend differs:
   slot across all contexts, every slot's requests in flight together (the proxy's torch
   prefix cache has no HTTP counterpart: the server's own prompt cache, if it has one, does
   that work);
-* failures are retried with exponential backoff (connection errors, 429, 5xx), then an
-  AdapterError names the URL and status;
+* failures are retried with exponential backoff (connection errors, 429, 5xx), all within a
+  deadline per request (``deadline``, default 300 s; the ``/models`` check at load at most 30 s),
+  then an AdapterError names the URL and status, or the seconds waited;
 * the API key comes only from the environment variable named by ``api_key_env``
   (default ``TRB_API_KEY``) and is never in the spec, an error or a log.
 
@@ -40,6 +41,7 @@ from pathlib import Path
 from trb.adapters.capabilities import BatchedAct, BatchedEmit, ContinuationScoring, EmitCounters, RAblation
 from trb.adapters.completions_client import (
     DEFAULT_API_KEY_ENV,
+    DEFAULT_DEADLINE_S,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_IN_FLIGHT,
     CompletionsClient,
@@ -114,7 +116,7 @@ class ServedAdapter(ProxyAdapter):
              max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
              backoff: float = 0.5, timeout: float = 120.0, api_key_env: str = DEFAULT_API_KEY_ENV,
              intervention: str = "template", chat_template: str = "auto", prompt_format: str = "auto",
-             action_score: str = "sum") -> ServedAdapter:
+             action_score: str = "sum", deadline: float = DEFAULT_DEADLINE_S) -> ServedAdapter:
         """Connect to the server at ``url`` (``http://host:port/v1``) and check that it answers ``/models``.
 
         Args:
@@ -128,7 +130,8 @@ class ServedAdapter(ProxyAdapter):
             chat_template: ``"auto"`` applies the tokenizer's chat template when ``tokenizer`` is given and
                 has one (without a tokenizer no chat template is known: prompts are sent as the plain
                 templates); ``"off"`` never does.
-            max_in_flight: requests in flight at most; max_attempts, backoff, timeout: the retry policy.
+            max_in_flight: requests in flight at most; max_attempts, backoff, timeout: the retry policy;
+                deadline: the seconds one request may take in all (the ``/models`` check: at most 30).
             api_key_env: the environment variable holding the API key.
         Raises:
             AdapterError: a bad option, a server that does not answer (after the retries), a
@@ -137,7 +140,7 @@ class ServedAdapter(ProxyAdapter):
         _check_options(mode=mode, scaffold=scaffold, intervention=intervention, chat_template=chat_template,
                        prompt_format=prompt_format, action_score=action_score)
         client = CompletionsClient(url, served_model, max_in_flight=max_in_flight, max_attempts=max_attempts,
-                                   backoff=backoff, timeout=timeout, api_key_env=api_key_env)
+                                   backoff=backoff, timeout=timeout, api_key_env=api_key_env, deadline=deadline)
         try:
             listed = client.models()
             if served_model is None:
@@ -249,6 +252,8 @@ ADAPTER = AdapterKind(
         AdapterOption("max_in_flight", f"requests in flight at most (default {DEFAULT_MAX_IN_FLIGHT})", type=int),
         AdapterOption("max_attempts", f"attempts per request before failing (default {DEFAULT_MAX_ATTEMPTS})",
                       type=int),
+        AdapterOption("deadline", f"seconds one request may take in all, retries included (default "
+                                  f"{DEFAULT_DEADLINE_S:g}; the /models check at load at most 30)", type=float),
         AdapterOption("api_key_env", f"the environment variable holding the API key (default {DEFAULT_API_KEY_ENV}; "
                                      "the key itself is never an option)"),
     ),

@@ -248,9 +248,12 @@ def _validate(model: ReferenceModel, steps: list, cfs: list, goal_index: dict) -
     return rec
 
 
-def train_reference(release_dir: str | os.PathLike, variant: str, out_dir: str | os.PathLike, *, seed: int = 0,
-                    epochs: int | None = None, progress: bool = True) -> dict:
+def train_reference(release_dir: str | os.PathLike | Release, variant: str, out_dir: str | os.PathLike, *,
+                    seed: int = 0, epochs: int | None = None, progress: bool = True) -> dict:
     """Train a reference model on the train split of ``release_dir`` and save it to ``out_dir``.
+
+    ``release_dir`` is a release directory (checked against its manifest when opened) or an open
+    :class:`~trb.releases.Release` (closed here).
 
     About a tenth of the train sessions (chosen by a stable hash of the session id,
     the same for every seed and variant) are held out of the gradient as a
@@ -276,7 +279,8 @@ def train_reference(release_dir: str | os.PathLike, variant: str, out_dir: str |
     if epochs is not None and epochs < 1:
         raise UsageError(f"epochs must be at least 1, got {epochs}")
     started = time.perf_counter()
-    rel = Release(release_dir)
+    rel = release_dir if isinstance(release_dir, Release) else Release(release_dir)
+    release_dir, checked = rel.dir, rel.check is not None
     try:
         cfg = ModelConfig()
         steps, cfs, vocab, counts, sessions = _load_train(rel, variant, cfg)
@@ -402,7 +406,7 @@ def train_reference(release_dir: str | os.PathLike, variant: str, out_dir: str |
     from trb.grounding import write_concepts  # Track 2's concept directions, from the same train split
 
     try:
-        write_concepts(out_dir, release_dir)
+        write_concepts(out_dir, Release(release_dir, check_files=checked))  # a checked release: cached, not read again
     except UsageError as e:  # a train split without enough recorded slot values: the model simply has none
         print(f"no concept directions: {e}", file=sys.stderr)
     return {**load_config(out_dir), "path": str(Path(out_dir)), "sha256": sha}

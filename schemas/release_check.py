@@ -1,0 +1,519 @@
+"""Checking a release directory against its manifest, from its files alone: one definition for the corpus's
+``trb-corpus verify`` and the engine's ``trb run`` (which imports no ``corpus`` module).
+
+What is checked, in this order (each difference is one line naming the file, the row or the claim):
+
+1. **The files.** Every file the manifest lists has its sha256 and size; no other file is there
+   (dot-files included; only ``manifest.json``, ``hub.json`` and what the Hub adds to a downloaded
+   copy may be unlisted: :data:`~schemas.release_format.HUB_ARTEFACTS`). ``hub.json``, when present,
+   is a hub record of this release SHA.
+2. **The claims digest.** A format-2 manifest carries ``claims_sha256`` over every other field
+   (:func:`~schemas.release_format.claims_digest`): an edited claim is seen even where the rows
+   cannot tell (version, parent, trainer organisations, gate figures, the excluded count, the
+   versions and the date). A format-1 manifest (cut before) has none: a note says so.
+3. **The rows.** The release SHA is recomputed from every row, and every claim that follows from
+   the rows is recomputed and compared: the counts per config and split; the subjects per split;
+   the synthetic shares; the kind (simulated or illustrative sessions make a smoke release, and
+   ``smoke_test`` says so); the label source; the annotators behind Φ(r') and the Track 1 ceiling;
+   every session's split from the manifest's salt and split fractions (a parent may have pinned
+   subjects to eval; transfer sessions are those of the transfer contexts); transfer provenance
+   against the manifest's trainer organisations; the gates' conditions (complete eval and transfer
+   data, the annotator minimum); that each row is in the shard of its split and of an existing
+   session; and that the redactions the manifest counts are in the release. The card, the
+   datasheet and ``croissant.json`` must agree with the manifest on what they restate (the SMOKE TEST
+   banner, a curated datasheet for a ``trb`` release, the version, the SHA and the files' sha256s).
+
+A forger who rewrites the rows and the manifest and recomputes every hash makes a consistent
+release: the content SHA then differs from the one a result or a publisher names, which is what
+that SHA is for. What only the digest binds can be changed by someone who also recomputes it;
+``trb run`` records the manifest's sha256 beside the release SHA, so such a change is visible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from schemas.ceiling import ceiling_by_items
+from schemas.models import HubRecord, ReleaseManifest
+from schemas.release_format import (
+    ANNOTATOR_GATED_SPLITS,
+    CONFIGS,
+    HUB_RECORD,
+    HUMAN_ORIGINS,
+    MANIFEST,
+    REDACTION_MARKER,
+    RELEASE_GATES,
+    SMOKE_SOURCE_KINDS,
+    SPLIT_FRACTIONS,
+    SPLITS,
+    SYNTHETIC_CAP,
+    SYNTHETIC_ORIGIN,
+    ContentDigest,
+    claims_digest,
+    file_differences,
+    subject_split,
+)
+
+__all__ = ["ReleaseCheck", "check_release", "load_manifest"]
+
+#: How many offending ids one difference names.
+_FIRST = 5
+_BATCH_ROWS = 65_536
+#: The files besides the rows that may hold a redaction (``[REDACTED:kind]``) of what they restate.
+_TEXT_FILES = ("README.md", "DATASHEET.md", "croissant.json", MANIFEST)
+
+
+@dataclass
+class ReleaseCheck:
+    """What :func:`check_release` found: the parsed manifest (None if unreadable), every difference, notes."""
+
+    directory: Path
+    manifest: dict | None
+    differences: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+
+def load_manifest(directory: str | os.PathLike) -> tuple[dict | None, str | None]:
+    """``(manifest, None)`` when ``directory/manifest.json`` is a valid release manifest, else ``(None, why)``."""
+    path = Path(directory) / MANIFEST
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, f"{MANIFEST}: missing (not a release directory)"
+    except (OSError, UnicodeDecodeError) as e:
+        return None, f"{MANIFEST}: unreadable ({e})"
+    try:
+        manifest = json.loads(text)
+    except ValueError as e:
+        return None, f"{MANIFEST}: not JSON ({e})"
+    if not isinstance(manifest, dict):
+        return None, f"{MANIFEST}: not a JSON object"
+    try:
+        ReleaseManifest.model_validate(manifest)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = "/".join(str(x) for x in err["loc"]) or "(top level)"
+        return None, f"{MANIFEST}: not a valid release manifest: {where}: {err['msg']}"
+    return manifest, None
+
+
+def _ids(values) -> str:
+    values = list(values)
+    more = f" (and {len(values) - _FIRST} more)" if len(values) > _FIRST else ""
+    return ", ".join(str(v) for v in values[:_FIRST]) + more
+
+
+def check_release(directory: str | os.PathLike, *, rows: bool = True) -> ReleaseCheck:
+    """Check ``directory`` against its manifest (see the module docstring); ``rows=False`` checks the files and the
+    digest only. Never raises for what the directory holds: every problem is a difference."""
+    d = Path(directory)
+    manifest, why = load_manifest(d)
+    check = ReleaseCheck(d, manifest)
+    if manifest is None:
+        check.differences.append(why)
+        return check
+    diffs = check.differences
+    diffs += file_differences(d, manifest)
+    _hub(d, manifest, diffs)
+    _claims(manifest, diffs)
+    _documents(d, manifest, diffs)
+    if rows:
+        _rows(d, manifest, diffs)
+    # last: the specific differences above say more than "a claim was edited"
+    if manifest.get("format_version", 1) >= 2:
+        want = claims_digest(manifest)
+        have = manifest.get("claims_sha256")
+        if have is None:
+            diffs.append(f"{MANIFEST}: claims_sha256 missing (a format-2 manifest binds its claims with it)")
+        elif have != want:
+            diffs.append(f"{MANIFEST}: claims_sha256 {have[:16]}… is not the digest of its claims ({want[:16]}…): "
+                         "a claim was edited after the release was cut")
+    else:
+        check.notes.append(f"{MANIFEST}: format 1 (cut before claims were bound): only the claims the rows "
+                           "determine were checked")
+    return check
+
+
+def _hub(d: Path, manifest: dict, diffs: list[str]) -> None:
+    path = d / HUB_RECORD
+    if not path.exists():
+        return
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        HubRecord.model_validate(record)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        diffs.append(f"{HUB_RECORD}: not a hub record ({str(e).splitlines()[0]})")
+        return
+    if record["release_sha"] != manifest["release_sha"]:
+        diffs.append(f"{HUB_RECORD}: names release SHA {record['release_sha'][:16]}…, the manifest "
+                     f"{manifest['release_sha'][:16]}…")
+
+
+def _claims(m: dict, diffs: list[str]) -> None:
+    """What the manifest says of itself that must hold whatever the rows are."""
+    if m["smoke_test"] != (m["kind"] == "smoke"):
+        diffs.append(f"{MANIFEST}: kind {m['kind']} with smoke_test {str(m['smoke_test']).lower()} (a smoke release "
+                     "is exactly one with smoke_test true)")
+    names = Counter(g["name"] for g in m["gates"])
+    failed = [g["name"] for g in m["gates"] if not g["passed"]]
+    if failed:
+        diffs.append(f"{MANIFEST}: gate(s) {', '.join(failed)} failed (a release is written only when every gate "
+                     "passed)")
+    if m.get("format_version", 1) >= 2:
+        missing = [g for g in RELEASE_GATES if g not in names]
+        twice = [g for g, n in names.items() if n > 1]
+        if missing:
+            diffs.append(f"{MANIFEST}: gate(s) {', '.join(missing)} missing (every release passed them)")
+        if twice:
+            diffs.append(f"{MANIFEST}: gate(s) {', '.join(twice)} listed more than once")
+    fractions = m["split_fractions"]
+    if set(fractions) - set(SPLIT_FRACTIONS) or abs(sum(fractions.values()) - 1.0) > 1e-9:
+        diffs.append(f"{MANIFEST}: split_fractions {fractions} are not shares of {', '.join(SPLIT_FRACTIONS)} "
+                     "summing to 1")
+    pii = m.get("pii") or {}
+    if pii.get("hits", 0) != pii.get("redacted", 0):
+        diffs.append(f"{MANIFEST}: pii counts {pii.get('hits', 0)} hit(s) but {pii.get('redacted', 0)} redacted "
+                     "(a release holds no unredacted hit)")
+
+
+def _documents(d: Path, m: dict, diffs: list[str]) -> None:
+    """The card, datasheet and Croissant file restate parts of the manifest: they must agree with it."""
+    card = d / "README.md"
+    if m["smoke_test"] and card.is_file() and "SMOKE TEST" not in card.read_text(encoding="utf-8", errors="replace"):
+        diffs.append("README.md: the card of a smoke release lacks its SMOKE TEST banner")
+    sheet = d / "DATASHEET.md"
+    if m["kind"] == "trb" and sheet.is_file() and "[curator:" in sheet.read_text(encoding="utf-8", errors="replace"):
+        diffs.append("DATASHEET.md: a trb release's datasheet still has [curator: ...] prompts (not a trb release)")
+    croissant = d / "croissant.json"
+    if not croissant.is_file():
+        return
+    try:
+        doc = json.loads(croissant.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        diffs.append("croissant.json: not valid JSON")
+        return
+    if not isinstance(doc, dict):
+        diffs.append("croissant.json: not a JSON object")
+        return
+    listed = {f["path"]: f for f in m["files"]}
+    for obj in doc.get("distribution") or []:
+        url, want = (obj.get("contentUrl"), obj.get("sha256")) if isinstance(obj, dict) else (None, None)
+        if url and want and url in listed and listed[url]["sha256"] != want:
+            diffs.append(f"croissant.json: sha256 of {url} differs from the manifest")
+    if "version" in doc and doc["version"] != m["version"]:
+        diffs.append(f"croissant.json: version {doc['version']!r}, the manifest says {m['version']!r}")
+    ident = doc.get("identifier")
+    if isinstance(ident, dict) and ident.get("value") not in (None, m["release_sha"]):
+        diffs.append("croissant.json: identifier names another release SHA than the manifest")
+    status = doc.get("creativeWorkStatus")
+    if status is not None and status != ("smoke-test" if m["smoke_test"] else "release"):
+        diffs.append(f"croissant.json: creativeWorkStatus {status!r} disagrees with the manifest's smoke_test "
+                     f"{str(m['smoke_test']).lower()}")
+
+
+# -- the rows ----------------------------------------------------------------------------------------
+
+
+#: config -> the columns the row checks read.
+_COLUMNS = {
+    "sessions": ("session_id", "split", "source_kind", "subject_id", "context_id", "n_steps"),
+    "steps": ("session_id", "split"),
+    "counterfactuals": ("cf_id", "session_id", "split", "origin", "phi_type", "phi_n", "phi_probs"),
+    "attribution": ("item_id", "session_id", "split", "label", "label_source"),
+    "transfer": ("context_id", "split", "collector_org", "attestation_ref", "n_sessions"),
+}
+
+
+def _markers(array) -> int:
+    """How many redaction markers the strings of ``array`` (any nesting of lists and structs) hold."""
+    t = array.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return int(pc.sum(pc.count_substring(array, REDACTION_MARKER)).as_py() or 0)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _markers(array.flatten())
+    if pa.types.is_struct(t):
+        return sum(_markers(array.field(i)) for i in range(t.num_fields))
+    return 0
+
+
+class _Rows:
+    """What the row checks need, gathered while the release SHA is recomputed."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, Counter] = {c: Counter() for c in CONFIGS}
+        self.sessions: dict[str, tuple] = {}  # id -> (split, source_kind, subject_id, context_id, n_steps)
+        self.steps = Counter()  # (session_id, split) -> steps
+        self.children: list[tuple[str, str, str, str]] = []  # (config, id, session_id, split)
+        self.origins = Counter()  # (split, origin) -> counterfactuals
+        self.phi = Counter()  # (split, phi_type, phi_n, probs or None) -> counterfactuals
+        self.gated: list[tuple[str, str, int | None]] = []  # gated distribution Φ: (cf_id, session_id, phi_n)
+        self.no_phi: list[str] = []
+        self.labels = Counter()
+        self.unlabelled: list[str] = []
+        self.transfer: list[dict] = []
+        self.markers = 0
+        self.misplaced: list[str] = []
+
+    def add(self, config: str, split: str, rel: str, batch: pa.RecordBatch) -> None:
+        self.markers += sum(_markers(col) for col in batch.columns)
+        names = [c for c in _COLUMNS[config] if c in batch.schema.names]
+        rows = batch.select(names).to_pylist()
+        wrong = sum(1 for r in rows if r.get("split") != split)
+        if wrong:
+            self.misplaced.append(f"{rel}: {wrong} row(s) of another split than the shard's ({split})")
+        counts = self.counts[config]
+        for r in rows:
+            counts[r.get("split")] += 1
+        if config == "sessions":
+            for r in rows:
+                self.sessions[r["session_id"]] = (r["split"], r["source_kind"], r["subject_id"], r["context_id"],
+                                                  r["n_steps"])
+        elif config == "steps":
+            self.steps.update((r["session_id"], r["split"]) for r in rows)
+        elif config == "counterfactuals":
+            for r in rows:
+                sp, kind, n = r["split"], r["phi_type"], r["phi_n"]
+                self.children.append((config, r["cf_id"], r["session_id"], sp))
+                self.origins[(sp, r["origin"])] += 1
+                if kind is not None:
+                    probs = tuple((e["action"], e["p"]) for e in r["phi_probs"] or ()) \
+                        if kind == "distribution" and n is not None else None
+                    self.phi[(sp, kind, n, probs)] += 1
+                elif sp in ANNOTATOR_GATED_SPLITS:
+                    self.no_phi.append(r["cf_id"])
+                if kind == "distribution" and sp in ANNOTATOR_GATED_SPLITS:
+                    self.gated.append((r["cf_id"], r["session_id"], n))
+        elif config == "attribution":
+            for r in rows:
+                self.children.append((config, r["item_id"], r["session_id"], r["split"]))
+                self.labels[r["label_source"]] += 1
+                if r["label"] is None and r["split"] in ANNOTATOR_GATED_SPLITS:
+                    self.unlabelled.append(r["item_id"])
+        else:
+            self.transfer += rows
+
+
+def _data_files(d: Path, m: dict, diffs: list[str]) -> list[tuple[str, str, str, Path]]:
+    """(config, split, relative path, path) of every listed data file present."""
+    out = []
+    for f in m["files"]:
+        rel = f["path"]
+        if not rel.startswith("data/"):
+            continue
+        parts = rel.split("/")
+        split = parts[-1].split("-", 1)[0] if len(parts) == 3 else None
+        if len(parts) != 3 or parts[1] not in CONFIGS or split not in SPLITS or not parts[2].endswith(".parquet"):
+            diffs.append(f"{rel}: not a data file of the release format (data/<config>/<split>-NNNNN-of-NNNNN.parquet)")
+            continue
+        if (d / rel).is_file():
+            out.append((parts[1], split, rel, d / rel))
+    order = {c: i for i, c in enumerate(CONFIGS)}
+    return sorted(out, key=lambda x: (order[x[0]], x[2]))
+
+
+def _rows(d: Path, m: dict, diffs: list[str]) -> None:
+    digest = ContentDigest()
+    facts = _Rows()
+    for config, split, rel, path in _data_files(d, m, diffs):
+        try:
+            pf = pq.ParquetFile(path)
+            missing = [c for c in _COLUMNS[config] if c not in pf.schema_arrow.names]
+            if missing:
+                diffs.append(f"{rel}: lacks column(s) {', '.join(missing)} of the {config} config")
+                continue
+            for batch in pf.iter_batches(batch_size=_BATCH_ROWS):
+                digest.add_batch(config, batch)
+                facts.add(config, split, rel, batch)
+        except Exception as e:  # noqa: BLE001 - an unreadable or foreign parquet file is a difference, not a crash
+            diffs.append(f"{rel}: unreadable as a {config} shard ({type(e).__name__}: {str(e).splitlines()[0]})")
+            return
+        digest._rows.setdefault(config, bytearray())
+    sha = digest.hexdigest()
+    if sha != m["release_sha"]:
+        diffs.append(f"release SHA recomputed from the parquet rows is {sha}, the manifest says {m['release_sha']}")
+    diffs += facts.misplaced
+    _compare_counts(facts, m, diffs)
+    _compare_kind(facts, m, diffs)
+    _compare_shares(facts, m, diffs)
+    _compare_splits(facts, m, diffs)
+    _compare_children(facts, diffs)
+    _compare_transfer(facts, m, diffs)
+    _compare_phi(facts, m, diffs)
+    _compare_labels(facts, m, diffs)
+    markers = facts.markers + sum(
+        (d / name).read_text(encoding="utf-8", errors="replace").count(REDACTION_MARKER)
+        for name in _TEXT_FILES if (d / name).is_file())
+    redacted = (m.get("pii") or {}).get("redacted", 0)
+    if markers < redacted:
+        diffs.append(f"{MANIFEST}: pii says {redacted} redacted, but the release holds {markers} redaction marker(s) "
+                     f"({REDACTION_MARKER}…]): redacted data was put back")
+
+
+def _compare_counts(facts: _Rows, m: dict, diffs: list[str]) -> None:
+    have = {c: {s: n for s, n in v.items() if n} for c, v in facts.counts.items()}
+    want = {c: {s: n for s, n in (v or {}).items() if n} for c, v in m["counts"].items()}
+    for config in sorted(set(have) | set(want)):
+        for split in sorted(set(have.get(config, {})) | set(want.get(config, {})), key=str):
+            a, b = have.get(config, {}).get(split, 0), want.get(config, {}).get(split, 0)
+            if a != b:
+                diffs.append(f"data/{config} {split}: {a} rows, the manifest says {b}")
+    subjects: dict[str, set] = {}
+    for split, _, subject, _, _ in facts.sessions.values():
+        subjects.setdefault(split, set()).add(subject)
+    have_s = {s: len(v) for s, v in subjects.items()}
+    want_s = {s: n for s, n in m["subjects"].items() if n}
+    if have_s != want_s:
+        diffs.append(f"{MANIFEST}: subjects per split {want_s}, the rows have {have_s}")
+
+
+def _compare_kind(facts: _Rows, m: dict, diffs: list[str]) -> None:
+    smoke = sorted(sid for sid, s in facts.sessions.items() if s[1] in SMOKE_SOURCE_KINDS)
+    if smoke and m["kind"] != "smoke":
+        diffs.append(f"{MANIFEST}: kind {m['kind']}, but {len(smoke)} session(s) are simulated or illustrative "
+                     f"({_ids(smoke)}): a smoke release")
+    if smoke and not m["smoke_test"]:
+        diffs.append(f"{MANIFEST}: smoke_test false, but the release holds simulated or illustrative sessions")
+
+
+def _compare_shares(facts: _Rows, m: dict, diffs: list[str]) -> None:
+    splits = sorted({sp for sp, _ in facts.origins})
+    rows = [(sp, sum(n for (s, o), n in facts.origins.items() if s == sp and o == SYNTHETIC_ORIGIN),
+             sum(n for (s, o), n in facts.origins.items() if s == sp and o in HUMAN_ORIGINS)) for sp in splits]
+    want = {}
+    for split, syn, hum in [("overall", sum(r[1] for r in rows), sum(r[2] for r in rows)), *rows]:
+        total = syn + hum
+        want[split] = {"synthetic": syn, "human": hum, "share": (syn / total) if total else None,
+                       "within_cap": syn <= SYNTHETIC_CAP * hum}
+    if m["synthetic"] != want:
+        bad = sorted(s for s in set(want) | set(m["synthetic"]) if m["synthetic"].get(s) != want.get(s))
+        diffs.append(f"{MANIFEST}: synthetic shares of {', '.join(bad)} differ from the rows' "
+                     + "; ".join(f"{s}: {want[s]['synthetic']} synthetic / {want[s]['human']} human"
+                                 for s in bad if s in want))
+    if m["synthetic_share"] != want["overall"]["share"]:
+        diffs.append(f"{MANIFEST}: synthetic_share {m['synthetic_share']}, the rows give {want['overall']['share']}")
+    over = [s for s, v in want.items() if not v["within_cap"]]
+    if over:
+        diffs.append(f"data/counterfactuals: synthetic above {SYNTHETIC_CAP:g} x human in {', '.join(over)} "
+                     "(gate synthetic_cap)")
+
+
+def _compare_splits(facts: _Rows, m: dict, diffs: list[str]) -> None:
+    contexts = {r["context_id"] for r in facts.transfer}
+    fractions, salt, parent = m["split_fractions"], m["salt"], m.get("parent")
+    wrong_transfer, wrong = [], []
+    for sid, (split, _, subject, context, _) in sorted(facts.sessions.items()):
+        if (split == "transfer") != (context in contexts):
+            wrong_transfer.append(sid)
+        elif split != "transfer" and subject is not None:
+            rule = subject_split(salt, subject, fractions)
+            if split != rule and not (parent and split == "eval"):
+                wrong.append(f"{sid} ({split}, the rule gives {rule})")
+    if wrong_transfer:
+        diffs.append(f"data/sessions: session(s) {_ids(wrong_transfer)} in or out of the transfer split against "
+                     "the release's transfer contexts")
+    if wrong:
+        diffs.append(f"data/sessions: {len(wrong)} session(s) not in the split the manifest's salt and split "
+                     f"fractions give their subject: {_ids(wrong)}")
+
+
+def _compare_children(facts: _Rows, diffs: list[str]) -> None:
+    orphans, moved = [], []
+    for config, rid, sid, split in facts.children:
+        s = facts.sessions.get(sid)
+        if s is None:
+            orphans.append(f"{config} {rid}")
+        elif s[0] != split:
+            moved.append(f"{config} {rid}")
+    steps_of: Counter = Counter()
+    for (sid, split), n in facts.steps.items():
+        s = facts.sessions.get(sid)
+        if s is None:
+            orphans.append(f"steps of {sid}")
+        elif s[0] != split:
+            moved.append(f"steps of {sid}")
+        steps_of[sid] += n
+    short = [sid for sid, s in sorted(facts.sessions.items()) if s[4] is not None and steps_of[sid] != s[4]]
+    if orphans:
+        diffs.append(f"rows of no session in the release: {_ids(orphans)}")
+    if moved:
+        diffs.append(f"rows in another split than their session: {_ids(moved)}")
+    if short:
+        diffs.append(f"data/steps: session(s) {_ids(short)} have other step counts than their n_steps")
+
+
+def _compare_transfer(facts: _Rows, m: dict, diffs: list[str]) -> None:
+    trainers = {o.strip().casefold() for o in m.get("trainer_orgs") or [] if o.strip()}
+    per_context = Counter(s[3] for s in facts.sessions.values() if s[0] == "transfer")
+    for r in facts.transfer:
+        ctx = r["context_id"]
+        if (r["collector_org"] or "").strip().casefold() in trainers:
+            diffs.append(f"data/transfer {ctx}: collected by {r['collector_org']!r}, one of the manifest's "
+                         "trainer_orgs (gate transfer_provenance)")
+        if not (r["attestation_ref"] or "").strip():
+            diffs.append(f"data/transfer {ctx}: no attestation (gate transfer_provenance)")
+        if r["n_sessions"] != per_context.get(ctx, 0):
+            diffs.append(f"data/transfer {ctx}: n_sessions {r['n_sessions']}, the release has "
+                         f"{per_context.get(ctx, 0)} transfer session(s) of it")
+
+
+def _compare_phi(facts: _Rows, m: dict, diffs: list[str]) -> None:
+    if facts.no_phi:
+        diffs.append(f"data/counterfactuals: eval/transfer counterfactual(s) without Φ: {_ids(facts.no_phi)} "
+                     "(gate completeness)")
+    if facts.unlabelled:
+        diffs.append(f"data/attribution: eval/transfer item(s) without a label: {_ids(facts.unlabelled)} "
+                     "(gate completeness)")
+    info = m.get("phi_annotators")
+    if info is None:
+        return
+    if list(info["gated_splits"]) != list(ANNOTATOR_GATED_SPLITS):
+        diffs.append(f"{MANIFEST}: phi_annotators.gated_splits {info['gated_splits']}, releases gate "
+                     f"{list(ANNOTATOR_GATED_SPLITS)}")
+    least = info["min_annotators"]
+    short = [f"{cf} (n={'none' if n is None else n})" for cf, sid, n in facts.gated
+             if (n is not None and n < least)
+             or (n is None and (facts.sessions.get(sid) or (None, None))[1] != "simulated")]
+    if short:
+        diffs.append(f"data/counterfactuals: eval/transfer Φ from fewer than the manifest's min_annotators "
+                     f"{least}: {_ids(short)}")
+    want = {}
+    for split in [s for s in SPLITS if any(k[0] == s for k in facts.phi)]:
+        dist = [(dict(probs) if probs is not None else None, n, k)
+                for (sp, kind, n, probs), k in facts.phi.items() if sp == split and kind == "distribution"]
+        c = ceiling_by_items(dist)
+        want[split] = {"items": c.items, "unstated": c.unstated, "phi_n": {str(n): k for n, k in c.phi_n.items()},
+                       "phi_n_min": c.n_min, "phi_n_median": c.n_median, "phi_n_max": c.n_max,
+                       "oracle_g": None if c.oracle_g is None else round(c.oracle_g, 6),
+                       "text_items": sum(k for (sp, kind, _, _), k in facts.phi.items()
+                                         if sp == split and kind == "text")}
+    have = info["splits"]
+    bad = []
+    for split in sorted(set(want) | set(have)):
+        a, b = dict(have.get(split) or {}), dict(want.get(split) or {})
+        ga, gb = a.pop("oracle_g", None), b.pop("oracle_g", None)
+        close = ga == gb or (ga is not None and gb is not None and abs(ga - gb) <= 2e-6)
+        if a != b or not close:
+            bad.append(split)
+    if bad:
+        diffs.append(f"{MANIFEST}: phi_annotators of {', '.join(bad)} (annotators behind Φ, the Track 1 ceiling) "
+                     "differ from the rows'")
+
+
+def _compare_labels(facts: _Rows, m: dict, diffs: list[str]) -> None:
+    sources = {s for s, n in facts.labels.items() if n}
+    want = "none" if not sources else next(iter(sources)) if len(sources) == 1 else "mixed"
+    if m["label_source"] != want:
+        diffs.append(f"{MANIFEST}: label_source {m['label_source']!r}, the attribution rows' is {want!r}")
