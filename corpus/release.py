@@ -523,7 +523,10 @@ def _write_error(e: BaseException, version: str, dest: Path) -> Exception | None
     """The typed error for a failure to write the release (a full disk, an unwritable place), else None (a bug)."""
     text = str(e)
     if (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)) or any(m in text for m in _NO_SPACE):
-        return DiskFull(f"the disk holding {dest.parent} is full: release {version} was not written (its staging "
+        where, name = dest.parent, getattr(e, "filename", None)
+        if isinstance(name, str) and not os.path.abspath(name).startswith(os.path.abspath(dest.parent) + os.sep):
+            where = Path(name).parent  # not the release's own files: e.g. the corpus's ledger
+        return DiskFull(f"the disk holding {where} is full: release {version} was not written (its staging "
                         "directory was removed; free some space, or choose another --out)")
     if isinstance(e, OSError):
         why = e.strerror or (text.splitlines()[0] if text else type(e).__name__)
