@@ -510,8 +510,10 @@ def cut_release(
         earlier = ledger.released_versions(corpus.dir).get(version)
         if earlier is not None and not ledger.same_directory(earlier.directory, dest):
             raise ReleaseRefused([_elsewhere(version, earlier, dest)])
-        return _cut(corpus, version, kind, dest, earlier, trainer_orgs, parent_manifest, held_out, pinned, salt,
-                    fractions, redact_pii, template, progress, wait_seconds, min_annotators, template_path)
+        return _cut(corpus, version, kind, dest, earlier=earlier, trainer_orgs=trainer_orgs,
+                    parent_manifest=parent_manifest, held_out=held_out, pinned=pinned, salt=salt, fractions=fractions,
+                    redact_pii=redact_pii, template=template, progress=progress, wait_seconds=wait_seconds,
+                    min_annotators=min_annotators, template_path=template_path)
 
 
 def _check_out(dest: Path) -> None:
@@ -544,18 +546,23 @@ def _write_error(e: BaseException, version: str, dest: Path) -> Exception | None
     """The typed error for a failure to write the release (a full disk, an unwritable place), else None (a bug)."""
     text = str(e)
     if (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)) or any(m in text for m in _NO_SPACE):
-        return DiskFull(f"the disk holding {dest.parent} is full: release {version} was not written (its staging "
+        where, name = dest.parent, getattr(e, "filename", None)
+        if isinstance(name, str) and not os.path.abspath(name).startswith(os.path.abspath(dest.parent) + os.sep):
+            where = Path(name).parent  # not the release's own files: e.g. the corpus's ledger
+        return DiskFull(f"the disk holding {where} is full: release {version} was not written (its staging "
                         "directory was removed; free some space, or choose another --out)")
     if isinstance(e, OSError):
-        why = e.strerror or text.splitlines()[0] if text else type(e).__name__
+        why = e.strerror or (text.splitlines()[0] if text else type(e).__name__)
         where = f" ({e.filename})" if getattr(e, "filename", None) else ""
         return UsageError(f"cannot write release {version} at {dest}: {why}{where}; nothing was written "
                           "(choose another --out)")
     return None
 
 
-def _cut(corpus, version, kind, dest, earlier, trainer_orgs, parent_manifest, held_out, pinned, salt, fractions,
-         redact_pii, template, progress, wait_seconds, min_annotators, template_path) -> ReleaseResult:
+def _cut(corpus: Corpus, version: str, kind: str, dest: Path, *, earlier: ledger.Released | None, trainer_orgs,
+         parent_manifest: dict | None, held_out: dict, pinned: dict, salt: str, fractions: dict, redact_pii: bool,
+         template: str, progress: bool, wait_seconds: float | None, min_annotators: int,
+         template_path: Path) -> ReleaseResult:
     """The release itself, under the corpus's release lock (see :func:`cut_release`)."""
     from corpus.card import datasheet_values, fill_datasheet, render_card
     from corpus.croissant import build_croissant, validate_croissant

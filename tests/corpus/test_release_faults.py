@@ -152,6 +152,7 @@ def test_a_staging_directory_is_never_listed_and_the_next_release_removes_it(tmp
     assert [x["version"] for x in list_releases(c)] == ["0.1.0", "0.2.0"]
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_points_of_a_release_leaves_nothing_half_and_the_next_release_succeeds(tmp_path):
     from corpus.simulate import write_simulation
 
