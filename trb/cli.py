@@ -109,11 +109,12 @@ def _grounding_options(contexts: int | None, concepts: int | None) -> dict | Non
 
 @_adapter_options
 @cli.command(context_settings={"ignore_unknown_options": False})
-@click.option("--release", "release_dir", required=True, type=click.Path(file_okay=False, exists=True))
-@click.option("--adapter", "adapter_name", required=True, help="An installed adapter kind (`trb adapters` lists them).")
-@click.option("--model", required=True, help="What the adapter loads: a path or a URL, as the adapter accepts.")
-@click.option("--baseline", required=True, help="Baseline name: instruct-base, cot-prompted, cot-sft, "
-                                                "trace-ablation, trace-full (or your own).")
+@click.option("--release", "release_dir", type=click.Path(file_okay=False, exists=True),
+              help="The release directory (required, except with --resume: then where the release is now, if moved).")
+@click.option("--adapter", "adapter_name", help="An installed adapter kind (`trb adapters` lists them). Required.")
+@click.option("--model", help="What the adapter loads: a path or a URL, as the adapter accepts. Required.")
+@click.option("--baseline", help="Baseline name: instruct-base, cot-prompted, cot-sft, trace-ablation, trace-full "
+                                 "(or your own). Required.")
 @click.option("--tracks", default=None, help="Comma-separated track ids, or all (default: every registered track).")
 @click.option("--split", default="eval", show_default=True, help="A split of the release (eval, or transfer).")
 @click.option("--trained-by", "trained_by", multiple=True, metavar="ORG",
@@ -133,16 +134,62 @@ def _grounding_options(contexts: int | None, concepts: int | None) -> dict | Non
 @click.option("--grounding-concepts", type=click.IntRange(min=1), default=None, metavar="K",
               help="Track 2's trial budget: inject at most K concepts of each slot into each context, a fixed hash "
                    "sample; recorded with the run (default: every concept).")
+@click.option("--runner", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where the parts are scored: this process, or the workers of a Ray cluster.")
+@click.option("--address", default=None, metavar="ADDR",
+              help="[ray] The Ray cluster (host:port, or auto); default: a new local one of --workers CPUs.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
+              help="[ray] Ray actors, one adapter each (a GPU each where the cluster has them); default 2.")
+@click.option("--max-restarts", type=click.IntRange(min=0), default=None, metavar="N",
+              help="[ray] Times a dead worker is restarted (default 3).")
+@click.option("--task-retries", type=click.IntRange(min=0), default=None, metavar="N",
+              help="[ray] Times a part whose worker died is retried (default 3); it is stored once.")
+@click.option("--worker-threads", type=click.IntRange(min=1), default=None, metavar="N",
+              help="[ray] torch threads per worker (default: this process's, so the arithmetic matches a local run).")
+@click.option("--part-items", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Items per part, at least (whole sessions): each part is stored as soon as it is scored "
+                   "(default 256; a resumed run keeps its own).")
+@click.option("--flush-seconds", type=click.FloatRange(min=0), default=None, metavar="S",
+              help="Store scored parts together at most every S seconds (default 2; 0: each part as it is made). "
+                   "A kill loses at most that much work.")
+@click.option("--resume", "resume_id", default=None, metavar="RUN_ID",
+              help="Finish a run that was killed: score only the parts it has not stored (the run is re-created "
+                   "from its record; give only --results, --release if it moved, the runner options, -q).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def run(release_dir, adapter_name, model, baseline, tracks, split, trained_by, allow_train_split, results, seed,
-        tasks_file, greedy, grounding_contexts, grounding_concepts, quiet, **adapter_options) -> None:
+        tasks_file, greedy, grounding_contexts, grounding_concepts, runner, address, workers, max_restarts,
+        task_retries, worker_threads, part_items, flush_seconds, resume_id, quiet, **adapter_options) -> None:
     """Run tracks on a release through an adapter; write one run row and every item score; print the run id.
 
-    Adapter options (below the common ones) belong to the adapter kind named in brackets;
-    giving one to another kind is an error.
+    Item scores are stored part by part as they are made; a killed run is finished with
+    ``trb run --resume RUN_ID``. Adapter options (below the common ones) belong to the adapter
+    kind named in brackets; giving one to another kind is an error.
     """
+    from trb.errors import UsageError
     from trb.releases import Release
-    from trb.run import load_adapter, not_applicable_text, run_tracks
+    from trb.run import load_adapter, not_applicable_text, resume_run, run_tracks
+
+    runner_options = {k: v for k, v in (("address", address), ("workers", workers), ("max_restarts", max_restarts),
+                                        ("task_retries", task_retries), ("worker_threads", worker_threads))
+                      if v is not None}
+    if resume_id is not None:
+        ctx = click.get_current_context()
+        given = [p.opts[0] for p in ctx.command.params
+                 if p.name not in ("resume_id", "results", "release_dir", "quiet", "runner", "address", "workers",
+                                   "max_restarts", "task_retries", "worker_threads", "flush_seconds")
+                 and ctx.get_parameter_source(p.name) is not click.core.ParameterSource.DEFAULT]
+        if given:
+            raise UsageError(f"--resume re-creates the run from its record: {', '.join(given)} cannot be given "
+                             "with it")
+        r = resume_run(resume_id, results=results, release_dir=release_dir, progress=not quiet, runner=runner,
+                       runner_options=runner_options,
+                       **({"flush_seconds": flush_seconds} if flush_seconds is not None else {}))
+        _report_run(r, not_applicable_text)
+        return
+    missing = [f for f, v in (("--release", release_dir), ("--adapter", adapter_name), ("--model", model),
+                              ("--baseline", baseline)) if not v]
+    if missing:
+        raise UsageError(f"missing option(s) {', '.join(missing)} (or --resume RUN_ID to finish a killed run)")
 
     if tasks_file is not None:  # a bad task set is refused before any release or model is opened
         from environments.tasksets import load_taskset
@@ -159,7 +206,15 @@ def run(release_dir, adapter_name, model, baseline, tracks, split, trained_by, a
     r = run_tracks(release, a, baseline=baseline, tracks=wanted, split=split, results=results, seed=seed,
                    progress=not quiet, allow_train_split=allow_train_split, tasks=tasks_file, greedy=greedy,
                    trained_by=list(trained_by) or None,
-                   track_options=_grounding_options(grounding_contexts, grounding_concepts))
+                   track_options=_grounding_options(grounding_contexts, grounding_concepts), runner=runner,
+                   runner_options=runner_options, **({"part_items": part_items} if part_items else {}),
+                   **({"flush_seconds": flush_seconds} if flush_seconds is not None else {}))
+    _report_run(r, not_applicable_text)
+
+
+def _report_run(r: dict, not_applicable_text) -> None:
+    """What `trb run` prints for a finished run: one line on stderr, the not-applicable tracks, the id on stdout."""
+    baseline = r["baseline"]
     smoke = " SMOKE TEST (not a TRB score)" if r["smoke_test"] else ""
     na = [f"track {t} {not_applicable_text(s)}" for t, s in r["summary"].items()
           if s.get("status") == "not_applicable"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from schemas.errors import ExitCode, ToolkitError
 
 __all__ = ["ExitCode", "TrbError", "ReleaseError", "AdapterError", "CheckFailed", "CalibrationFailed", "UsageError",
-           "ModelError"]
+           "ModelError", "RunnerError"]
 
 
 class TrbError(ToolkitError):
@@ -48,3 +48,10 @@ class ModelError(TrbError):
     """A known model could not be installed, converted or checked (``trb models``)."""
 
     exit_code = ExitCode.MODEL
+
+
+class RunnerError(TrbError):
+    """A runner could not reach its cluster, or a worker failed past its restarts and retries (``trb run --runner
+    ray``); the parts stored so far are kept for ``trb run --resume``."""
+
+    exit_code = ExitCode.RUNNER

@@ -588,6 +588,13 @@ def _split_key(split) -> tuple:
     return (SPLIT_ORDER.index(split), "") if split in SPLIT_ORDER else (len(SPLIT_ORDER), str(split))
 
 
+def unfinished_text(run: dict) -> str:
+    """How an unfinished run is named wherever results are shown (it never is one)."""
+    return (f"run {run['run_id']} ({run.get('baseline')}, split {run.get('split')}) is unfinished, "
+            f"{run.get('n_stored', 0):,} item scores stored so far; not a result: finish it with "
+            f"`trb run --resume {run['run_id']}`")
+
+
 def runs_on_release(store: ResultsStore, release_sha: str | None, what: str) -> tuple[str, list[dict], str | None]:
     """The runs of one release (oldest first): ``release_sha``'s, or with None the most recent run's release.
 
@@ -599,6 +606,10 @@ def runs_on_release(store: ResultsStore, release_sha: str | None, what: str) -> 
     """
     all_runs = store.runs()
     if not all_runs:
+        unfinished = store.unfinished_runs()
+        if unfinished:
+            raise ResultsError(f"{store.path} holds no finished run, nothing to {what}: "
+                               + "; ".join(unfinished_text(r) for r in unfinished))
         raise ResultsError(f"{store.path} holds no runs: nothing to {what}")
     releases: list = []
     for r in all_runs:
@@ -645,6 +656,7 @@ def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resam
     if len(versions) > 1:
         notes.append(f"the reported runs name different TRB versions ({', '.join(versions)}): "
                      "scores across a major version are not comparable (spec §7)")
+    notes += [unfinished_text(r) for r in store.unfinished_runs() if r["release_sha"] == release_sha]
     superseded = len(runs) - len(chosen)
     if superseded:
         notes.append(f"{superseded} older run(s) on this release are superseded by a later run of the same "

@@ -47,9 +47,10 @@ __all__ = [
 ]
 
 #: Version of the tables below; bump when a column changes meaning or type. A store of
-#: format 1 (no ``runs.release_dir``) is upgraded in place the first time it is written.
-RESULTS_FORMAT_VERSION = "2"
-_UPGRADABLE = ("1",)
+#: format 1 (no ``runs.release_dir``) or 2 (no ``runs.status``, no ``run_parts``) is upgraded in place the first
+#: time it is written; its runs were all recorded whole, so they read as complete.
+RESULTS_FORMAT_VERSION = "3"
+_UPGRADABLE = ("1", "2")
 DEFAULT_PATH = "results.duckdb"
 
 #: ``runs``: one row per ``trb run``, enough to re-create it (STYLE.md 11): column, DuckDB type.
@@ -75,8 +76,24 @@ _RUNS_COLUMNS_SQL = (
     ("taskset_sha", "VARCHAR"),       # the rollout task set's content SHA (Tracks 4 and 5), else NULL
     ("taskset", "VARCHAR"),           # JSON: that task set's name, version, source, seeds, greedy
     ("trained_by", "VARCHAR[]"),      # who trained the model (--trained-by, the adapter spec's trained_by), else NULL
+    ("status", "VARCHAR"),            # 'running' while its parts are written, 'complete' once finished (NULL: complete)
 )
+#: The run states of ``runs.status``: a run is a result only once it is complete.
+RUNNING, COMPLETE = "running", "complete"
 _RUNS_DDL = "CREATE TABLE IF NOT EXISTS runs (\n    " + ",\n    ".join(f"{c} {t}" for c, t in _RUNS_COLUMNS_SQL) + "\n)"
+#: ``run_parts``: one row per part of a run whose item scores are stored (:mod:`trb.parts`): written in the same
+#: transaction as the part's item rows, so a part is stored whole or not at all, and once.
+_PARTS_DDL = """CREATE TABLE IF NOT EXISTS run_parts (
+    run_id VARCHAR NOT NULL,
+    track VARCHAR NOT NULL,
+    part INTEGER NOT NULL,
+    first_key VARCHAR NOT NULL,
+    n_input INTEGER NOT NULL,
+    n_rows INTEGER NOT NULL,
+    summary VARCHAR,
+    timings VARCHAR,
+    PRIMARY KEY (run_id, track, part)
+)"""
 
 
 def _item_columns():
@@ -149,7 +166,7 @@ def _json_value(text):
 _ROW_SCHEMA = pa.schema([f for f in ITEM_SCHEMA if f.name != "run_id"])
 
 
-def _rows_table(rows: list[dict]) -> pa.Table:
+def rows_table(rows: list[dict]) -> pa.Table:
     """Item rows (dicts) as an Arrow table of ``_ROW_SCHEMA``, built column by column.
 
     Each column is gathered with ``map(itemgetter)`` (no Python loop per row; ``.get``
@@ -180,7 +197,7 @@ def _items_table(items, run_id: str) -> pa.Table:
     if isinstance(items, pa.Table):
         table = items
     else:
-        table = _rows_table(items if isinstance(items, list) else list(items))
+        table = rows_table(items if isinstance(items, list) else list(items))
     unknown = sorted(set(table.column_names) - set(ITEM_SCHEMA.names))
     if unknown:
         raise ResultsError(f"item_scores has no column(s) {', '.join(unknown)}")
@@ -198,6 +215,25 @@ def _items_table(items, run_id: str) -> pa.Table:
         else:
             arrays.append(pa.nulls(n, type=field.type))
     return pa.Table.from_arrays(arrays, schema=ITEM_SCHEMA)
+
+
+def _run_row(run: dict) -> dict:
+    """A ``runs`` row from ``run``: unknown columns refused, defaults filled (id, time, versions), JSON as text."""
+    unknown = sorted(set(run) - set(_RUN_COLUMNS))
+    if unknown:
+        raise ResultsError(f"runs has no column(s) {', '.join(unknown)}")
+    row = {c: run.get(c) for c in _RUN_COLUMNS}
+    row["run_id"] = str(row["run_id"] or uuid.uuid4().hex)
+    row["created_at"] = row["created_at"] or datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    if row["trb_version"] is None:
+        row["trb_version"] = TRB_VERSION
+    if row["toolkit_version"] is None:
+        row["toolkit_version"] = TOOLKIT_VERSION
+    for c in _JSON_RUN_COLUMNS:
+        row[c] = _json_text(row[c])
+    if row["tracks"] is not None:
+        row["tracks"] = [str(t) for t in row["tracks"]]
+    return row
 
 
 def _remove_dead_scratch(path: Path) -> None:
@@ -266,6 +302,7 @@ class ResultsStore:
                 con.execute("BEGIN TRANSACTION")
                 con.execute(_RUNS_DDL)
                 con.execute(_items_ddl())
+                con.execute(_PARTS_DDL)
                 con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
                 con.executemany("INSERT INTO meta VALUES (?, ?)", [
                     ("results_format_version", RESULTS_FORMAT_VERSION),
@@ -337,6 +374,7 @@ class ResultsStore:
         """Add what an older store lacks (in the caller's transaction) and stamp the current format."""
         for table, column, sql_type in self._missing_columns(con):
             con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}")
+        con.execute(_PARTS_DDL)
         con.execute("UPDATE meta SET value = ? WHERE key = 'results_format_version'", [RESULTS_FORMAT_VERSION])
 
     # -- writing -------------------------------------------------------------------------------------
@@ -356,23 +394,11 @@ class ResultsStore:
                 required item field (track, metric, item_id, session_id); an item
                 (track, metric, item_id) given twice; a run id already stored.
         """
-        unknown = sorted(set(run) - set(_RUN_COLUMNS))
-        if unknown:
-            raise ResultsError(f"runs has no column(s) {', '.join(unknown)}")
-        row = {c: run.get(c) for c in _RUN_COLUMNS}
-        row["run_id"] = str(row["run_id"] or uuid.uuid4().hex)
-        row["created_at"] = row["created_at"] or datetime.now(timezone.utc).isoformat(timespec="microseconds")
-        if row["trb_version"] is None:
-            row["trb_version"] = TRB_VERSION
-        if row["toolkit_version"] is None:
-            row["toolkit_version"] = TOOLKIT_VERSION
-        for c in _JSON_RUN_COLUMNS:
-            row[c] = _json_text(row[c])
-        if row["tracks"] is not None:
-            row["tracks"] = [str(t) for t in row["tracks"]]
+        row = _run_row(run)
         table = _items_table(items, row["run_id"])
         if row["n_items"] is None:
             row["n_items"] = table.num_rows
+        row["status"] = row["status"] or COMPLETE
 
         purpose = f"record run {row['run_id']}"
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -383,13 +409,18 @@ class ResultsStore:
             self._write(row, table)
         return row["run_id"]
 
-    def _write(self, row: dict, table: pa.Table) -> None:
+    def _write(self, row: dict, table: pa.Table, work=None) -> None:
+        """``work(con)`` (default: insert the run ``row`` and its items ``table``) in one transaction on the
+        existing store (the caller holds the exclusive lock), upgrading an older store first."""
         with self._open(write=True) as con:
             self._check(con)
             try:
                 con.execute("BEGIN TRANSACTION")
                 self._upgrade(con)
-                self._insert(con, row, table)
+                if work is None:
+                    self._insert(con, row, table)
+                else:
+                    work(con)
                 con.execute("COMMIT")
             except BaseException as e:
                 try:
@@ -402,11 +433,158 @@ class ResultsStore:
                     raise ResultsError(f"run {row['run_id']} was not stored: {e}") from None
                 raise
 
+    # -- a run written part by part (trb.run, trb.runners) --------------------------------------------
+
+    def begin_run(self, run: dict) -> str:
+        """Store the row of a run about to be scored part by part, as ``running`` with no items; return its id.
+
+        ``run`` is as for :meth:`record_run`. Its parts are then stored with :meth:`record_part` as they are
+        made, and :meth:`finish_run` marks it complete. Until then no reader shows it as a result
+        (:meth:`runs` leaves it out; :meth:`unfinished_runs` lists it), and ``trb run --resume`` scores only
+        its missing parts.
+        """
+        row = _run_row(run)
+        row["n_items"] = row["n_items"] or 0
+        row["status"] = RUNNING
+        empty = _items_table([], row["run_id"])
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(self.path, exclusive=True, wait_seconds=self.wait_seconds, purpose=f"begin run {row['run_id']}"):
+            if not self.path.exists():
+                self._create(lambda con: self._insert(con, row, empty), failed=f"run {row['run_id']} was not stored")
+            else:
+                self._write(row, empty)
+        return row["run_id"]
+
+    def record_part(self, run_id: str, track: str, part: int, *, first_key: str, n_input: int, items,
+                    summary: dict, timings: dict) -> bool:
+        """Store one part of running run ``run_id`` (see :meth:`record_parts`); True when stored now, False when it
+        was stored already."""
+        return self.record_parts(run_id, [{"track": track, "part": part, "first_key": first_key, "n_input": n_input,
+                                           "items": items, "summary": summary, "timings": timings}]) == 1
+
+    def record_parts(self, run_id: str, parts: list[dict]) -> int:
+        """Store parts of running run ``run_id``, each a dict of ``track``, ``part`` (its index), ``first_key``,
+        ``n_input``, ``items`` (list of item-row dicts or Arrow table), ``summary`` and ``timings``: their item rows
+        and ``run_parts`` rows, all in one transaction. A part already stored is left as it is (a retried worker's
+        second copy). Returns how many were stored now.
+
+        Raises:
+            ResultsError: no such run, or it is not running; an item given twice in a part; a bad row.
+        """
+        tables = [_items_table(p["items"], run_id) for p in parts]
+
+        def work(con) -> None:
+            state = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchall()
+            if not state:
+                raise ResultsError(f"no run {run_id!r} in {self.path}")
+            if state[0][0] != RUNNING:
+                raise ResultsError(f"run {run_id} is {state[0][0] or COMPLETE}: no part can be added to it")
+            have = {(t, int(i)) for t, i in con.execute("SELECT track, part FROM run_parts WHERE run_id = ?",
+                                                        [run_id]).fetchall()}
+            rows, new = [], []
+            for p, table in zip(parts, tables):
+                key = (str(p["track"]), int(p["part"]))
+                if key in have:
+                    continue
+                have.add(key)
+                rows.append([run_id, key[0], key[1], str(p["first_key"]), int(p["n_input"]), table.num_rows,
+                             _json_text(p["summary"]), _json_text(p["timings"])])
+                new.append(table)
+            if rows:
+                con.executemany("INSERT INTO run_parts VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                self._insert_items(con, pa.concat_tables(new))
+            stored.append(len(rows))
+
+        stored: list[int] = []
+        if not parts:
+            return 0
+        with _locked(self.path, exclusive=True, wait_seconds=self.wait_seconds,
+                     purpose=f"record {len(parts)} part(s) of run {run_id}"):
+            self._write({"run_id": run_id}, tables[0], work)
+        return stored[0]
+
+    def parts(self, run_id: str) -> list[dict]:
+        """The stored parts of run ``run_id``: dicts of ``run_parts``' columns (JSON decoded), by track and part."""
+        with self._connect(write=False, purpose="read run parts") as con:
+            if not self._has_table(con, "run_parts"):
+                return []
+            cur = con.execute("SELECT * FROM run_parts WHERE run_id = ? ORDER BY track, part", [run_id])
+            names = [d[0] for d in cur.description]
+            rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        for r in rows:
+            r["summary"], r["timings"] = _json_value(r["summary"]), _json_value(r["timings"])
+        return rows
+
+    def finish_run(self, run_id: str, *, timings: dict, n_items: int) -> None:
+        """Mark running run ``run_id`` complete, with its final ``timings`` and item count.
+
+        Raises:
+            ResultsError: no such running run; its stored items are not ``n_items``; an item (track, metric,
+                item_id) stored twice. Nothing is changed then.
+        """
+        def work(con) -> None:
+            state = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchall()
+            if not state or state[0][0] != RUNNING:
+                raise ResultsError(f"run {run_id} is not a running run in {self.path}")
+            dups = con.execute("SELECT track, metric, item_id, count(*) FROM item_scores WHERE run_id = ? "
+                               "GROUP BY ALL HAVING count(*) > 1 LIMIT 1", [run_id]).fetchall()
+            if dups:
+                d = dups[0]
+                raise ResultsError(f"run {run_id}: item {d[2]!r} (track {d[0]}, metric {d[1]}) is stored {d[3]} "
+                                   "times; the run is left unfinished")
+            have = con.execute("SELECT count(*) FROM item_scores WHERE run_id = ?", [run_id]).fetchone()[0]
+            if have != n_items:
+                raise ResultsError(f"run {run_id}: {have} item scores are stored, its parts say {n_items}; "
+                                   "the run is left unfinished")
+            con.execute("UPDATE runs SET status = ?, timings = ?, n_items = ? WHERE run_id = ?",
+                        [COMPLETE, _json_text(timings), int(n_items), run_id])
+
+        with _locked(self.path, exclusive=True, wait_seconds=self.wait_seconds, purpose=f"finish run {run_id}"):
+            self._require()
+            self._write({"run_id": run_id}, _items_table([], run_id), work)
+
+    def unfinished_runs(self) -> list[dict]:
+        """The runs still ``running`` (killed, or being scored now), oldest first, each with ``n_stored``: the
+        item scores stored so far. No reader shows them as results."""
+        runs = self._runs("WHERE status = ?", [RUNNING])
+        if runs:
+            with self._connect(write=False, purpose="count stored items") as con:
+                counts = dict(con.execute("SELECT run_id, count(*) FROM item_scores WHERE run_id IN "
+                                          "(SELECT run_id FROM runs WHERE status = ?) GROUP BY run_id",
+                                          [RUNNING]).fetchall())
+            for r in runs:
+                r["n_stored"] = int(counts.get(r["run_id"], 0))
+        return runs
+
+    def run(self, run_id: str) -> dict:
+        """The row of run ``run_id`` (a unique prefix of 8+ characters will do), whatever its status.
+
+        Raises:
+            ResultsError: no such run, or the prefix names several.
+        """
+        runs = [r for r in self._runs("", []) if r["run_id"] == run_id
+                or (len(run_id) >= 8 and str(r["run_id"]).startswith(run_id))]
+        if len(runs) != 1:
+            raise ResultsError(f"{'no' if not runs else 'more than one'} run {run_id!r} in {self.path}")
+        return runs[0]
+
     @staticmethod
-    def _insert(con: duckdb.DuckDBPyConnection, row: dict, table: pa.Table) -> None:
+    def _has_table(con, name: str) -> bool:
+        return bool(con.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = 'main' "
+                                "AND table_name = ?", [name]).fetchall())
+
+    @classmethod
+    def _insert(cls, con: duckdb.DuckDBPyConnection, row: dict, table: pa.Table) -> None:
         """The run row and its item rows, in the caller's transaction (refusing an item given twice)."""
         con.execute(f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
                     [row[c] for c in _RUN_COLUMNS])
+        cls._insert_items(con, table)
+
+    @staticmethod
+    def _insert_items(con: duckdb.DuckDBPyConnection, table: pa.Table) -> None:
+        """Item rows, in the caller's transaction (refusing an item given twice among them)."""
+        if table.num_rows == 0:
+            return
         con.register("incoming_items", table)
         try:
             dups = con.execute("SELECT track, metric, item_id, count(*) FROM incoming_items "
@@ -425,14 +603,22 @@ class ResultsStore:
     # -- reading -------------------------------------------------------------------------------------
 
     def runs(self, release_sha: str | None = None) -> list[dict]:
-        """All runs (on ``release_sha`` if given), oldest first; JSON columns parsed back to objects."""
-        params: list = []
-        where = ""
+        """All complete runs (on ``release_sha`` if given), oldest first; JSON columns parsed back to objects.
+
+        A run still being scored, or killed before it finished, is not a result: it is left out here (see
+        :meth:`unfinished_runs`)."""
+        where, params = f"WHERE (status IS NULL OR status = '{COMPLETE}')", []
         if release_sha is not None:
-            where = " WHERE release_sha = ?"
+            where += " AND release_sha = ?"
             params.append(release_sha)
+        return self._runs(where, params)
+
+    def _runs(self, where: str, params: list) -> list[dict]:
         with self._connect(write=False, purpose="read runs") as con:
-            sql = f"SELECT {', '.join(self._select(con, 'runs', _RUN_COLUMNS))} FROM runs{where} ORDER BY created_at, rowid"
+            cols = self._select(con, "runs", _RUN_COLUMNS)
+            if "status" not in cols:  # an older store: every run was recorded whole
+                where = where.replace("status", "CAST(NULL AS VARCHAR)")
+            sql = f"SELECT {', '.join(cols)} FROM runs {where} ORDER BY created_at, rowid"
             rows = con.execute(sql, params).fetchall()
         out = []
         for r in rows:

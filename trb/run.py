@@ -12,8 +12,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import random
-import sys
 import time
 import uuid
 from datetime import datetime, timezone
@@ -24,17 +22,21 @@ from tqdm import tqdm
 from schemas.versions import TOOLKIT_VERSION
 from trb.adapters.capabilities import bind
 from trb.errors import CheckFailed, UsageError
+from trb.parts import DEFAULT_PART_ITEMS, cut_parts, merge_summaries, part_key_of
 from trb.provenance import check_transfer_provenance, trainers
 from trb.releases import Release
+from trb.runners import RunJob, get_runner
 from trb.subjects import check_disjoint
 from trb.tracks.base import get_track, registered_tracks
-from trb.tracks.timing import AdapterTimer
 
-__all__ = ["BASELINES", "HELD_OUT_SPLITS", "ROLLOUT_NO_TRANSFER", "run_tracks", "load_adapter", "not_applicable_text",
-           "rerun", "TOOLKIT_VERSION"]
+__all__ = ["BASELINES", "HELD_OUT_SPLITS", "ROLLOUT_NO_TRANSFER", "run_tracks", "resume_run", "load_adapter",
+           "not_applicable_text", "rerun", "TOOLKIT_VERSION"]
 
 #: Baseline names used everywhere (spec §4): 1-3 through the proxy adapter, 4-5 through the native one.
 BASELINES = ("instruct-base", "cot-prompted", "cot-sft", "trace-ablation", "trace-full")
+#: Scored parts are stored together at most this often (seconds): a kill loses at most this much work, and
+#: the store is opened about once per interval, not once per part.
+DEFAULT_FLUSH_SECONDS = 2.0
 #: Splits never used to fit anything (spec §5): the only ones Δgov is computed on.
 HELD_OUT_SPLITS = ("eval", "transfer")
 #: Why a rollout track (source "tasks") is not applicable on a transfer-split run.
@@ -59,33 +61,6 @@ def load_adapter(kind: str, model: str | os.PathLike, **options):
     return _load(kind, model, **options)
 
 
-def _seed_everything(seed: int) -> None:
-    random.seed(seed)
-    try:
-        import numpy as np
-
-        np.random.seed(seed % 2**32)
-    except ImportError:  # pragma: no cover - numpy is a dependency
-        pass
-    if "torch" in sys.modules:
-        sys.modules["torch"].manual_seed(seed)
-
-
-def _diff_emit(after: dict | None, before: dict | None) -> dict | None:
-    if after is None or before is None:
-        return None
-    return {"calls": after["calls"] - before["calls"],
-            "missing": {s: n - before["missing"].get(s, 0) for s, n in after["missing"].items()}}
-
-
-def _diff_cot_edit(after: dict | None, before: dict | None) -> dict | None:
-    """The cot_edit counters of this run (capability ``cot_edit``): after minus before."""
-    if after is None or before is None:
-        return None
-    return {"edited": after["edited"] - before["edited"], "not_edited": after["not_edited"] - before["not_edited"],
-            "span_missing": {s: n - before["span_missing"].get(s, 0) for s, n in after["span_missing"].items()}}
-
-
 def _items_by_split(release: Release, tracks, options: dict) -> str:
     """Which splits of ``release`` have items of ``tracks`` (those read from the release), for an error message:
     ``splits with items: train (track 1: 120, track 3: 5); transfer (track 1: 40)``."""
@@ -100,7 +75,9 @@ def _items_by_split(release: Release, tracks, options: dict) -> str:
 def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks: tuple[str, ...] | None = None,
                split: str = "eval", results: str | os.PathLike = "results.duckdb", seed: int = 0,
                progress: bool = True, allow_train_split: bool = False, tasks=None, greedy: bool = False,
-               trained_by: str | list[str] | None = None, track_options: dict | None = None) -> dict:
+               trained_by: str | list[str] | None = None, track_options: dict | None = None,
+               runner: str = "local", runner_options: dict | None = None,
+               part_items: int = DEFAULT_PART_ITEMS, flush_seconds: float = DEFAULT_FLUSH_SECONDS) -> dict:
     """Run ``tracks`` (default: every registered track) of ``release_dir`` through ``adapter``; record the run.
 
     ``release_dir`` is a release directory or an open :class:`~trb.releases.Release` (whose
@@ -119,11 +96,18 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
     ``{"2": {"max_contexts": 40}}`` (Track 2's trial budget); recorded in the run's ``timings.track_options`` and
     re-applied by :func:`rerun`.
 
+    The work is scored in parts (:mod:`trb.parts`, ``part_items`` items at least, whole sessions) by ``runner``
+    (:mod:`trb.runners`: ``local``, or ``ray`` with ``runner_options`` such as ``address`` and ``workers``).
+    The run row is stored first, as running; scored parts are stored as they are made, together at most every
+    ``flush_seconds`` (0: each part at once), so a kill loses at most that much work; the run is marked
+    complete at the end. A run killed on the way is resumed by :func:`resume_run`, which scores
+    only its missing parts; until then no reader shows it as a result.
+
     Raises:
         ReleaseError: the release is missing, tampered with or incomplete.
         UsageError: an unknown track; a split the release does not have; the train split without
             ``allow_train_split``; no item of the requested tracks in the split; no requested
-            track the adapter can run.
+            track the adapter can run; an unknown runner or a bad runner option.
         SplitOverlap: the adapter declares training subjects (spec ``trained_on``) that the
             evaluated split shares (:mod:`trb.subjects`).
         TransferProvenanceError: a transfer-split run with no ``trained_by`` recorded, or whose trainer
@@ -134,6 +118,10 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
 
     store = ResultsStore(Path(results), create=False)  # an existing store is checked now, before any scoring
     bound = bind(adapter)
+    if part_items < 1:
+        raise UsageError(f"--part-items must be at least 1, not {part_items}")
+    flush_seconds = _check_flush(flush_seconds)
+    the_runner = get_runner(runner, **(runner_options or {}))
     wanted = tuple(registered_tracks()) if tracks is None else tuple(str(t) for t in tracks)
     if not wanted:
         raise UsageError("no track requested")
@@ -148,73 +136,7 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
     release = release_dir if isinstance(release_dir, Release) else Release(release_dir)
     release_dir = release.dir
     try:
-        if split not in release.splits:
-            raise UsageError(f"release {release.version} ({release.sha[:12]}) has no split {split!r}; "
-                             f"its splits: {', '.join(release.splits) or 'none'}; "
-                             + _items_by_split(release, chosen, options))
-        if split == "train" and not allow_train_split:
-            raise UsageError("the train split is what models are fitted on: scores there measure fit, not "
-                             "generalisation, and never enter Δgov; pass --allow-train-split (allow_train_split=True) "
-                             "to run it anyway (its report is bannered)")
-        if split == "train":
-            split_check = {"checked": False, "reason": "a train-split run (allowed explicitly): fit, not generalisation"}
-        else:
-            split_check = check_disjoint(bound.spec().get("trained_on"), release, split, bound.name)
-        transfer_check = check_transfer_provenance(release, trainer, bound.name) if split == "transfer" else None
-        summary: dict[str, dict] = {}
-        counts: dict[str, int] = {}
-        for track in chosen:
-            missing = bound.missing(track.needs)
-            if missing:
-                summary[track.id] = {"status": "not_applicable", "needs": missing}
-            elif split == "transfer" and _from_tasks(track):
-                summary[track.id] = {"status": "not_applicable", "needs": [], "reason": ROLLOUT_NO_TRANSFER}
-            elif getattr(track, "unavailable", None) is not None and track.unavailable(bound):
-                # the adapter has the capability but not what the track needs of it (Track 2: concept directions)
-                summary[track.id] = {"status": "not_applicable", "needs": [], "reason": track.unavailable(bound)}
-            else:
-                counts[track.id] = track.count(taskset if _from_tasks(track) else release, split,
-                                               **options.get(track.id, {}))
-        if not counts:
-            raise UsageError(f"no requested track can run on adapter {bound.name} on split {split!r}: " + "; ".join(
-                f"track {t}: {not_applicable_text(s)}" for t, s in summary.items()))
-        total = sum(counts.values())
-        if total == 0:
-            raise UsageError(f"split {split!r} of release {release.version} ({release.sha[:12]}) has no items for "
-                             f"track(s) {', '.join(counts)}: nothing to score; "
-                             + _items_by_split(release, [t for t in chosen if t.id in counts], options))
-        _seed_everything(seed)
-        emit_before = bound.emit_stats()
-        edit_before = bound.cot_edit_stats()
-        timer = AdapterTimer()
-        started = time.perf_counter()
-        rows: list[dict] = []
-        per_track_s: dict[str, float] = {}
-        bar = tqdm(total=total, unit="item", desc=f"{baseline} on {release.version}",
-                   disable=None if progress else True, leave=False)
-        gc.freeze()  # the heap so far (imports, the model) is not garbage: full collections during scoring skip it
-        try:
-            for track in chosen:
-                if track.id not in counts:
-                    continue
-                t0 = time.perf_counter()
-                if _from_tasks(track):
-                    r, s = track.score(bound, track.items(taskset, split), timer, progress=bar.update, tasks=taskset,
-                                       split=split, greedy=greedy)
-                else:
-                    opts = options.get(track.id, {})
-                    r, s = track.score(bound, track.items(release, split, **opts), timer, progress=bar.update, **opts)
-                    if opts:
-                        s = {**s, "options": opts}
-                rows += r
-                summary[track.id] = s
-                per_track_s[track.id] = time.perf_counter() - t0
-        finally:
-            gc.unfreeze()
-            bar.close()
-        wall = time.perf_counter() - started
-        emit = _diff_emit(bound.emit_stats(), emit_before)
-        cot_edit = _diff_cot_edit(bound.cot_edit_stats(), edit_before)
+        plan = _plan(release, bound, chosen, options, split, taskset, trainer, allow_train_split)
         run = {
             "run_id": uuid.uuid4().hex,
             "created_at": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
@@ -223,28 +145,247 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
             "smoke_test": release.smoke_test, "baseline": baseline, "adapter_tier": bound.tier,
             "adapter_spec": json.dumps(bound.spec(), sort_keys=True, default=str), "seed": seed,
             "tracks": list(wanted), "split": split, "synthetic_share": release.synthetic_share,
-            "timings": json.dumps({"wall_s": wall, "adapter_s": timer.seconds, "adapter_calls": timer.calls,
-                                   "per_track_s": per_track_s, "summary": summary,
-                                   "capabilities": sorted(bound.capabilities), "split_check": split_check,
+            "timings": json.dumps({"plan": {**plan, "part_items": part_items}, "track_options": options,
+                                   "capabilities": sorted(bound.capabilities),
                                    "release_check": release.check.summary() if release.check is not None
-                                   else {"checked": "not checked"},
-                                   **({"transfer_check": transfer_check} if transfer_check is not None else {}),
-                                   **({"track_options": options} if options else {}),
-                                   **({"emit_r": emit} if emit is not None else {}),
-                                   **({"cot_edit": cot_edit} if cot_edit is not None else {})}, sort_keys=True),
-            "toolkit_version": TOOLKIT_VERSION, "n_items": len(rows),
+                                   else {"checked": "not checked"}}, sort_keys=True, default=str),
+            "toolkit_version": TOOLKIT_VERSION, "n_items": 0,
             "release_dir": str(Path(release_dir).resolve()),
             "taskset_sha": taskset.sha if taskset is not None else None,
             "taskset": json.dumps({**taskset.describe(), "greedy": greedy}, sort_keys=True)
             if taskset is not None else None,
             "trained_by": trainer or None,
         }
+        the_runner.start(bound.spec())
+        try:
+            store.begin_run(run)
+            return _score_and_finish(store, run, release, bound, the_runner, plan, options, taskset, greedy,
+                                     part_items, progress, done=[], flush_seconds=flush_seconds)
+        finally:
+            the_runner.stop()
     finally:
         release.close()
-    for row in rows:
-        row["run_id"] = run["run_id"]
-    store.record_run(run, rows)
-    return {**run, "summary": summary}
+
+
+def resume_run(run_id: str, *, results: str | os.PathLike = "results.duckdb",
+               release_dir: str | os.PathLike | None = None, progress: bool = True, runner: str = "local",
+               runner_options: dict | None = None, adapter=None,
+               flush_seconds: float = DEFAULT_FLUSH_SECONDS) -> dict:
+    """Finish run ``run_id``, killed before it was complete: score only the parts it has not stored.
+
+    The run is re-created from its record (adapter spec, release, split, tracks, seed, task set, options, part
+    size); its parts are the same ones (:mod:`trb.parts`), each scored with its own seed, so the finished run's
+    item scores equal an uninterrupted run's. ``adapter``: the adapter to score with (default: re-created from
+    the run's spec, which refuses a changed checkpoint); ``runner`` need not be the one the run started with.
+
+    Raises:
+        ResultsError: no such run, or it is complete already.
+        ReleaseError: the release is missing or is not the one the run was made on.
+        UsageError: the run's adapter cannot be re-created.
+        CheckFailed: the stored parts are not the parts the work list gives now.
+    """
+    from trb.adapters.registry import adapter_from_spec
+    from trb.errors import ReleaseError
+    from trb.results import COMPLETE, RUNNING, ResultsError, ResultsStore
+
+    store = ResultsStore(Path(results), create=False).require()
+    old = store.run(run_id)
+    if (old.get("status") or COMPLETE) != RUNNING:
+        raise ResultsError(f"run {old['run_id']} is complete: there is nothing to resume (`trb rerun` re-creates "
+                           "a run to check it)")
+    timings = old.get("timings") or {}
+    recorded = timings.get("plan") or {}
+    where = release_dir or old.get("release_dir")
+    release = Release(where)
+    try:
+        if release.sha != old["release_sha"]:
+            raise ReleaseError(f"{where} is release {release.sha[:12]}, but run {old['run_id']} was made on "
+                               f"{str(old['release_sha'])[:12]}")
+        bound = bind(adapter) if adapter is not None else adapter_from_spec(old["adapter_spec"])
+        the_runner = get_runner(runner, **(runner_options or {}))
+        chosen = [get_track(t) for t in old["tracks"]]
+        options = check_track_options(timings.get("track_options"), chosen)
+        split = old["split"]
+        taskset = _recorded_taskset(old)
+        plan = _plan(release, bound, chosen, options, split, taskset, trainers(old.get("trained_by"), None),
+                     allow_train_split=split == "train")
+        if plan["counts"] != recorded.get("counts"):
+            raise CheckFailed(f"run {old['run_id']}: its tracks now have {plan['counts']} items, the run was "
+                              f"planned with {recorded.get('counts')}: it cannot be resumed")
+        greedy = bool((old.get("taskset") or {}).get("greedy"))
+        run = {k: old[k] for k in ("run_id", "created_at", "trb_version", "release_sha", "release_version",
+                                   "release_kind", "smoke_test", "baseline", "adapter_tier", "seed", "tracks",
+                                   "split", "synthetic_share", "toolkit_version", "release_dir", "taskset_sha",
+                                   "trained_by")}
+        run["adapter_spec"] = json.dumps(old["adapter_spec"], sort_keys=True, default=str)
+        run["taskset"] = json.dumps(old["taskset"], sort_keys=True) if old.get("taskset") is not None else None
+        run["timings"] = json.dumps(timings, sort_keys=True, default=str)
+        the_runner.start(bound.spec())
+        try:
+            return _score_and_finish(store, run, release, bound, the_runner, plan, options, taskset, greedy,
+                                     int(recorded.get("part_items") or DEFAULT_PART_ITEMS), progress,
+                                     done=store.parts(old["run_id"]), flush_seconds=_check_flush(flush_seconds))
+        finally:
+            the_runner.stop()
+    finally:
+        release.close()
+
+
+def _plan(release: Release, bound, chosen, options: dict, split: str, taskset, trainer, allow_train_split: bool
+          ) -> dict:
+    """What a run will score, checked before anything is written: {"counts": track -> items, "not_applicable":
+    track -> summary, "split_check", "transfer_check"}.
+
+    Raises the errors of :func:`run_tracks` (split, train split, provenance, nothing to score)."""
+    if split not in release.splits:
+        raise UsageError(f"release {release.version} ({release.sha[:12]}) has no split {split!r}; "
+                         f"its splits: {', '.join(release.splits) or 'none'}; "
+                         + _items_by_split(release, chosen, options))
+    if split == "train" and not allow_train_split:
+        raise UsageError("the train split is what models are fitted on: scores there measure fit, not "
+                         "generalisation, and never enter Δgov; pass --allow-train-split (allow_train_split=True) "
+                         "to run it anyway (its report is bannered)")
+    if split == "train":
+        split_check = {"checked": False, "reason": "a train-split run (allowed explicitly): fit, not generalisation"}
+    else:
+        split_check = check_disjoint(bound.spec().get("trained_on"), release, split, bound.name)
+    transfer_check = check_transfer_provenance(release, trainer, bound.name) if split == "transfer" else None
+    not_applicable: dict[str, dict] = {}
+    counts: dict[str, int] = {}
+    for track in chosen:
+        missing = bound.missing(track.needs)
+        if missing:
+            not_applicable[track.id] = {"status": "not_applicable", "needs": missing}
+        elif split == "transfer" and _from_tasks(track):
+            not_applicable[track.id] = {"status": "not_applicable", "needs": [], "reason": ROLLOUT_NO_TRANSFER}
+        elif getattr(track, "unavailable", None) is not None and track.unavailable(bound):
+            # the adapter has the capability but not what the track needs of it (Track 2: concept directions)
+            not_applicable[track.id] = {"status": "not_applicable", "needs": [], "reason": track.unavailable(bound)}
+        else:
+            counts[track.id] = track.count(taskset if _from_tasks(track) else release, split,
+                                           **options.get(track.id, {}))
+    if not counts:
+        raise UsageError(f"no requested track can run on adapter {bound.name} on split {split!r}: " + "; ".join(
+            f"track {t}: {not_applicable_text(s)}" for t, s in not_applicable.items()))
+    if sum(counts.values()) == 0:
+        raise UsageError(f"split {split!r} of release {release.version} ({release.sha[:12]}) has no items for "
+                         f"track(s) {', '.join(counts)}: nothing to score; "
+                         + _items_by_split(release, [t for t in chosen if t.id in counts], options))
+    return {"counts": counts, "not_applicable": not_applicable, "split_check": split_check,
+            "transfer_check": transfer_check}
+
+
+def _check_flush(seconds) -> float:
+    import math
+
+    try:
+        value = float(seconds)
+    except (TypeError, ValueError):
+        raise UsageError(f"--flush-seconds must be a number of seconds, not {seconds!r}") from None
+    if math.isnan(value) or value < 0:
+        raise UsageError(f"--flush-seconds must be 0 or more, not {seconds!r}")
+    return value
+
+
+def _score_and_finish(store, run: dict, release: Release, bound, the_runner, plan: dict, options: dict, taskset,
+                      greedy: bool, part_items: int, progress: bool, done: list[dict],
+                      flush_seconds: float = DEFAULT_FLUSH_SECONDS) -> dict:
+    """Score the parts of ``run`` not in ``done`` (stored parts) with ``the_runner``, storing each as it comes;
+    then mark the run complete with its summary and timings, and return it (as :func:`run_tracks` does)."""
+    split, seed = run["split"], int(run["seed"] or 0)
+    counts = plan["counts"]
+    tracks = [get_track(t) for t in run["tracks"] if t in counts]
+    stored = {(p["track"], int(p["part"])): p for p in done}
+    kwargs = {t.id: ({"tasks": taskset, "split": split, "greedy": greedy} if _from_tasks(t)
+                     else dict(options.get(t.id, {}))) for t in tracks}
+    total = sum(counts.values())
+    bar = tqdm(total=total, unit="item", desc=f"{run['baseline']} on {run['release_version']}",
+               disable=None if progress else True, leave=False)
+    bar.update(sum(int(p["n_input"]) for p in done))
+
+    def todo():
+        for t in tracks:
+            source = taskset if _from_tasks(t) else release
+            items = t.items(source, split, **options.get(t.id, {}))
+            for part in cut_parts(t.id, items, part_key_of(t), part_items):
+                had = stored.get((t.id, part.index))
+                if had is None:
+                    yield part
+                elif (had["first_key"], int(had["n_input"])) != (part.first_key, part.n_input):
+                    raise CheckFailed(f"run {run['run_id']}: stored part {t.id}/{part.index} starts at "
+                                      f"{had['first_key']!r} with {had['n_input']} items, the work list now gives "
+                                      f"{part.first_key!r} with {part.n_input}: it cannot be resumed")
+
+    waiting: list = []  # scored parts not stored yet: stored together at most every flush_seconds
+    last = [time.monotonic()]
+
+    def flush() -> None:
+        if not waiting:
+            return
+        store.record_parts(run["run_id"], [{"track": r.track, "part": r.index, "first_key": r.first_key,
+                                            "n_input": r.n_input, "items": r.rows, "summary": r.summary,
+                                            "timings": r.timings} for r in waiting])
+        for r in waiting:
+            stored[(r.track, r.index)] = {"track": r.track, "part": r.index, "first_key": r.first_key,
+                                          "n_input": r.n_input}
+            if r.source is not None:
+                Path(r.source).unlink(missing_ok=True)
+        waiting.clear()
+        last[0] = time.monotonic()
+
+    def keep(result) -> None:
+        waiting.append(result)
+        if time.monotonic() - last[0] >= flush_seconds:
+            flush()
+
+    parts_dir = store.path.with_name(store.path.name + ".parts")
+    job = RunJob(run_id=run["run_id"], seed=seed, adapter_spec=bound.spec(), kwargs=kwargs, store=keep,
+                 progress=bar.update, parts_dir=parts_dir)
+    gc.freeze()  # the heap so far (imports, the model) is not garbage: full collections during scoring skip it
+    try:
+        the_runner.execute(job, bound, todo())
+    finally:
+        gc.unfreeze()
+        bar.close()
+        flush()  # what was scored is kept, whatever stopped the run (a resume starts after it)
+    for d in (parts_dir / run["run_id"], parts_dir):  # a runner's part files are all stored now
+        try:
+            d.rmdir()
+        except OSError:  # not there, or not empty (another run's)
+            pass
+    parts = sorted(store.parts(run["run_id"]), key=lambda p: (p["track"], int(p["part"])))
+    summary: dict[str, dict] = dict(plan["not_applicable"])
+    per_track_s: dict[str, float] = {}
+    for t in tracks:
+        mine = [p for p in parts if p["track"] == t.id]
+        s = merge_summaries([p["summary"] for p in mine], getattr(t, "summary_constant", ()))
+        if options.get(t.id):
+            s = {**s, "options": options[t.id]}
+        summary[t.id] = s
+        per_track_s[t.id] = sum(float(p["timings"]["wall_s"]) for p in mine)
+    summary = {t: summary[t] for t in run["tracks"] if t in summary}
+    ptimings = [p["timings"] for p in parts]
+    emit = merge_summaries([pt["emit_r"] for pt in ptimings if "emit_r" in pt]) or None
+    cot_edit = merge_summaries([pt["cot_edit"] for pt in ptimings if "cot_edit" in pt]) or None
+    before = json.loads(run["timings"]) if isinstance(run["timings"], str) else dict(run["timings"] or {})
+    timings = {
+        "wall_s": sum(per_track_s.values()), "adapter_s": sum(float(pt["adapter_s"]) for pt in ptimings),
+        "adapter_calls": sum(int(pt["adapter_calls"]) for pt in ptimings), "per_track_s": per_track_s,
+        "summary": summary, "capabilities": before.get("capabilities", sorted(bound.capabilities)),
+        "split_check": plan["split_check"], "release_check": before.get("release_check"),
+        "plan": before.get("plan"),
+        "runner": {**job.facts, "parts": len(parts), "part_items": part_items, "flush_seconds": flush_seconds,
+                   "resumed": bool(done)},
+        **({"transfer_check": plan["transfer_check"]} if plan["transfer_check"] is not None else {}),
+        **({"track_options": options} if options else {}),
+        **({"emit_r": emit} if emit is not None else {}),
+        **({"cot_edit": cot_edit} if cot_edit is not None else {}),
+    }
+    n_items = sum(int(p["n_rows"]) for p in parts)
+    store.finish_run(run["run_id"], timings=timings, n_items=n_items)
+    out = {**run, "timings": json.dumps(timings, sort_keys=True, default=str), "n_items": n_items,
+           "status": "complete"}
+    return {**out, "summary": summary}
 
 
 def check_track_options(track_options: dict | None, chosen) -> dict[str, dict]:
@@ -318,13 +459,13 @@ def rerun(run_id: str, *, results: str | os.PathLike = "results.duckdb", release
 
     from trb.adapters.registry import adapter_from_spec
     from trb.errors import ReleaseError
-    from trb.results import ResultsError, ResultsStore
+    from trb.results import COMPLETE, ResultsError, ResultsStore
 
     store = ResultsStore(Path(results), create=False).require()  # a mistyped path is an error, never made
-    runs = [r for r in store.runs() if r["run_id"] == run_id or (len(run_id) >= 8 and r["run_id"].startswith(run_id))]
-    if len(runs) != 1:
-        raise ResultsError(f"{'no' if not runs else 'more than one'} run {run_id!r} in {store.path}")
-    old = runs[0]
+    old = store.run(run_id)
+    if (old.get("status") or COMPLETE) != COMPLETE:
+        raise ResultsError(f"run {old['run_id']} is unfinished: there is no result to re-create yet; finish it "
+                           f"with `trb run --resume {old['run_id']}`")
     where = release_dir or old.get("release_dir")
     if not where:
         raise UsageError(f"run {old['run_id']} does not record its release directory; pass --release DIR")

@@ -47,7 +47,7 @@ def test_a_new_store_has_the_tables_and_the_format_version(tmp_path):
     path = tmp_path / "sub" / "results.duckdb"
     ResultsStore(path)
     tables = {r[0] for r in plain(path, "SELECT table_name FROM information_schema.tables")}
-    assert tables == {"meta", "runs", "item_scores"}
+    assert tables == {"meta", "runs", "item_scores", "run_parts"}
     assert plain(path, "SELECT value FROM meta WHERE key = 'results_format_version'") == [(RESULTS_FORMAT_VERSION,)]
     cols = [r[0] for r in plain(path, "SELECT column_name FROM information_schema.columns "
                                       "WHERE table_name = 'item_scores' ORDER BY ordinal_position")]

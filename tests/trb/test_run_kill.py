@@ -1,9 +1,10 @@
 """A `trb run` killed at a random point is never reported as a finished result, and the store stays readable.
 
-A run's row and its item scores are stored in one transaction at the end (trb/results.py), so a
-process killed while it scores, or while it records, leaves either a whole run or none: `trb query`,
-`trb report` and the runs list read the store, every listed run has all its item scores, and the next
-run records normally. Real processes, real SIGKILLs, at random delays into a process that runs and
+A run's row is stored first as running, its item scores part by part, and it is marked complete at the
+end (trb/results.py, trb/parts.py), so a process killed while it scores, or while it records, leaves whole
+runs and at most one unfinished run: `trb query`, `trb report` and the runs list read the store, every
+listed run has all its item scores, every other item score belongs to a run listed as unfinished, and the
+next run records normally. Real processes, real SIGKILLs, at random delays into a process that runs and
 records one run after another (so kills land in scoring and in recording); alternately into a new
 store (made in a scratch file and renamed into place) and one that already holds runs.
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from schemas.errors import ExitCode
 from tests_paths import ROOT
 
 CHILD = """
@@ -62,13 +64,15 @@ def _whole_runs(results: Path) -> list[str]:
     """The runs the store lists, each checked to have every item score it counts (read with plain DuckDB)."""
     from trb.results import ResultsStore
 
-    runs = ResultsStore(results, create=False).runs()
+    store = ResultsStore(results, create=False)
+    runs, unfinished = store.runs(), store.unfinished_runs()
     con = duckdb.connect(str(results), read_only=True)
     try:
         have = dict(con.execute("SELECT run_id, count(*) FROM item_scores GROUP BY 1").fetchall())
     finally:
         con.close()
-    assert set(have) <= {r["run_id"] for r in runs}, "item scores of a run that is not listed"
+    assert set(have) <= {r["run_id"] for r in runs + unfinished}, "item scores of a run that is not listed"
+    assert not {r["run_id"] for r in runs} & {r["run_id"] for r in unfinished}
     for r in runs:
         assert have.get(r["run_id"], 0) == r["n_items"] > 0, f"run {r['run_id']} is listed but not whole"
     return [r["run_id"] for r in runs]
@@ -103,10 +107,15 @@ def test_sigkill_at_random_points_of_trb_run_leaves_whole_runs_only(release, tmp
         assert set(recorded[k % 2]) | set(printed) <= set(listed), f"{where}: a finished run was lost"
         recorded[k % 2] = listed
         capsys.readouterr()
-        assert main(["query", "SELECT count(*) AS n FROM runs", "--results", str(results), "--json"]) == 0, where
+        assert main(["query", "SELECT count(*) AS n FROM runs WHERE status = 'complete'", "--results", str(results),
+                     "--json"]) == 0, where
         assert json.loads(capsys.readouterr().out) == [{"n": len(listed)}], where
-        assert main(["report", "--results", str(results), "--format", "json"]) == 0, where
-        capsys.readouterr()
+        if listed:
+            assert main(["report", "--results", str(results), "--format", "json"]) == 0, where
+            capsys.readouterr()
+        else:  # only the killed run, unfinished: never reported as a result
+            assert main(["report", "--results", str(results), "--format", "json"]) == ExitCode.RESULTS, where
+            assert "unfinished" in capsys.readouterr().err, where
     for k in (0, 1):  # the next run records normally and nothing the killed ones staged is left beside the store
         results = tmp_path / f"results-{k}.duckdb"
         before = _whole_runs(results) if results.exists() else []

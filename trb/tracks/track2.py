@@ -299,6 +299,9 @@ class Track2:
     def items(self, release: Release, split: str, max_contexts: int | None = None, **_) -> Iterator[Track2Item]:
         return track2_items(release, split, max_contexts)
 
+    #: Summary fields of the whole run, the same in every part (:func:`trb.parts.merge_summaries`).
+    summary_constant = ("sites", "strengths", "max_concepts", "concepts", "identifiability", "directions")
+
     def score(self, adapter, items, timer=None, progress=None, max_concepts: int | None = None, **_):
         return score_track2(adapter, items, timer, progress, max_concepts=max_concepts)
 

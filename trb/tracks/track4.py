@@ -80,6 +80,11 @@ class Track4:
     def count(self, tasks: TaskSet, split: str) -> int:
         return sum(len(tasks.seeds_for(t, split)) for t in tasks.of_kind("viability")) * len(CONDITIONS)
 
+    @staticmethod
+    def part_key(spec: EpisodeSpec) -> str:
+        """Parts (:mod:`trb.parts`) keep a task's episodes together: its paired conditions, its CG-2 loops."""
+        return spec.task.id
+
     def items(self, tasks: TaskSet, split: str) -> Iterator[EpisodeSpec]:
         return track4_items(tasks, split)
 

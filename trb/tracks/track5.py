@@ -109,6 +109,11 @@ class Track5:
         loops = sum(1 for t in tasks.of_kind("loop") if tasks.seeds_for(t, split)) * (1 + len(LOOP_KINDS))
         return nav + loops
 
+    @staticmethod
+    def part_key(spec: EpisodeSpec) -> str:
+        """Parts (:mod:`trb.parts`) keep a task's episodes together: its paired conditions, its CG-2 loops."""
+        return spec.task.id
+
     def items(self, tasks: TaskSet, split: str) -> Iterator[EpisodeSpec]:
         return track5_items(tasks, split)
 

@@ -1,0 +1,35 @@
+"""The local runner: every part scored in this process, in work-list order, each stored as soon as it is made."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from trb.errors import UsageError
+from trb.parts import Part
+from trb.runners.base import RunJob, register_runner, score_part
+
+__all__ = ["LocalRunner"]
+
+
+class LocalRunner:
+    name = "local"
+
+    def __init__(self, **options) -> None:
+        given = {k: v for k, v in options.items() if v is not None}
+        if given:
+            raise UsageError(f"the local runner takes no {', '.join('--' + k.replace('_', '-') for k in given)} "
+                             "(that is for --runner ray)")
+
+    def start(self, adapter_spec: dict) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def execute(self, job: RunJob, adapter, parts: Iterable[Part]) -> None:
+        job.facts.update({"runner": self.name, "workers": 1})
+        for part in parts:
+            job.store(score_part(adapter, part, seed=job.seed, kwargs=job.kwargs[part.track], progress=job.progress))
+
+
+register_runner("local", LocalRunner)
