@@ -150,7 +150,7 @@ def _grounding_options(contexts: int | None, concepts: int | None) -> dict | Non
               help="Items per part, at least (whole sessions): each part is stored as soon as it is scored "
                    "(default 256; a resumed run keeps its own).")
 @click.option("--flush-seconds", type=click.FloatRange(min=0), default=None, metavar="S",
-              help="Store scored parts together at most every S seconds (default 2; 0: each part as it is made). "
+              help="Store scored parts together at most every S seconds (default 10; 0: each part as it is made). "
                    "A kill loses at most that much work.")
 @click.option("--resume", "resume_id", default=None, metavar="RUN_ID",
               help="Finish a run that was killed: score only the parts it has not stored (the run is re-created "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import shutil
 import time
 import uuid
 from datetime import datetime, timezone
@@ -36,7 +37,7 @@ __all__ = ["BASELINES", "HELD_OUT_SPLITS", "ROLLOUT_NO_TRANSFER", "run_tracks", 
 BASELINES = ("instruct-base", "cot-prompted", "cot-sft", "trace-ablation", "trace-full")
 #: Scored parts are stored together at most this often (seconds): a kill loses at most this much work, and
 #: the store is opened about once per interval, not once per part.
-DEFAULT_FLUSH_SECONDS = 2.0
+DEFAULT_FLUSH_SECONDS = 10.0
 #: Splits never used to fit anything (spec §5): the only ones Δgov is computed on.
 HELD_OUT_SPLITS = ("eval", "transfer")
 #: Why a rollout track (source "tasks") is not applicable on a transfer-split run.
@@ -348,11 +349,12 @@ def _score_and_finish(store, run: dict, release: Release, bound, the_runner, pla
         gc.unfreeze()
         bar.close()
         flush()  # what was scored is kept, whatever stopped the run (a resume starts after it)
-    for d in (parts_dir / run["run_id"], parts_dir):  # a runner's part files are all stored now
-        try:
-            d.rmdir()
-        except OSError:  # not there, or not empty (another run's)
-            pass
+    # every part is stored now: a runner's part files (and a killed driver's, if another runner resumed) go
+    shutil.rmtree(parts_dir / run["run_id"], ignore_errors=True)
+    try:
+        parts_dir.rmdir()
+    except OSError:  # not there, or holding another run's parts
+        pass
     parts = sorted(store.parts(run["run_id"]), key=lambda p: (p["track"], int(p["part"])))
     summary: dict[str, dict] = dict(plan["not_applicable"])
     per_track_s: dict[str, float] = {}
