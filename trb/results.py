@@ -474,26 +474,7 @@ class ResultsStore:
         tables = [_items_table(p["items"], run_id) for p in parts]
 
         def work(con) -> None:
-            state = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchall()
-            if not state:
-                raise ResultsError(f"no run {run_id!r} in {self.path}")
-            if state[0][0] != RUNNING:
-                raise ResultsError(f"run {run_id} is {state[0][0] or COMPLETE}: no part can be added to it")
-            have = {(t, int(i)) for t, i in con.execute("SELECT track, part FROM run_parts WHERE run_id = ?",
-                                                        [run_id]).fetchall()}
-            rows, new = [], []
-            for p, table in zip(parts, tables):
-                key = (str(p["track"]), int(p["part"]))
-                if key in have:
-                    continue
-                have.add(key)
-                rows.append([run_id, key[0], key[1], str(p["first_key"]), int(p["n_input"]), table.num_rows,
-                             _json_text(p["summary"]), _json_text(p["timings"])])
-                new.append(table)
-            if rows:
-                con.executemany("INSERT INTO run_parts VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-                self._insert_items(con, pa.concat_tables(new))
-            stored.append(len(rows))
+            stored.append(self._insert_parts(con, run_id, parts, tables))
 
         stored: list[int] = []
         if not parts:
@@ -502,6 +483,32 @@ class ResultsStore:
                      purpose=f"record {len(parts)} part(s) of run {run_id}"):
             self._write({"run_id": run_id}, tables[0], work)
         return stored[0]
+
+    def _insert_parts(self, con, run_id: str, parts: list[dict], tables: list[pa.Table]) -> int:
+        """``parts`` (with their item tables) of running run ``run_id``, in the caller's transaction; a part
+        stored already is skipped. Returns how many were stored."""
+        state = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchall()
+        if not state:
+            raise ResultsError(f"no run {run_id!r} in {self.path}")
+        if state[0][0] != RUNNING:
+            raise ResultsError(f"run {run_id} is {state[0][0] or COMPLETE}: no part can be added to it")
+        if not parts:
+            return 0
+        have = {(t, int(i)) for t, i in con.execute("SELECT track, part FROM run_parts WHERE run_id = ?",
+                                                    [run_id]).fetchall()}
+        rows, new = [], []
+        for p, table in zip(parts, tables):
+            key = (str(p["track"]), int(p["part"]))
+            if key in have:
+                continue
+            have.add(key)
+            rows.append([run_id, key[0], key[1], str(p["first_key"]), int(p["n_input"]), table.num_rows,
+                         _json_text(p["summary"]), _json_text(p["timings"])])
+            new.append(table)
+        if rows:
+            con.executemany("INSERT INTO run_parts VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            self._insert_items(con, pa.concat_tables(new))
+        return len(rows)
 
     def parts(self, run_id: str) -> list[dict]:
         """The stored parts of run ``run_id``: dicts of ``run_parts``' columns (JSON decoded), by track and part."""
@@ -515,17 +522,22 @@ class ResultsStore:
             r["summary"], r["timings"] = _json_value(r["summary"]), _json_value(r["timings"])
         return rows
 
-    def finish_run(self, run_id: str, *, timings: dict, n_items: int) -> None:
-        """Mark running run ``run_id`` complete, with its final ``timings`` and item count.
+    def finish_run(self, run_id: str, *, timings: dict, n_items: int, parts: list[dict] | None = None) -> None:
+        """Mark running run ``run_id`` complete, with its final ``timings`` and item count, storing its last
+        ``parts`` (as for :meth:`record_parts`) in the same transaction.
 
         Raises:
             ResultsError: no such running run; its stored items are not ``n_items``; an item (track, metric,
                 item_id) stored twice. Nothing is changed then.
         """
+        parts = parts or []
+        tables = [_items_table(p["items"], run_id) for p in parts]
+
         def work(con) -> None:
             state = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchall()
             if not state or state[0][0] != RUNNING:
                 raise ResultsError(f"run {run_id} is not a running run in {self.path}")
+            self._insert_parts(con, run_id, parts, tables)
             dups = con.execute("SELECT track, metric, item_id, count(*) FROM item_scores WHERE run_id = ? "
                                "GROUP BY ALL HAVING count(*) > 1 LIMIT 1", [run_id]).fetchall()
             if dups:

@@ -320,19 +320,24 @@ def _score_and_finish(store, run: dict, release: Release, bound, the_runner, pla
     waiting: list = []  # scored parts not stored yet: stored together at most every flush_seconds
     last = [time.monotonic()]
 
-    def flush() -> None:
-        if not waiting:
-            return
-        store.record_parts(run["run_id"], [{"track": r.track, "part": r.index, "first_key": r.first_key,
-                                            "n_input": r.n_input, "items": r.rows, "summary": r.summary,
-                                            "timings": r.timings} for r in waiting])
-        for r in waiting:
-            stored[(r.track, r.index)] = {"track": r.track, "part": r.index, "first_key": r.first_key,
-                                          "n_input": r.n_input}
+    def record(r) -> dict:
+        n_rows = r.rows.num_rows if hasattr(r.rows, "num_rows") else len(r.rows)
+        return {"track": r.track, "part": r.index, "first_key": r.first_key, "n_input": r.n_input,
+                "n_rows": n_rows, "items": r.rows, "summary": r.summary, "timings": r.timings}
+
+    def stored_now(records: list[dict]) -> None:
+        for r, rec in zip(waiting, records):
+            stored[(r.track, r.index)] = {k: v for k, v in rec.items() if k != "items"}
             if r.source is not None:
                 Path(r.source).unlink(missing_ok=True)
         waiting.clear()
         last[0] = time.monotonic()
+
+    def flush() -> None:
+        if waiting:
+            records = [record(r) for r in waiting]
+            store.record_parts(run["run_id"], records)
+            stored_now(records)
 
     def keep(result) -> None:
         waiting.append(result)
@@ -345,17 +350,18 @@ def _score_and_finish(store, run: dict, release: Release, bound, the_runner, pla
     gc.freeze()  # the heap so far (imports, the model) is not garbage: full collections during scoring skip it
     try:
         the_runner.execute(job, bound, todo())
+    except BaseException:
+        try:
+            flush()  # what was scored is kept, whatever stopped the run (a resume starts after it)
+        except Exception:  # the store itself failed: the run's own error is the one to report
+            pass
+        raise
     finally:
         gc.unfreeze()
         bar.close()
-        flush()  # what was scored is kept, whatever stopped the run (a resume starts after it)
-    # every part is stored now: a runner's part files (and a killed driver's, if another runner resumed) go
-    shutil.rmtree(parts_dir / run["run_id"], ignore_errors=True)
-    try:
-        parts_dir.rmdir()
-    except OSError:  # not there, or holding another run's parts
-        pass
-    parts = sorted(store.parts(run["run_id"]), key=lambda p: (p["track"], int(p["part"])))
+    last_parts = [record(r) for r in waiting]  # stored with the run's completion, in one transaction
+    parts = sorted([*stored.values(), *({k: v for k, v in p.items() if k != "items"} for p in last_parts)],
+                   key=lambda p: (p["track"], int(p["part"])))
     summary: dict[str, dict] = dict(plan["not_applicable"])
     per_track_s: dict[str, float] = {}
     for t in tracks:
@@ -384,7 +390,14 @@ def _score_and_finish(store, run: dict, release: Release, bound, the_runner, pla
         **({"cot_edit": cot_edit} if cot_edit is not None else {}),
     }
     n_items = sum(int(p["n_rows"]) for p in parts)
-    store.finish_run(run["run_id"], timings=timings, n_items=n_items)
+    store.finish_run(run["run_id"], timings=timings, n_items=n_items, parts=last_parts)
+    stored_now(last_parts)
+    # every part is stored now: a runner's part files (and a killed driver's, if another runner resumed) go
+    shutil.rmtree(parts_dir / run["run_id"], ignore_errors=True)
+    try:
+        parts_dir.rmdir()
+    except OSError:  # not there, or holding another run's parts
+        pass
     out = {**run, "timings": json.dumps(timings, sort_keys=True, default=str), "n_items": n_items,
            "status": "complete"}
     return {**out, "summary": summary}
