@@ -476,6 +476,19 @@ class LabelStudioClient:
             yield (int(t["id"]), str(t.get("updated_at") or ""),
                    int(t.get("total_annotations") or 0) + int(t.get("cancelled_annotations") or 0))
 
+    def task_id_span(self, project_id: int) -> tuple[int, int] | None:
+        """(first, last) task id of the project, or None when it has no task: two small requests."""
+        ends = []
+        for order in ("tasks:id", "-tasks:id"):
+            j = self._get_json(f"list tasks of project {project_id}", "/api/tasks",
+                               {"project": project_id, "page_size": 1, "include": "id",
+                                "query": json.dumps({"ordering": [order]})})
+            tasks = j.get("tasks") if isinstance(j, dict) else j
+            if not tasks:
+                return None
+            ends.append(int(tasks[0]["id"]))
+        return min(ends), max(ends)
+
     def annotations_before(self, project_id: int, since: datetime) -> int:
         """How many annotations (skipped ones not counted) the tasks last updated before ``since`` hold: one small
         request (the task list's ``total_annotations``, over the same Data Manager filter)."""

@@ -31,8 +31,9 @@ import hashlib
 import json
 import os
 import re
-from collections import Counter
-from collections.abc import Iterable
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -55,8 +56,10 @@ ATTRIBUTION_LABELS = ("self", "exogenous", "unsure")
 #: Seconds before the server's clock at a pull's start from which the next pull lists tasks again (an annotation
 #: saved just before a listing may be committed just after it; Label Studio commits each save on its own).
 OVERLAP_SECONDS = 10
-#: Tasks per export request (their ids go in the query string).
+#: Tasks per export request (their ids go in the query string; Django refuses more than 1,000 fields).
 EXPORT_CHUNK = 500
+#: Export requests under way at once during a pull.
+EXPORTS_IN_FLIGHT = 2
 LEDGER_VERSION = 1
 #: Why a submission the annotator skipped (Label Studio's Skip) is not taken.
 SKIPPED = "skipped by the annotator (Skip)"
@@ -301,6 +304,35 @@ class _Ledger:
             pass
 
 
+def _every_task(client: LabelStudioClient, p: Project, ledger: _Ledger) -> list[list[int]]:
+    """The task ids a full pull exports, in chunks: the ids from the project's first task to its last (a project's
+    tasks are mostly consecutive; the export skips ids that are not its own, or have no annotation), unless they
+    are spread over more than twice as many ids as it has tasks: then its tasks, listed. Each task the ledger knew
+    is among them (it was deleted, or emptied, when the export leaves it out)."""
+    span = client.task_id_span(p.id)
+    if span is None:
+        ids = []
+    elif span[1] - span[0] + 1 <= max(2 * p.task_number, EXPORT_CHUNK):
+        ids = list(range(span[0], span[1] + 1))
+    else:
+        ids = [t for t, _, n in client.task_stamps(p.id) if n]
+    known = set(ids)
+    ids += [t for t in ledger.tasks if t not in known]
+    return [ids[i:i + EXPORT_CHUNK] for i in range(0, len(ids), EXPORT_CHUNK)]
+
+
+def _exported(client: LabelStudioClient, project_id: int, chunks: list[list[int]]) -> Iterator[tuple[list[int], list]]:
+    """(chunk, its exported tasks) for every chunk, in order, with up to :data:`EXPORTS_IN_FLIGHT` exports under
+    way while the caller reads one (the server prepares the next while this process parses)."""
+    with ThreadPoolExecutor(max_workers=EXPORTS_IN_FLIGHT, thread_name_prefix="trb-pull") as ex:
+        ahead = deque(ex.submit(client.export_tasks, project_id, c) for c in chunks[:EXPORTS_IN_FLIGHT])
+        for i, chunk in enumerate(chunks):
+            tasks = ahead.popleft().result()
+            if i + EXPORTS_IN_FLIGHT < len(chunks):
+                ahead.append(ex.submit(client.export_tasks, project_id, chunks[i + EXPORTS_IN_FLIGHT]))
+            yield chunk, tasks
+
+
 def pull(
     corpus: Corpus,
     client: LabelStudioClient,
@@ -340,26 +372,25 @@ def pull(
         # before this listing may commit just after it
         mark = client.server_time() - timedelta(seconds=overlap_seconds)
         since = None if full or why_full else ledger.since
-        stamps = {t: n for t, _, n in client.task_stamps(p.id, since)}
         if since is None:
             report.full.append(p.id)
-            # every task: those with annotations, and those the ledger knew (gone or emptied since)
-            fetch = [t for t, n in stamps.items() if n] + [t for t in ledger.tasks if t not in stamps]
+            chunks = _every_task(client, p, ledger)
         else:
-            fetch = list(stamps)
+            fetch = [t for t, _, _ in client.task_stamps(p.id, since)]
             # checked against the server: the tasks not listed hold exactly what the ledger says they hold
-            if client.annotations_before(p.id, since) != ledger.counted(set(stamps)):
+            if client.annotations_before(p.id, since) != ledger.counted(set(fetch)):
                 report.reconciled.append(p.id)
                 every = {t: n for t, _, n in client.task_stamps(p.id)}
                 listed = set(fetch)
                 fetch += [t for t, n in every.items() if t not in listed and n != len(ledger.tasks.get(t, {}))]
                 fetch += [t for t in ledger.tasks if t not in every and t not in listed]
-        bar = tqdm(total=len(fetch), unit="task", desc=f"pull {p.title}", disable=None if progress else True,
+            chunks = [fetch[i:i + EXPORT_CHUNK] for i in range(0, len(fetch), EXPORT_CHUNK)]
+        listed_now = {t for c in chunks for t in c}
+        bar = tqdm(total=len(listed_now), unit="task", desc=f"pull {p.title}", disable=None if progress else True,
                    leave=False)
         try:
-            for start in range(0, len(fetch), EXPORT_CHUNK):
-                chunk = fetch[start:start + EXPORT_CHUNK]
-                got = {int(t["id"]): t for t in client.export_tasks(p.id, chunk)}
+            for chunk, tasks in _exported(client, p.id, chunks):
+                got = {int(t["id"]): t for t in tasks}
                 for tid in chunk:
                     task = got.get(tid) or {"id": tid, "annotations": []}
                     before = ledger.tasks.pop(tid, {})
@@ -376,7 +407,6 @@ def pull(
                 bar.update(len(chunk))
         finally:
             bar.close()
-        listed_now = set(fetch)
         for tid, anns in ledger.tasks.items():  # what was not read again: as the last pull left it
             if tid in listed_now:
                 continue
