@@ -57,10 +57,12 @@ def run(backend: str, args) -> None:
         print(f"Label Studio 1.23.2 on 127.0.0.1, {backend}: {args.tasks} tasks, {args.annotators} annotators x "
               f"{args.per_annotator} annotations (every 5th changed once), pull back to back")
         print(f"  {len(result.created)} created + {result.changed} changed in {result.seconds:.1f} s: "
-              f"{result.rate():.1f} annotations/s; {len(result.failed)} request(s) failed"
+              f"{result.rate():.1f} annotations/s; {len(result.failed)} request(s) failed, {len(result.slow)} "
+              f"waited over 5 s"
               + (f" (first: {result.failed[0]})" if result.failed else ""))
         if p:
-            print(f"  {len(p)} pulls while they worked: median {statistics.median(p):.2f} s, max {p[-1]:.2f} s; "
+            print(f"  {len(p)} pulls while they worked: median {statistics.median(p):.2f} s, max {p[-1]:.2f} s "
+                  f"({result.pulls_full} in full, {result.pulls_reconciled} re-checked task by task); "
                   f"{len(result.pull_errors)} failed" + (f" ({result.pull_errors[0]})" if result.pull_errors else ""))
         print(f"  final pull {result.final_pull:.2f} s; whole run (sign-ups included) {wall:.1f} s")
         print(f"  lost or duplicated: {len(problems)}" + (f" (first: {problems[0]})" if problems else ""))

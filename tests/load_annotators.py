@@ -37,6 +37,9 @@ class LoadResult:
     pulls: list[float] = field(default_factory=list)  # seconds of each pull while the annotators worked
     pull_errors: list[str] = field(default_factory=list)
     final_pull: float = 0.0
+    slow: list[str] = field(default_factory=list)  # annotators' requests that waited more than 5 s for an answer
+    pulls_full: int = 0  # pulls during the run that read every task (the first: no ledger yet)
+    pulls_reconciled: int = 0  # pulls during the run whose count check disagreed (re-checked task by task)
 
     def rate(self) -> float:
         return (len(self.created) + self.changed) / self.seconds if self.seconds else 0.0
@@ -46,7 +49,8 @@ class LoadResult:
         pulls = (f"{len(p)} pulls during, median {statistics.median(p):.2f} s, max {p[-1]:.2f} s" if p
                  else "no pull finished during")
         return (f"{self.annotators} annotators: {len(self.created)} annotations created and {self.changed} changed in "
-                f"{self.seconds:.1f} s ({self.rate():.1f}/s), {len(self.failed)} request(s) failed; {pulls}; "
+                f"{self.seconds:.1f} s ({self.rate():.1f}/s), {len(self.failed)} request(s) failed, {len(self.slow)} "
+                f"waited over 5 s; {pulls}; "
                 f"final pull {self.final_pull:.2f} s")
 
 
@@ -61,9 +65,11 @@ def run_load(url: str, admin_token: str, corpus, title: str, task_ids: list[int]
 
     overlap = OVERLAP_SECONDS if overlap_seconds is None else overlap_seconds
     admin = connect(url, admin_token, backoff=0.05)
-    clients = [connect(url, signup(url, admin_token, f"{prefix}.{i}@trb.test"), retries=0)
-               for i in range(annotators)]
     result = LoadResult(annotators)
+    # a request that has waited 5 s says so (client.py); counted here rather than printed 20 times over
+    slow = result.slow.append
+    clients = [connect(url, signup(url, admin_token, f"{prefix}.{i}@trb.test"), retries=0, notify=slow)
+               for i in range(annotators)]
     lock = threading.Lock()
     start = threading.Barrier(annotators + 1)
     done = threading.Event()
@@ -100,11 +106,13 @@ def run_load(url: str, admin_token: str, corpus, title: str, task_ids: list[int]
         while not done.is_set():
             t0 = time.perf_counter()
             try:
-                pull(corpus, admin, title=title, overlap_seconds=overlap)
+                r = pull(corpus, admin, title=title, overlap_seconds=overlap)
             except Exception as e:  # noqa: BLE001 - a pull that fails loses nothing; recorded
                 result.pull_errors.append(str(e))
                 continue
             result.pulls.append(time.perf_counter() - t0)
+            result.pulls_full += bool(r.full)
+            result.pulls_reconciled += bool(r.reconciled)
 
     threads = [threading.Thread(target=annotate, args=(i,), daemon=True) for i in range(annotators)]
     p = threading.Thread(target=puller, daemon=True)
