@@ -140,3 +140,27 @@ def test_a_lost_or_foreign_ledger_means_a_full_pull_never_a_wrong_one(ls_server,
     shutil.copy(ledgers[0], fresh.dir / ".trb-annotate" / ledgers[0].name)
     got = pull(fresh, admin, title=title)
     assert got.full == [rep.project.id] and got.new == 1 and _rows(fresh) == _rows(c)
+
+
+def test_cli_pull_says_how_it_read_and_full_reads_every_task(ls_server, annotators, tmp_path, capsys, monkeypatch):
+    from annotate.cli import main
+
+    admin = connect(ls_server.url, ls_server.token, backoff=0.01)
+    c = _corpus(tmp_path / "c")
+    rep = push(c, admin, "attribution", title="cli incremental")
+    tid = admin.task_keys(rep.project.id, ITEM_KEY)[item_key("attribution", ITEMS[1])]
+    annotators[EMAILS[1]].create_annotation(tid, _label("exogenous"))
+    monkeypatch.setenv("LABEL_STUDIO_URL", ls_server.url)
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", ls_server.token)
+
+    def run(*args):
+        capsys.readouterr()
+        code = main(["pull", "--corpus", str(c.dir), "--project", "cli incremental", "-q", *args])
+        out, err = capsys.readouterr()
+        assert code == 0 and out == ""  # stdout is data: the summary goes to stderr
+        return err
+
+    assert "1 annotation(s) seen (1 read from the server, 1 project(s) in full), 1 new" in run()
+    assert "1 project(s) in full), 0 new" in run("--full")
+    again = run()
+    assert "0 new" in again and "in full" not in again
