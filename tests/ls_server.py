@@ -184,7 +184,8 @@ def _prepare_pg_template(binary: Path) -> None:
     """A stopped PostgreSQL cluster whose database Label Studio has initialised (the admin, its legacy token), and
     the data dir that goes with it: made once (initdb + label-studio init, about 30 s), then copied per session."""
     stamp = PG_TEMPLATE / ".trb-ready"
-    if stamp.exists() and stamp.read_text() == TOKEN:
+    ready = f"{TOKEN} {pg_bin()}"  # a cluster is made by one major version of PostgreSQL: another remakes it
+    if stamp.exists() and stamp.read_text() == ready:
         return
     shutil.rmtree(PG_TEMPLATE, ignore_errors=True)
     tmp = _own_dir("trb-ls-pg-init-")
@@ -210,7 +211,7 @@ def _prepare_pg_template(binary: Path) -> None:
             shutil.copytree(ls / "data", PG_TEMPLATE / "data")
         finally:
             shutil.rmtree(ls, ignore_errors=True)
-        stamp.write_text(TOKEN)
+        stamp.write_text(ready)
     finally:
         if pg is not None:
             pg.stop()
