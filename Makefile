@@ -6,7 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= demo-work
 
-.PHONY: install demo test bench clean install-label-studio install-browser install-inspect install-llama-server
+.PHONY: install demo test bench clean install-label-studio install-browser install-inspect install-llama-server \
+	install-postgresql
 
 install: $(STAMP)
 
@@ -25,16 +26,26 @@ demo: install
 	# simulate -> ingest -> smoke release -> train the five baselines -> Tracks 1, 3, 4 and 5 on each -> report (a SMOKE TEST)
 	$(BIN)/trb-demo --workdir $(DEMO_DIR) --seed 1
 
-# The Label Studio server the annotate tests start: its own venv (its pins clash with ours).
+# The Label Studio server the annotate tests start: its own venv (its pins clash with ours), with the PostgreSQL
+# driver it needs to run on PostgreSQL (DJANGO_DB=default). The stamp names what is in the venv, so a venv made
+# before psycopg2-binary was added gets it on the next make.
 LS_VENV := .venv-ls
-LS_STAMP := $(LS_VENV)/.installed
+LS_PINS := label-studio==1.23.2 psycopg2-binary==2.9.13
+LS_STAMP := $(LS_VENV)/.installed-ls-1.23.2-psycopg2-2.9.13
 
 install-label-studio: $(LS_STAMP)
 
 $(LS_STAMP): Makefile
 	test -x $(LS_VENV)/bin/python || $(PY) -m venv $(LS_VENV)
-	$(LS_VENV)/bin/pip install --quiet label-studio==1.23.2
+	$(LS_VENV)/bin/pip install --quiet $(LS_PINS)
 	touch $(LS_STAMP)
+
+# PostgreSQL (Debian's packages: PostgreSQL 15 on bookworm), the second database the Label Studio tests run on; the
+# tests start their own throwaway server from its binaries (tests/ls_server.py). Needs root, as CI runs.
+install-postgresql:
+	ls -d /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+		|| DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql \
+		|| (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql)
 
 # inspect_ai, whose reader `trb-corpus import inspect` runs in a subprocess: its own venv, because its pins
 # (fsspec through s3fs, textual, pydantic) move faster than ours and would downgrade or upgrade them.
@@ -67,17 +78,18 @@ install-browser:
 	command -v chromium >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
 		|| (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
-test: install $(LS_STAMP) $(INSPECT_STAMP) $(LLAMA_STAMP) install-browser
+test: install $(LS_STAMP) $(INSPECT_STAMP) $(LLAMA_STAMP) install-browser install-postgresql
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
-bench: install $(LS_STAMP) $(LLAMA_STAMP) install-browser
+bench: install $(LS_STAMP) $(LLAMA_STAMP) install-browser install-postgresql
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/release.py
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/report_scale.py
 	$(BIN)/python bench/rollout.py
 	$(BIN)/python bench/annotate.py
+	$(BIN)/python bench/annotate_load.py
 	$(BIN)/python bench/annotate_ui.py
 	$(BIN)/python bench/review.py
 	$(BIN)/python bench/collect.py

@@ -75,17 +75,21 @@ def push(kind, corpus_dir, title, overlap, where, batch_size, update, quiet, wai
 @cli.command()
 @_corpus_option
 @click.option("--project", "title", default=None, help="Project title (default: every project made by push).")
+@click.option("--full", is_flag=True,
+              help="Read every task, not only those changed since the last pull (the result is the same).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @_wait_option
-def pull(corpus_dir, title, quiet, wait_seconds) -> None:
+def pull(corpus_dir, title, full, quiet, wait_seconds) -> None:
     """Bring every annotation into the corpus (changed ones as new revisions; re-pulls add nothing).
 
-    Submissions that cannot be labels (empty, a note with no answer, malformed, skipped) are listed by
-    project, task and annotator; notes beside an answer are kept as its rationale."""
+    Incremental: only tasks changed since the last pull are read (a ledger in <corpus>/.trb-annotate/, checked
+    against the server). Submissions that cannot be labels (empty, a note with no answer, malformed, skipped) are
+    listed by project, task and annotator; notes beside an answer are kept as its rationale."""
     from annotate.client import connect
     from annotate.pull import pull as run
 
-    report = run(_corpus(corpus_dir), connect(), title=title, progress=not quiet, wait_seconds=wait_seconds)
+    report = run(_corpus(corpus_dir), connect(), title=title, progress=not quiet, wait_seconds=wait_seconds,
+                 full=full)
     for line in report.lines():
         click.echo(line, err=True)
 

@@ -24,6 +24,7 @@ call has taken 5 s, and before each retry once it has taken 1 s. What is left ra
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -31,6 +32,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 from annotate.errors import (
@@ -76,6 +79,7 @@ class Project:
     overlap: int
     task_number: int
     settings: dict = field(default_factory=dict, compare=False)  # PROJECT_SETTINGS as the server has them
+    created_at: str = ""  # as the server has it: with the id, what tells this project from a later one
 
 
 def _env_number(name: str, default, *, whole: bool, what: str):
@@ -323,11 +327,13 @@ class LabelStudioClient:
                         "check LABEL_STUDIO_API_KEY") from None
                 raise LabelStudioFailed(f"Label Studio at {self.url} could not {what} (HTTP {status}): {detail}") from None
 
-    def _get_json(self, what: str, path: str, params: dict | None = None) -> Any:
+    def _get_json(self, what: str, path: str, params: dict | list | None = None) -> Any:
+        import orjson
+
         def go(timeout: float):
             r = self.http.get(path, params=params, timeout=timeout)
             r.raise_for_status()
-            return r.json()
+            return orjson.loads(r.content)
 
         return self.call(what, go, request=f"GET {path}")
 
@@ -349,7 +355,7 @@ class LabelStudioClient:
             kind = desc[len(MARK):].split()[0]
         settings = {k: p.get(k) for k in PROJECT_SETTINGS}
         return Project(id=int(p["id"]), title=p["title"], kind=kind, overlap=p.get("maximum_annotations") or 1,
-                       task_number=p.get("task_number") or 0, settings=settings)
+                       task_number=p.get("task_number") or 0, settings=settings, created_at=p.get("created_at") or "")
 
     def projects(self) -> list[Project]:
         """Every project the key can see."""
@@ -442,6 +448,65 @@ class LabelStudioClient:
     def annotated_tasks(self, project_id: int) -> Iterator[dict]:
         """Every task of the project that has annotations, with them (``fields=all``), page by page."""
         yield from self._pages(project_id, {"fields": "all", "only_annotated": "true"}, "list annotations")
+
+    def server_time(self) -> datetime:
+        """The server's clock now (its ``Date`` header, to the second, UTC): what ``updated_at`` is measured by."""
+        def go(timeout: float):
+            r = self.http.get("/health", timeout=timeout)
+            r.raise_for_status()
+            return r.headers.get("date")
+
+        date = self.call("read the server's clock", go, request="GET /health")
+        try:
+            return parsedate_to_datetime(date).astimezone(timezone.utc)
+        except (TypeError, ValueError):
+            raise LabelStudioFailed(f"Label Studio at {self.url} sent no usable Date header ({date!r})") from None
+
+    def task_stamps(self, project_id: int, since: datetime | None = None) -> Iterator[tuple[int, str, int]]:
+        """(task id, ``updated_at``, annotations incl. skipped ones) of every task of the project, or of those
+        updated at or after ``since`` (Label Studio's Data Manager filter ``filter:tasks:updated_at``, which an
+        annotation created, changed or deleted moves: the server sets the task's ``updated_at`` then), oldest first."""
+        params = {"include": "id,updated_at,total_annotations,cancelled_annotations"}
+        if since is not None:
+            params["query"] = json.dumps({"filters": {"conjunction": "and", "items": [
+                {"filter": "filter:tasks:updated_at", "operator": "greater_or_equal", "type": "Datetime",
+                 "value": since.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}]},
+                "ordering": ["tasks:updated_at"]})
+        for t in self._pages(project_id, params, "list tasks"):
+            yield (int(t["id"]), str(t.get("updated_at") or ""),
+                   int(t.get("total_annotations") or 0) + int(t.get("cancelled_annotations") or 0))
+
+    def task_id_span(self, project_id: int) -> tuple[int, int] | None:
+        """(first, last) task id of the project, or None when it has no task: two small requests."""
+        ends = []
+        for order in ("tasks:id", "-tasks:id"):
+            j = self._get_json(f"list tasks of project {project_id}", "/api/tasks",
+                               {"project": project_id, "page_size": 1, "include": "id",
+                                "query": json.dumps({"ordering": [order]})})
+            tasks = j.get("tasks") if isinstance(j, dict) else j
+            if not tasks:
+                return None
+            ends.append(int(tasks[0]["id"]))
+        return min(ends), max(ends)
+
+    def annotations_before(self, project_id: int, since: datetime) -> int:
+        """How many annotations (skipped ones not counted) the tasks last updated before ``since`` hold: one small
+        request (the task list's ``total_annotations``, over the same Data Manager filter)."""
+        query = json.dumps({"filters": {"conjunction": "and", "items": [
+            {"filter": "filter:tasks:updated_at", "operator": "less", "type": "Datetime",
+             "value": since.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}]}})
+        j = self._get_json(f"count annotations of project {project_id}", "/api/tasks",
+                           {"project": project_id, "page_size": 1, "include": "id", "query": query})
+        return int(j.get("total_annotations") or 0) if isinstance(j, dict) else 0
+
+    def export_tasks(self, project_id: int, task_ids: list[int]) -> list[dict]:
+        """The annotated tasks among ``task_ids``, with every annotation, as Label Studio's own JSON export gives
+        them (one export request for these ids; a task without annotations is not in the answer)."""
+        if not task_ids:
+            return []
+        return self._get_json(f"export {len(task_ids)} task(s) of project {project_id}",
+                              f"/api/projects/{project_id}/export",
+                              [("exportType", "JSON"), *(("ids[]", str(i)) for i in task_ids)])
 
     def _pages(self, project_id: int, params: dict, what: str) -> Iterator[dict]:
         page = 1

@@ -23,15 +23,32 @@ same way (:func:`classify`).
 
 Every row records where it came from: its Label Studio project, task and annotation ids, and
 as its source the server, the project and the time of the pull (:func:`source_name`).
+
+Incremental: a ledger per project, ``<corpus>/.trb-annotate/pull-<server>-<project>.json``, holds
+what was read (per task, its annotation ids: taken, or [annotator, why not]) and a high-water
+mark, the server's clock when the pull began less :data:`OVERLAP_SECONDS`. The next pull lists
+only the tasks whose ``updated_at`` is at or after the mark (Label Studio moves it whenever an
+annotation of the task is created, changed or deleted), reads them through Label Studio's own
+export by task id, and checks the rest against the server in one request (the annotations it
+counts in the tasks not changed since the mark must be those the ledger holds; otherwise every
+task's count is compared and the ones that differ are read). An annotation deleted on the server
+is reported (:attr:`PullReport.deleted`); its rows stay in the corpus, which never deletes a label.
+No ledger, a foreign or unreadable one, or one naming annotations the corpus lacks: every task is
+read. The ledger is written only once the pull's rows are in the corpus.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
-from collections import Counter
-from collections.abc import Iterable
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
 
 from tqdm import tqdm
 
@@ -48,6 +65,14 @@ __all__ = ["PullReport", "Unusable", "pull", "annotator_id", "parse_result", "cl
            "SKIPPED"]
 
 ATTRIBUTION_LABELS = ("self", "exogenous", "unsure")
+#: Seconds before the server's clock at a pull's start from which the next pull lists tasks again (an annotation
+#: saved just before a listing may be committed just after it; Label Studio commits each save on its own).
+OVERLAP_SECONDS = 10
+#: Tasks per export request (their ids go in the query string; Django refuses more than 1,000 fields).
+EXPORT_CHUNK = 500
+#: Export requests under way at once during a pull.
+EXPORTS_IN_FLIGHT = 2
+LEDGER_VERSION = 1
 #: Why a submission the annotator skipped (Label Studio's Skip) is not taken.
 SKIPPED = "skipped by the annotator (Skip)"
 _ENDORSED = {"endorsed": True, "not endorsed": False}
@@ -84,6 +109,10 @@ class PullReport:
     skipped: Counter = field(default_factory=Counter)  # why -> how many submissions were not taken
     unusable: list[Unusable] = field(default_factory=list)  # every one of them, by task and annotator
     notes_kept: int = 0  # notes typed beside an action or a continuation, kept as the rationale
+    fetched: int = 0  # annotations read from the server by this pull (the rest are as the ledger has them)
+    full: list[int] = field(default_factory=list)  # projects read in full (no usable ledger, or full=True)
+    reconciled: list[int] = field(default_factory=list)  # projects whose ledger disagreed with the server's counts
+    deleted: list[tuple[str, int, int, int]] = field(default_factory=list)  # (project, id, task, annotation) gone
     source: dict[int, str] = field(default_factory=dict)  # project id -> the source its rows record
     ingest: IngestReport | None = None  # the ingest that wrote the new rows (None when nothing was new)
 
@@ -91,8 +120,13 @@ class PullReport:
         skipped = sum(self.skipped.values())
         why = f" ({', '.join(f'{n} {k}' for k, n in sorted(self.skipped.items()))})" if skipped else ""
         notes = f", {self.notes_kept} note(s) kept as rationale" if self.notes_kept else ""
-        return (f"pulled {', '.join(self.projects) or 'no project'}: {self.seen} annotation(s) seen, {self.new} new, "
-                f"{self.revised} new revision(s), {self.unchanged} unchanged{notes}, {skipped} not taken{why}")
+        read = f"{self.fetched} read from the server" + (
+            f", {len(self.full)} project(s) in full" if self.full else "") + (
+            f", {len(self.reconciled)} project(s) re-checked task by task" if self.reconciled else "")
+        gone = f", {len(self.deleted)} deleted on the server since pulled (kept)" if self.deleted else ""
+        return (f"pulled {', '.join(self.projects) or 'no project'}: {self.seen} annotation(s) seen ({read}), "
+                f"{self.new} new, {self.revised} new revision(s), {self.unchanged} unchanged{notes}{gone}, "
+                f"{skipped} not taken{why}")
 
     def lines(self) -> list[str]:
         """The summary, then one line for every submission not taken (what to fix in Label Studio)."""
@@ -103,6 +137,10 @@ class PullReport:
         if self.unusable:
             out.append("not taken (fix or delete them in Label Studio, then pull again):")
             out += [f"  {u.line()}" for u in self.unusable]
+        if self.deleted:
+            out.append("deleted in Label Studio since they were pulled (their rows stay in the corpus, which never "
+                       "deletes a label; a reviewer's label can overrule them):")
+            out += [f"  project {t!r} (id {p}), task {task}, annotation {a}" for t, p, task, a in self.deleted]
         return out
 
 
@@ -231,6 +269,82 @@ def source_name(client: LabelStudioClient, p: Project, at: str) -> str:
     return f"label-studio {redact_url(client.url)} project {p.id} {p.title!r}, pull {at}"
 
 
+class _Ledger:
+    """What pull has read from one project (see the module docstring): per task, its annotations (id -> None when
+    taken, else [annotator, why not taken]) and the time from which the next pull lists tasks again."""
+
+    def __init__(self, corpus_dir: Path, url: str, project: Project):
+        server = hashlib.sha256(url.rstrip("/").encode()).hexdigest()[:12]
+        self.path = Path(corpus_dir) / ".trb-annotate" / f"pull-{server}-{project.id}.json"
+        self.project = project
+        self.since: datetime | None = None
+        self.tasks: dict[int, dict[int, list | None]] = {}
+
+    def load(self, stored: dict[int, tuple[int, tuple]]) -> str | None:
+        """Read the ledger; None when it can be used, else why not (then the pull reads every task)."""
+        try:
+            d = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return "no ledger of an earlier pull"
+        except (OSError, ValueError):
+            return "the ledger of the last pull is unreadable"
+        if d.get("version") != LEDGER_VERSION or d.get("project_created_at") != self.project.created_at:
+            return "the ledger is of another project or format"
+        tasks = {int(t): {int(a): v for a, v in anns.items()} for t, anns in (d.get("tasks") or {}).items()}
+        if any(int(a) not in stored for anns in tasks.values() for a, v in anns.items() if v is None):
+            return "the corpus lacks annotations the ledger says were pulled"
+        self.tasks = tasks
+        self.since = datetime.fromisoformat(d["since"]) if d.get("since") else None
+        return None if self.since is not None else "no high-water mark"
+
+    def counted(self, skip: set[int] = frozenset()) -> int:
+        """Annotations the ledger holds outside tasks ``skip``, skipped ones (Label Studio's Skip) not counted."""
+        return sum(1 for t, anns in self.tasks.items() if t not in skip for v in anns.values()
+                   if v is None or v[1] != SKIPPED)
+
+    def write(self, since: datetime) -> None:
+        try:
+            self.path.parent.mkdir(exist_ok=True)
+            tmp = self.path.with_suffix(f".tmp-{os.getpid()}")
+            tmp.write_text(json.dumps({
+                "version": LEDGER_VERSION, "project_id": self.project.id, "project_created_at": self.project.created_at,
+                "since": since.isoformat(),
+                "tasks": {str(t): {str(a): v for a, v in anns.items()} for t, anns in self.tasks.items()}}),
+                encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError:  # a read-only corpus directory: no ledger, the next pull reads every task
+            pass
+
+
+def _every_task(client: LabelStudioClient, p: Project, ledger: _Ledger) -> list[list[int]]:
+    """The task ids a full pull exports, in chunks: the ids from the project's first task to its last (a project's
+    tasks are mostly consecutive; the export skips ids that are not its own, or have no annotation), unless they
+    are spread over more than twice as many ids as it has tasks: then its tasks, listed. Each task the ledger knew
+    is among them (it was deleted, or emptied, when the export leaves it out)."""
+    span = client.task_id_span(p.id)
+    if span is None:
+        ids = []
+    elif span[1] - span[0] + 1 <= max(2 * p.task_number, EXPORT_CHUNK):
+        ids = list(range(span[0], span[1] + 1))
+    else:
+        ids = [t for t, _, n in client.task_stamps(p.id) if n]
+    known = set(ids)
+    ids += [t for t in ledger.tasks if t not in known]
+    return [ids[i:i + EXPORT_CHUNK] for i in range(0, len(ids), EXPORT_CHUNK)]
+
+
+def _exported(client: LabelStudioClient, project_id: int, chunks: list[list[int]]) -> Iterator[tuple[list[int], list]]:
+    """(chunk, its exported tasks) for every chunk, in order, with up to :data:`EXPORTS_IN_FLIGHT` exports under
+    way while the caller reads one (the server prepares the next while this process parses)."""
+    with ThreadPoolExecutor(max_workers=EXPORTS_IN_FLIGHT, thread_name_prefix="trb-pull") as ex:
+        ahead = deque(ex.submit(client.export_tasks, project_id, c) for c in chunks[:EXPORTS_IN_FLIGHT])
+        for i, chunk in enumerate(chunks):
+            tasks = ahead.popleft().result()
+            if i + EXPORTS_IN_FLIGHT < len(chunks):
+                ahead.append(ex.submit(client.export_tasks, project_id, chunks[i + EXPORTS_IN_FLIGHT]))
+            yield chunk, tasks
+
+
 def pull(
     corpus: Corpus,
     client: LabelStudioClient,
@@ -238,9 +352,14 @@ def pull(
     title: str | None = None,
     progress: bool = False,
     wait_seconds: float | None = None,
+    full: bool = False,
+    overlap_seconds: float = OVERLAP_SECONDS,
 ) -> PullReport:
     """Pull the annotations of project ``title`` (default: every project made by push) into ``corpus``.
 
+    Incremental (see the module docstring): only the tasks changed since the last pull are read, unless
+    ``full`` (every task is read; the ledger still tells what was deleted on the server since). The next pull
+    lists the tasks changed from ``overlap_seconds`` before this one started (by the server's clock).
     All or nothing per pull: the records are written in one ingest; each row records its project
     and this pull as its source. Every submission not taken is listed in ``report.unusable``.
     Raises the :mod:`annotate.errors` types, ProjectNotFound for an unknown title, and what
@@ -254,26 +373,78 @@ def pull(
     with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-annotate pull") as con:
         targets = {k: item_targets(con, k) for k in {p.kind for p in projects}}
         stored = {p.id: _stored(con, p.id) for p in projects}
+    ledgers = []
     for p in projects:
         report.projects.append(f"{p.title!r} (id {p.id})")
         spec = KINDS[p.kind]
         name = report.source[p.id] = source_name(client, p, at)
-        bar = tqdm(unit="task", desc=f"pull {p.title}", disable=None if progress else True, leave=False)
+        ledger = _Ledger(corpus.dir, client.url, p)
+        why_full = ledger.load(stored[p.id])
+        # the next pull lists the tasks changed from a little before now (server clock): an annotation saved just
+        # before this listing may commit just after it
+        mark = client.server_time() - timedelta(seconds=overlap_seconds)
+        since = None if full or why_full else ledger.since
+        if since is None:
+            report.full.append(p.id)
+            chunks = _every_task(client, p, ledger)
+        else:
+            # checked against the server: the tasks not listed hold what the ledger says they hold. Counted before
+            # the listing, so a task annotated in between is listed (and counted at its ledger's number): with
+            # annotators at work the count lies between the ledger's for the tasks not listed and that plus the
+            # ledger's for the tasks listed; a task deleted, or a ledger out of step, falls outside
+            before = client.annotations_before(p.id, since)
+            fetch = [t for t, _, _ in client.task_stamps(p.id, since)]
+            listed = set(fetch)
+            low = ledger.counted(listed)
+            if not low <= before <= ledger.counted():
+                report.reconciled.append(p.id)
+                every = {t: n for t, _, n in client.task_stamps(p.id)}
+                fetch += [t for t, n in every.items() if t not in listed and n != len(ledger.tasks.get(t, {}))]
+                fetch += [t for t in ledger.tasks if t not in every and t not in listed]
+            chunks = [fetch[i:i + EXPORT_CHUNK] for i in range(0, len(fetch), EXPORT_CHUNK)]
+        listed_now = {t for c in chunks for t in c}
+        bar = tqdm(total=len(listed_now), unit="task", desc=f"pull {p.title}", disable=None if progress else True,
+                   leave=False)
         try:
-            for task in client.annotated_tasks(p.id):
-                bar.update(1)
-                recs = list(_task_records(task, p, spec.target_kind, targets[p.kind], users, stored[p.id], report))
-                if recs:
-                    records.setdefault(name, []).extend(recs)
+            for chunk, tasks in _exported(client, p.id, chunks):
+                got = {int(t["id"]): t for t in tasks}
+                for tid in chunk:
+                    task = got.get(tid) or {"id": tid, "annotations": []}
+                    before = ledger.tasks.pop(tid, {})
+                    now: dict[int, list | None] = {}
+                    recs = list(_task_records(task, p, spec.target_kind, targets[p.kind], users, stored[p.id],
+                                              report, now))
+                    report.fetched += len(task.get("annotations") or [])
+                    for aid in before.keys() - now.keys():
+                        report.deleted.append((p.title, p.id, tid, aid))
+                    if now:
+                        ledger.tasks[tid] = now
+                    if recs:
+                        records.setdefault(name, []).extend(recs)
+                bar.update(len(chunk))
         finally:
             bar.close()
+        for tid, anns in ledger.tasks.items():  # what was not read again: as the last pull left it
+            if tid in listed_now:
+                continue
+            for aid, v in anns.items():
+                report.seen += 1
+                if v is None:
+                    report.unchanged += 1
+                else:
+                    report.skipped[reason_category(v[1])] += 1
+                    report.unusable.append(Unusable(p.title, p.id, tid, aid, v[0], v[1]))
+        ledgers.append((ledger, mark))
     if records:
         report.ingest = add_annotations(corpus, records, wait_seconds=wait_seconds)
+    for ledger, mark in ledgers:  # only once the rows are in the corpus
+        ledger.write(mark)
     return report
 
 
 def _task_records(task: dict, p: Project, target_kind: str, targets: dict, users: dict[int, str],
-                  stored: dict[int, tuple[int, tuple]], report: PullReport) -> Iterable[dict]:
+                  stored: dict[int, tuple[int, tuple]], report: PullReport,
+                  ledger: dict[int, list | None]) -> Iterable[dict]:
     anns = task.get("annotations") or []
     key = (task.get("data") or {}).get(ITEM_KEY)
     for ann in anns:
@@ -288,9 +459,11 @@ def _task_records(task: dict, p: Project, target_kind: str, targets: dict, users
         if value is None:
             report.skipped[reason_category(why)] += 1
             report.unusable.append(Unusable(p.title, p.id, int(task["id"]), int(ann.get("id") or 0), shown, why))
+            ledger[int(ann.get("id") or 0)] = [shown, why]
             continue
         target_id = target[0]
         ls_id = int(ann["id"])
+        ledger[ls_id] = None
         prev = stored.get(ls_id)
         if prev is None:
             rev, created = 1, ann.get("created_at")

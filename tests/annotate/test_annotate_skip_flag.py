@@ -11,6 +11,7 @@ TARGET = "tests/annotate/test_annotate_label_studio.py"
 
 def _pytest(*args, ci: bool):
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "TRB_SKIP_LABEL_STUDIO")}
+    env["TRB_LS_TEST_BACKENDS"] = "sqlite,postgresql"
     if ci:
         env["CI"] = "true"
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", TARGET, *args],
@@ -19,7 +20,8 @@ def _pytest(*args, ci: bool):
 
 def test_skip_flag_skips_label_studio_tests_locally():
     r = _pytest("--skip-label-studio", ci=False)
-    assert r.returncode == 0 and "4 skipped" in r.stdout, r.stdout + r.stderr
+    # its 4 tests, each on both back ends (SQLite and PostgreSQL)
+    assert r.returncode == 0 and "8 skipped" in r.stdout, r.stdout + r.stderr
 
 
 def test_skip_flag_is_refused_in_ci():
