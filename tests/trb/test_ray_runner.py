@@ -100,7 +100,7 @@ def test_a_worker_killed_mid_run_is_restarted_and_nothing_is_scored_twice(resume
     assert sorted(got) == sorted(scores(whole_results, whole["run_id"]))
 
 
-def test_a_killed_ray_driver_resumes_to_the_same_itemscores(resume_setup, cluster, tmp_path, capsys):
+def test_a_killed_ray_driver_resumes_to_the_same_item_scores(resume_setup, cluster, tmp_path, capsys):
     from trb.cli import main
     from trb.results import ResultsStore
 
