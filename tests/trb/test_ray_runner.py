@@ -130,3 +130,19 @@ def test_an_unreachable_cluster_is_one_line_and_writes_no_run(resume_setup, tmp_
     err = capsys.readouterr().err
     assert code == 18 and "cannot reach the Ray cluster" in err and "Traceback" not in err
     assert not results.exists() or ResultsStore(results, create=False).runs() == []
+
+
+def test_without_an_address_a_local_cluster_is_started_for_the_run(resume_setup, uninterrupted_run, tmp_path):
+    """`--runner ray --workers 2` with no `--address`: Ray starts a cluster of 2 CPUs for the run and stops it."""
+    from trb.results import ResultsStore
+
+    release, model = resume_setup
+    results = tmp_path / "results.duckdb"
+    proc = start(run_args(release, model, results, "--runner", "ray", "--workers", "2"))
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    (run,) = ResultsStore(results, create=False).runs()
+    facts = run["timings"]["runner"]
+    assert facts["address"] == "local" and facts["workers"] == 2 and facts["worker_processes"] == 2
+    whole_results, whole = uninterrupted_run
+    assert scores(results, run["run_id"]) == scores(whole_results, whole["run_id"])
