@@ -138,7 +138,11 @@ def test_without_an_address_a_local_cluster_is_started_for_the_run(resume_setup,
 
     release, model = resume_setup
     results = tmp_path / "results.duckdb"
-    proc = start(run_args(release, model, results, "--runner", "ray", "--workers", "2"))
+    # its own HOME: a cluster Ray starts itself leaves ~/.ray/auth_token, which other clusters then refuse
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from trb.cli import main; sys.exit(main(sys.argv[1:]))",
+                             *run_args(release, model, results, "--runner", "ray", "--workers", "2")],
+                            env={**env(), "HOME": str(tmp_path / "home")}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     (run,) = ResultsStore(results, create=False).runs()
