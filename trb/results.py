@@ -400,13 +400,17 @@ class ResultsStore:
             row["n_items"] = table.num_rows
         row["status"] = row["status"] or COMPLETE
 
-        purpose = f"record run {row['run_id']}"
+        return self._store_run_row(row, table, purpose=f"record run {row['run_id']}")
+
+    def _store_run_row(self, row: dict, table: pa.Table, *, purpose: str) -> str:
+        """The run ``row`` and its item ``table`` in one transaction, under the exclusive lock; a new store is made,
+        filled and renamed into place by one DuckDB instance. Returns the run id."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with _locked(self.path, exclusive=True, wait_seconds=self.wait_seconds, purpose=purpose):
-            if not self.path.exists():  # a new store: made, filled and renamed into place by one DuckDB instance
+            if not self.path.exists():
                 self._create(lambda con: self._insert(con, row, table), failed=f"run {row['run_id']} was not stored")
-                return row["run_id"]
-            self._write(row, table)
+            else:
+                self._write(row, table)
         return row["run_id"]
 
     def _write(self, row: dict, table: pa.Table, work=None) -> None:
@@ -438,7 +442,7 @@ class ResultsStore:
     def begin_run(self, run: dict) -> str:
         """Store the row of a run about to be scored part by part, as ``running`` with no items; return its id.
 
-        ``run`` is as for :meth:`record_run`. Its parts are then stored with :meth:`record_part` as they are
+        ``run`` is as for :meth:`record_run`. Its parts are then stored with :meth:`record_parts` as they are
         made, and :meth:`finish_run` marks it complete. Until then no reader shows it as a result
         (:meth:`runs` leaves it out; :meth:`unfinished_runs` lists it), and ``trb run --resume`` scores only
         its missing parts.
@@ -446,21 +450,7 @@ class ResultsStore:
         row = _run_row(run)
         row["n_items"] = row["n_items"] or 0
         row["status"] = RUNNING
-        empty = _items_table([], row["run_id"])
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(self.path, exclusive=True, wait_seconds=self.wait_seconds, purpose=f"begin run {row['run_id']}"):
-            if not self.path.exists():
-                self._create(lambda con: self._insert(con, row, empty), failed=f"run {row['run_id']} was not stored")
-            else:
-                self._write(row, empty)
-        return row["run_id"]
-
-    def record_part(self, run_id: str, track: str, part: int, *, first_key: str, n_input: int, items,
-                    summary: dict, timings: dict) -> bool:
-        """Store one part of running run ``run_id`` (see :meth:`record_parts`); True when stored now, False when it
-        was stored already."""
-        return self.record_parts(run_id, [{"track": track, "part": part, "first_key": first_key, "n_input": n_input,
-                                           "items": items, "summary": summary, "timings": timings}]) == 1
+        return self._store_run_row(row, _items_table([], row["run_id"]), purpose=f"begin run {row['run_id']}")
 
     def record_parts(self, run_id: str, parts: list[dict]) -> int:
         """Store parts of running run ``run_id``, each a dict of ``track``, ``part`` (its index), ``first_key``,

@@ -186,7 +186,6 @@ def resume_run(run_id: str, *, results: str | os.PathLike = "results.duckdb",
         CheckFailed: the stored parts are not the parts the work list gives now.
     """
     from trb.adapters.registry import adapter_from_spec
-    from trb.errors import ReleaseError
     from trb.results import COMPLETE, RUNNING, ResultsError, ResultsStore
 
     store = ResultsStore(Path(results), create=False).require()
@@ -196,12 +195,8 @@ def resume_run(run_id: str, *, results: str | os.PathLike = "results.duckdb",
                            "a run to check it)")
     timings = old.get("timings") or {}
     recorded = timings.get("plan") or {}
-    where = release_dir or old.get("release_dir")
-    release = Release(where)
+    release = _recorded_release(old, release_dir)
     try:
-        if release.sha != old["release_sha"]:
-            raise ReleaseError(f"{where} is release {release.sha[:12]}, but run {old['run_id']} was made on "
-                               f"{str(old['release_sha'])[:12]}")
         bound = bind(adapter) if adapter is not None else adapter_from_spec(old["adapter_spec"])
         the_runner = get_runner(runner, **(runner_options or {}))
         chosen = [get_track(t) for t in old["tracks"]]
@@ -230,6 +225,26 @@ def resume_run(run_id: str, *, results: str | os.PathLike = "results.duckdb",
             the_runner.stop()
     finally:
         release.close()
+
+
+def _recorded_release(old: dict, release_dir) -> Release:
+    """The release run ``old`` was made on, opened (and checked) from ``release_dir`` or where the run read it.
+
+    Raises:
+        UsageError: the run records no release directory and none is given.
+        ReleaseError: the release there is missing, tampered with, or not the run's (another SHA).
+    """
+    from trb.errors import ReleaseError
+
+    where = release_dir or old.get("release_dir")
+    if not where:
+        raise UsageError(f"run {old['run_id']} does not record its release directory; pass --release DIR")
+    release = Release(where)
+    if release.sha != old["release_sha"]:
+        release.close()
+        raise ReleaseError(f"{where} is release {release.sha[:12]}, but run {old['run_id']} was made on "
+                           f"{str(old['release_sha'])[:12]}")
+    return release
 
 
 def _plan(release: Release, bound, chosen, options: dict, split: str, taskset, trainer, allow_train_split: bool
@@ -473,7 +488,6 @@ def rerun(run_id: str, *, results: str | os.PathLike = "results.duckdb", release
     import tempfile
 
     from trb.adapters.registry import adapter_from_spec
-    from trb.errors import ReleaseError
     from trb.results import COMPLETE, ResultsError, ResultsStore
 
     store = ResultsStore(Path(results), create=False).require()  # a mistyped path is an error, never made
@@ -481,16 +495,8 @@ def rerun(run_id: str, *, results: str | os.PathLike = "results.duckdb", release
     if (old.get("status") or COMPLETE) != COMPLETE:
         raise ResultsError(f"run {old['run_id']} is unfinished: there is no result to re-create yet; finish it "
                            f"with `trb run --resume {old['run_id']}`")
+    _recorded_release(old, release_dir).close()
     where = release_dir or old.get("release_dir")
-    if not where:
-        raise UsageError(f"run {old['run_id']} does not record its release directory; pass --release DIR")
-    rel = Release(where)
-    try:
-        if rel.sha != old["release_sha"]:
-            raise ReleaseError(f"{where} is release {rel.sha[:12]}, but run {old['run_id']} was made on "
-                               f"{str(old['release_sha'])[:12]}")
-    finally:
-        rel.close()
     adapter = adapter_from_spec(old["adapter_spec"])
     with tempfile.TemporaryDirectory(prefix="trb-rerun-") as tmp:
         target = Path(results) if record else Path(tmp) / "rerun.duckdb"

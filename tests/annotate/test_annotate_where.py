@@ -11,8 +11,6 @@ server and leave the corpus byte-identical. The library function the CLI calls
 from __future__ import annotations
 
 import hashlib
-import http.server
-import threading
 
 import duckdb
 import pytest
@@ -21,6 +19,7 @@ from annotate.cli import main
 from annotate.tasks import item_targets, render_tasks
 from corpus import Corpus, ingest, init_corpus
 from corpus.errors import UsageError
+from counting_server import CountingServer
 from factories import attribution, counterfactual, session, write_jsonl
 from ls_server import free_port
 from schemas.errors import ExitCode
@@ -28,28 +27,16 @@ from schemas.errors import ExitCode
 SECRET = "TOPSECRET-9a8b7c6d"
 
 
-class _Counting(http.server.BaseHTTPRequestHandler):
-    hits: list[str] = []
-
-    def do_GET(self):  # noqa: N802 - http.server's name
-        _Counting.hits.append(self.path)
-        body = f"a\n{SECRET}\n".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *a):
-        pass
-
-
 @pytest.fixture(scope="module")
-def http_url():
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Counting)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+def loopback():
+    with CountingServer(SECRET) as srv:
+        yield srv
+
+
+@pytest.fixture()
+def http_url(loopback):
+    loopback.hits.clear()
+    return loopback.url
 
 
 @pytest.fixture()
@@ -93,12 +80,11 @@ def _digest(path) -> str:
 
 
 @pytest.mark.parametrize("case,where,made", ATTACKS, ids=[a[0] for a in ATTACKS])
-def test_an_escape_through_push_where_is_refused_before_any_server_call(corpus, http_url, capsys, monkeypatch,
-                                                                        case, where, made):
+def test_an_escape_through_push_where_is_refused_before_any_server_call(corpus, http_url, loopback, capsys,
+                                                                        monkeypatch, case, where, made):
     d = corpus.dir.parent
     db = corpus.dir / "corpus.duckdb"
     before = _digest(db)
-    _Counting.hits.clear()
     monkeypatch.setenv("LABEL_STUDIO_URL", f"http://127.0.0.1:{free_port()}")
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", "k" * 24)
     monkeypatch.setenv("TRB_LS_RETRIES", "0")
@@ -109,7 +95,7 @@ def test_an_escape_through_push_where_is_refused_before_any_server_call(corpus, 
     assert code == ExitCode.USAGE, (case, err)  # not UNREACHABLE: push never got as far as the server
     assert len(err.strip().splitlines()) == 1 and err.startswith("--where ") and "Traceback" not in err
     assert SECRET not in err.replace(text, "") and out == ""
-    assert not _Counting.hits, f"{case} reached the loopback server"
+    assert not loopback.hits, f"{case} reached the loopback server"
     if made is not None:
         assert not (d / made).exists()
     assert _digest(db) == before

@@ -10,15 +10,14 @@ command that reads one, and is never made.
 from __future__ import annotations
 
 import hashlib
-import http.server
 import json
-import threading
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from counting_server import CountingServer
 from schemas.errors import ExitCode
 from trb.cli import main
 from trb.results import ResultsError, ResultsStore
@@ -26,29 +25,16 @@ from trb.results import ResultsError, ResultsStore
 SECRET = "TOPSECRET-0c1d2e3f"
 
 
-class _Counting(http.server.BaseHTTPRequestHandler):
-    hits: list[str] = []
-
-    def do_GET(self):  # noqa: N802 - http.server's name
-        _Counting.hits.append(self.path)
-        body = f"a\n{SECRET}\n".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *a):
-        pass
-
-
 @pytest.fixture(scope="module")
-def http_url():
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Counting)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+def loopback():
+    with CountingServer(SECRET) as srv:
+        yield srv
+
+
+@pytest.fixture()
+def http_url(loopback):
+    loopback.hits.clear()
+    return loopback.url
 
 
 @pytest.fixture()
@@ -114,10 +100,9 @@ ATTACKS = [
 
 
 @pytest.mark.parametrize("case,sql,made", ATTACKS, ids=[a[0] for a in ATTACKS])
-def test_an_escape_from_trb_query_is_refused_in_one_line(work, http_url, capsys, case, sql, made):
+def test_an_escape_from_trb_query_is_refused_in_one_line(work, http_url, loopback, capsys, case, sql, made):
     store = work / "results.duckdb"
     before = _digest(store)
-    _Counting.hits.clear()
     text = sql.format(d=work, url=http_url)
     capsys.readouterr()
     code = main(["query", text, "--results", str(store)])
@@ -126,7 +111,7 @@ def test_an_escape_from_trb_query_is_refused_in_one_line(work, http_url, capsys,
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
     assert SECRET not in out + err and out == ""
-    assert not _Counting.hits, f"{case} reached the loopback server: {_Counting.hits}"
+    assert not loopback.hits, f"{case} reached the loopback server: {loopback.hits}"
     if made is not None:
         assert not (work / made).exists()
     assert not (work / "spill").exists()

@@ -196,7 +196,7 @@ class RayRunner:
         kwargs = {t: ray.put(kw) for t, kw in job.kwargs.items()}
         seen: set[str] = set()
         pending: dict = {}  # object ref -> (sequence number, track, index, actor index)
-        ready: dict[int, Path] = {}  # sequence number -> its part file, scored, waiting for the parts before it
+        ready: dict[int, PartResult] = {}  # sequence number -> its part, read back, waiting for the parts before it
         load = [0] * len(actors)
         order = {"next": 0}
         job.facts.update({"runner": self.name, "workers": self.workers, "address": self.address or "local",
@@ -206,8 +206,7 @@ class RayRunner:
         def flush() -> None:
             # parts are stored in work-list order, so the store's order of item scores is the local runner's
             while order["next"] in ready:
-                path = ready.pop(order["next"])
-                _keep(job, read_part_file(path), path)
+                _keep(job, ready.pop(order["next"]))
                 order["next"] += 1
 
         try:
@@ -216,7 +215,8 @@ class RayRunner:
                 if left.exists():  # scored before the driver was killed: stored now, not scored again
                     kept = read_part_file(left)
                     if (kept.first_key, kept.n_input) == (part.first_key, part.n_input):
-                        ready[seq] = left
+                        kept.source = left
+                        ready[seq] = kept
                         flush()
                         continue
                     left.unlink()
@@ -256,11 +256,12 @@ class RayRunner:
                               f"({str(e).splitlines()[0]}); the parts stored so far are kept: resume with "
                               f"`trb run --resume {job.run_id}`") from None
         seen.add(out["where"])
-        ready[seq] = Path(out["path"])
+        result = read_part_file(Path(out["path"]))
+        result.source = Path(out["path"])  # removed by the engine once the part is stored
+        ready[seq] = result
 
 
-def _keep(job: RunJob, result: PartResult, path: Path) -> None:
-    result.source = path  # removed by the engine once the part is stored
+def _keep(job: RunJob, result: PartResult) -> None:
     job.store(result)
     if job.progress is not None:
         job.progress(result.n_input)
