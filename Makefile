@@ -98,6 +98,7 @@ bench: install $(LS_STAMP) $(LLAMA_STAMP) install-browser install-postgresql
 	$(BIN)/python bench/grounding.py
 	$(BIN)/python bench/served.py
 	$(BIN)/python bench/cot_edit.py
+	$(BIN)/python bench/scale.py
 
 clean:
 	rm -rf $(VENV) $(INSPECT_VENV) $(LLAMA_VENV) $(DEMO_DIR)
