@@ -325,7 +325,7 @@ def _data_files(d: Path, m: dict, diffs: list[str]) -> list[tuple[str, str, str,
 
 
 def _rows(d: Path, m: dict, diffs: list[str]) -> None:
-    digest = ContentDigest()
+    digest = ContentDigest(m.get("content_format", 1))
     facts = _Rows()
     for config, split, rel, path in _data_files(d, m, diffs):
         try:
@@ -335,13 +335,17 @@ def _rows(d: Path, m: dict, diffs: list[str]) -> None:
                 diffs.append(f"{rel}: lacks column(s) {', '.join(missing)} of the {config} config")
                 continue
             for batch in pf.iter_batches(batch_size=_BATCH_ROWS):
-                digest.add_batch(config, batch)
+                digest.add_batch(config, batch, path)
                 facts.add(config, split, rel, batch)
         except Exception as e:  # noqa: BLE001 - an unreadable or foreign parquet file is a difference, not a crash
             diffs.append(f"{rel}: unreadable as a {config} shard ({type(e).__name__}: {str(e).splitlines()[0]})")
             return
-        digest._rows.setdefault(config, bytearray())
-    sha = digest.hexdigest()
+        digest.add_config(config)
+    try:
+        sha = digest.hexdigest()
+    except Exception as e:  # noqa: BLE001 - rows read again in content order: a difference, not a crash
+        diffs.append(f"data: rows unreadable for the release SHA ({type(e).__name__}: {str(e).splitlines()[0]})")
+        return
     if sha != m["release_sha"]:
         diffs.append(f"release SHA recomputed from the parquet rows is {sha}, the manifest says {m['release_sha']}")
     diffs += facts.misplaced
