@@ -13,19 +13,69 @@ their columns, the splits, the r-slot names and how a row's r is decoded, the
 content-SHA definition, the synthetic-cap constant, the default annotator minimum,
 the human origins, and the file check against the manifest. ``corpus`` writes with it, ``trb`` reads with it.
 
-The release SHA (content format 1), so anyone can recompute it from the parquet files:
+The release SHA is the content: row order, sharding, the parquet writer and compression do not
+change it, and one changed value anywhere does. A manifest names the definition its SHA follows
+(``content_format``). Releases are cut with format 2 (:data:`CONTENT_FORMAT`); a manifest without
+the field was cut before it, and its SHA is format 1's, verified as it always was. Both are defined
+here so that anyone can recompute them from the parquet files, in any language.
+
+**Content format 2** (``trb-release-content/2``; a value-by-value reference implementation is
+``tests/content_reference.py``):
+
+1. *The table of a config*: all its files together, with exactly its columns (:data:`CONFIGS`:
+   names, order, Arrow types). A column stored under another Arrow type is read as the declared one
+   when the cast loses nothing (``int64`` holding ``int32`` values, ``large_string``); a column of
+   :data:`ADDED_COLUMNS` that a file lacks is null. A file with any other column, or lacking any
+   other, has no format-2 SHA (``verify`` names it).
+2. *Row order*: ascending by ``split``, then by the config's key columns (:data:`CONTENT_KEYS`:
+   ``session_id``; ``session_id, t``; ``cf_id``; ``item_id``; ``context_id``), strings compared by
+   their UTF-8 bytes, integers by value, a null before any value. Rows equal on all of these (a cut
+   release has none: the keys are unique) follow one another in the bytewise order of their *row
+   digests*, the config digest (step 4) of a table of that one row; rows equal in every column are
+   interchangeable, so every set of rows has one order.
+3. *Column digest*: a column of ``n`` values (in that order) of type ``T`` is a list of byte
+   streams ``S(T)``; its digest is ``sha256(sha256(s1) + sha256(s2) + ...)`` over them (32-byte
+   digests, an empty stream's included):
+
+   - every type starts with *validity*: ``n`` bytes, ``01`` for a value, ``00`` for a null;
+   - ``bool``: then ``n`` bytes, ``01`` for true, ``00`` for false or null;
+   - ``int32``, ``int64``: then ``n`` × 8 bytes, each value as a little-endian two's-complement
+     int64, 0 for a null;
+   - ``float64``: then ``n`` × 8 bytes, each value's IEEE 754 binary64 bits, little-endian (so
+     ``-0.0`` is not ``0.0``), 0 for a null, every NaN as ``0x7FF8000000000000``;
+   - ``string``: then *lengths*, ``n`` × 8 bytes, each value's length in UTF-8 bytes as a
+     little-endian int64 (0 for a null); then *data*, the UTF-8 bytes of the values one after
+     another, as stored (no Unicode normalisation);
+   - ``list<E>``: then *lengths*, ``n`` × 8 bytes, each list's number of elements as a
+     little-endian int64 (0 for a null list); then ``S(E)`` of the column of the elements of all
+     the lists, one list after another;
+   - ``struct<f1: T1, f2: T2, ...>``: then ``S(T1)`` of the column of the ``n`` values of field
+     ``f1`` (null where the struct is null), then ``S(T2)``, ..., in the declared field order.
+
+   So a null is told from an empty string or list, list boundaries and struct fields are bound,
+   and so is every value of every column.
+4. ``config_digest = sha256("".join(f"{column}\\t{column_digest}\\n" for every column, in order))``,
+   digests in lowercase hex.
+5. ``release_sha = sha256("trb-release-content/2\\n" + "".join(f"{config}\\t{n_rows}\\t{config_digest}\\n"
+   for config in sorted(configs with at least one row))``.
+
+A release's shards, read in path order (``dev``, ``eval``, ``train``, ``transfer``, each shard
+written in key order), hold their rows in this order already: the digest is taken a batch at a
+time as the files are written or read. Rows that come out of order are sorted
+(:class:`ContentDigest` then reads their files again, whole).
+
+**Content format 1** (``trb-release-content/1``, releases cut before format 2):
 
 1. Every row of every config is a JSON object of its columns (the split
    included), serialised canonically: keys sorted, no whitespace, UTF-8, floats
-   in their shortest round-tripping form, lists in their stored order.
+   in their shortest round-tripping form, lists in their stored order. A column
+   of :data:`ADDED_COLUMNS` is left out while it is null (so a release cut before
+   schema 1.1, whose files lack them, verifies as it always did).
 2. Each row's serialisation is hashed with sha256 (32 raw bytes).
 3. Per config, the row digests are sorted bytewise and hashed together:
    ``config_digest = sha256(concat(sorted(row_digests)))``.
 4. ``release_sha = sha256("trb-release-content/1\\n" + "".join(f"{config}\\t{n_rows}\\t{config_digest}\\n"
-   for config in sorted(configs)))``, digests in lowercase hex.
-
-So row order, sharding, the parquet writer and compression do not change it, and
-one changed value anywhere does.
+   for config in sorted(configs)))``, digests in lowercase hex; a config is listed when it has a file.
 
 The manifest's other claims are bound to the rows in two ways (:mod:`schemas.release_check`
 checks both, for ``trb-corpus verify`` and ``trb run`` alike): those that follow from the
@@ -36,11 +86,7 @@ gate figures, the excluded count, the versions and the date) are covered by
 ``claims_sha256`` (manifest format 2, :func:`claims_digest`): the sha256 of every field of
 the manifest but itself, canonically serialised, after ``trb-release-claims/1\n``.
 
-Columns added after the first format (:data:`ADDED_COLUMNS`, with record schema 1.1:
-the sessions' ``dataset_*`` provenance, the steps' ``action_texts``) are left out of a
-row's serialisation in step 1 while they are null. So a release cut before they existed
-(its files lack them) verifies as it always did, and a release without any 1.1 data has
-the same SHA whichever toolkit cut it. A reader takes a missing added column as null.
+A reader takes a missing added column (:data:`ADDED_COLUMNS`) as null.
 """
 
 from __future__ import annotations
@@ -49,6 +95,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -456,22 +503,46 @@ def _feed(a: pa.Array, hs: list, i: int) -> int:
     return i + 1
 
 
+def _feed_column(column: pa.ChunkedArray, hs: list) -> None:
+    for chunk in column.chunks:
+        if len(chunk):
+            _feed(chunk, hs, 0)
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """Threads that hash columns (hashlib and numpy let go of the GIL) while the caller reads the next batch."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="trb-sha")
+    return _POOL
+
+
 class _Columns:
-    """The stream hashers of every column of a table of ``schema``."""
+    """The stream hashers of every column of a table of ``schema``; a table is hashed in the background, column
+    by column, while the next is read (each column's batches in turn)."""
 
     def __init__(self, schema: pa.Schema) -> None:
         self.schema = schema
         self.n = 0
         self.hashers = [[hashlib.sha256() for _ in range(_n_streams(f.type))] for f in self.schema]
+        self._pending: list = []
+
+    def _wait(self) -> None:
+        pending, self._pending = self._pending, []
+        for f in pending:
+            f.result()
 
     def add(self, table: pa.Table) -> None:
-        for hs, column in zip(self.hashers, table.columns):
-            for chunk in column.chunks:
-                if len(chunk):
-                    _feed(chunk, hs, 0)
+        self._wait()
+        pool = _pool()
+        self._pending = [pool.submit(_feed_column, column, hs) for hs, column in zip(self.hashers, table.columns)]
         self.n += table.num_rows
 
     def digest(self) -> bytes:
+        self._wait()
         h = hashlib.sha256()
         for f, hs in zip(self.schema, self.hashers):
             col = hashlib.sha256(b"".join(s.digest() for s in hs)).hexdigest()
