@@ -520,6 +520,14 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
+def _forget_pool() -> None:  # a forked child has none of the parent's threads
+    global _POOL
+    _POOL = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
 class _Columns:
     """The stream hashers of every column of a table of ``schema``; a table is hashed in the background, column
     by column, while the next is read (each column's batches in turn)."""
