@@ -11,7 +11,8 @@ What is checked, in this order (each difference is one line naming the file, the
    (:func:`~schemas.release_format.claims_digest`): an edited claim is seen even where the rows
    cannot tell (version, parent, trainer organisations, gate figures, the excluded count, the
    versions and the date). A format-1 manifest (cut before) has none: a note says so.
-3. **The rows.** The release SHA is recomputed from every row, and every claim that follows from
+3. **The rows.** The release SHA is recomputed from every row, by the definition the manifest's
+   ``content_format`` names (absent: format 1, a release cut before format 2), and every claim that follows from
    the rows is recomputed and compared: the counts per config and split; the subjects per split;
    the synthetic shares; the kind (simulated or illustrative sessions make a smoke release, and
    ``smoke_test`` says so); the label source; the annotators behind Φ(r') and the Track 1 ceiling;

@@ -281,3 +281,30 @@ def test_rows_in_content_order_are_hashed_as_they_come_and_agree(tmp_path):
         for batch in pq.ParquetFile(p).iter_batches(batch_size=1):
             d.add_batch(config, batch)  # no source: out of order would be refused
     assert d.hexdigest() == base == release_sha_2(files)
+
+
+def test_a_cut_release_is_hashed_as_it_is_written_and_agrees_with_the_reference(tmp_path, monkeypatch):
+    """DuckDB writes each split's rows in key order and the splits in content order: nothing is sorted again
+    (ids in every case and punctuation), the SHA is the reference's, and verify recomputes it from the files."""
+    import schemas.release_format as rf
+    from corpus.ingest import ingest
+    from corpus.release import cut_release
+    from corpus.store import Corpus, init_corpus
+    from corpus.verify import verify_release
+    from factories import counterfactual, session, small_corpus, write_jsonl
+
+    recs = small_corpus()
+    for sid in ("Zed", "zed", "a.b", "a-b", "a_b", "a:b", "A9", "a10", "a9"):
+        rec = session(sid, n_steps=12, subject=f"subj-{sid}")
+        rec["steps"][0]["observation"] = "Zoë à 東京 \U0001f600, -0.0"
+        recs += [rec, counterfactual(f"{sid}.cf", sid, 0)]
+    c = Corpus(init_corpus(tmp_path / "corpus"))
+    ingest(c, [write_jsonl(tmp_path / "a.jsonl", recs)], progress=False)
+
+    def no_sort(*a, **k):
+        raise AssertionError("rows sorted again")
+    monkeypatch.setattr(rf, "_sorted", no_sort)
+    r = cut_release(c, "0.1.0", kind="smoke", progress=False)
+    files = [(p.parts[-2], p) for p in sorted(r.directory.glob("data/*/*.parquet"))]
+    assert r.manifest["content_format"] == 2 and r.manifest["release_sha"] == release_sha_2(files)
+    assert verify_release(r.directory)["release_sha"] == r.manifest["release_sha"]
