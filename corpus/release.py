@@ -327,7 +327,6 @@ def _write_split(reader, config, split, schema, n_shards, tmp, hits, n_hits, red
             rows = batch.to_pylist()
             if _scan_rows(rows, config, hits, n_hits, redact_pii):
                 batch = pa.Table.from_pylist(rows, schema=schema)
-            digest.add_batch(config, batch)
             start = 0
             while start < batch.num_rows:
                 if writer is None:
@@ -335,7 +334,9 @@ def _write_split(reader, config, split, schema, n_shards, tmp, hits, n_hits, red
                     path.parent.mkdir(parents=True, exist_ok=True)
                     writer = pq.ParquetWriter(path, schema, compression="zstd")
                 take = min(ROWS_PER_SHARD - in_shard, batch.num_rows - start)
-                writer.write_table(batch.slice(start, take))
+                part = batch.slice(start, take)
+                digest.add_batch(config, part, path)  # read again from the shard only if out of content order
+                writer.write_table(part)
                 start += take
                 in_shard += take
                 if in_shard == ROWS_PER_SHARD:
@@ -363,14 +364,15 @@ def _write_data(con, tmp: Path, progress: bool, redact_pii: bool) -> tuple[dict,
     totals = {c: dict(con.execute(f"SELECT split, count(*) FROM rel_{c} GROUP BY 1").fetchall()) for c in CONFIGS}
     bar = tqdm(total=sum(sum(v.values()) for v in totals.values()), unit="row", desc="writing",
                disable=None if progress else True, leave=False)
+    counts = {c: {s: totals[c][s] for s in SPLITS if totals[c].get(s)} for c in CONFIGS}
+    counts = {c: v for c, v in counts.items() if v}
     try:
         for config in CONFIGS:
             schema = arrow_schema(config)
-            for split in SPLITS:
+            for split in sorted(SPLITS):  # content order (schemas.release_format): the digest is taken as written
                 n = totals[config].get(split, 0)
                 if not n:
                     continue
-                counts.setdefault(config, {})[split] = n
                 n_shards = max(1, -(-n // ROWS_PER_SHARD))
                 reader = con.sql(f"SELECT * FROM rel_{config} WHERE split = $split ORDER BY {_ORDER[config]}",
                                  params={"split": split}).to_arrow_reader(_BATCH_ROWS)
@@ -639,7 +641,7 @@ def _cut(corpus: Corpus, version: str, kind: str, dest: Path, *, earlier: ledger
             gates += [pii_gate, GateResult(name="immutability", passed=True, figure=f"version {version} is new",
                                            bar="an existing version is never changed")]
             manifest = ReleaseManifest(
-                release_sha=release_sha, version=version, kind=kind, smoke_test=kind == "smoke",
+                content_format=digest.content_format, release_sha=release_sha, version=version, kind=kind, smoke_test=kind == "smoke",
                 trb_version=TRB_VERSION, schema_version=SCHEMA_VERSION, toolkit_version=TOOLKIT_VERSION,
                 created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), salt=salt,
                 split_fractions=fractions, counts=counts, subjects=subjects,

@@ -448,9 +448,14 @@ class ReleaseManifest(_Strict):
         default=2, description="2: claims_sha256 binds every claim (releases cut since it was added); 1: a release "
         "cut before, whose claims are checked only where they can be recomputed from its rows."
     )
+    content_format: Literal[1, 2] = Field(
+        default=1, description="The definition release_sha follows (schemas.release_format): 2, every column's "
+        "canonical byte streams over the rows in key order (releases cut since it was added); 1 (or absent), a "
+        "canonical-JSON digest per row."
+    )
     release_sha: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] = Field(
-        description="sha256 over the canonical serialization of every row of every config (split included), "
-        "independent of row order, file layout and parquet writer: the release's identity."
+        description="sha256 over every value of every row of every config (split included), as content_format "
+        "defines, independent of row order, file layout, compression and parquet writer: the release's identity."
     )
     version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")]
     kind: Literal["trb", "smoke"]

@@ -11,7 +11,8 @@ What is checked, in this order (each difference is one line naming the file, the
    (:func:`~schemas.release_format.claims_digest`): an edited claim is seen even where the rows
    cannot tell (version, parent, trainer organisations, gate figures, the excluded count, the
    versions and the date). A format-1 manifest (cut before) has none: a note says so.
-3. **The rows.** The release SHA is recomputed from every row, and every claim that follows from
+3. **The rows.** The release SHA is recomputed from every row, by the definition the manifest's
+   ``content_format`` names (absent: format 1, a release cut before format 2), and every claim that follows from
    the rows is recomputed and compared: the counts per config and split; the subjects per split;
    the synthetic shares; the kind (simulated or illustrative sessions make a smoke release, and
    ``smoke_test`` says so); the label source; the annotators behind Φ(r') and the Track 1 ceiling;
@@ -325,7 +326,7 @@ def _data_files(d: Path, m: dict, diffs: list[str]) -> list[tuple[str, str, str,
 
 
 def _rows(d: Path, m: dict, diffs: list[str]) -> None:
-    digest = ContentDigest()
+    digest = ContentDigest(m.get("content_format", 1))
     facts = _Rows()
     for config, split, rel, path in _data_files(d, m, diffs):
         try:
@@ -335,13 +336,17 @@ def _rows(d: Path, m: dict, diffs: list[str]) -> None:
                 diffs.append(f"{rel}: lacks column(s) {', '.join(missing)} of the {config} config")
                 continue
             for batch in pf.iter_batches(batch_size=_BATCH_ROWS):
-                digest.add_batch(config, batch)
+                digest.add_batch(config, batch, path)
                 facts.add(config, split, rel, batch)
         except Exception as e:  # noqa: BLE001 - an unreadable or foreign parquet file is a difference, not a crash
             diffs.append(f"{rel}: unreadable as a {config} shard ({type(e).__name__}: {str(e).splitlines()[0]})")
             return
-        digest._rows.setdefault(config, bytearray())
-    sha = digest.hexdigest()
+        digest.add_config(config)
+    try:
+        sha = digest.hexdigest()
+    except Exception as e:  # noqa: BLE001 - rows read again in content order: a difference, not a crash
+        diffs.append(f"data: rows unreadable for the release SHA ({type(e).__name__}: {str(e).splitlines()[0]})")
+        return
     if sha != m["release_sha"]:
         diffs.append(f"release SHA recomputed from the parquet rows is {sha}, the manifest says {m['release_sha']}")
     diffs += facts.misplaced

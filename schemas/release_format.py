@@ -13,19 +13,69 @@ their columns, the splits, the r-slot names and how a row's r is decoded, the
 content-SHA definition, the synthetic-cap constant, the default annotator minimum,
 the human origins, and the file check against the manifest. ``corpus`` writes with it, ``trb`` reads with it.
 
-The release SHA (content format 1), so anyone can recompute it from the parquet files:
+The release SHA is the content: row order, sharding, the parquet writer and compression do not
+change it, and one changed value anywhere does. A manifest names the definition its SHA follows
+(``content_format``). Releases are cut with format 2 (:data:`CONTENT_FORMAT`); a manifest without
+the field was cut before it, and its SHA is format 1's, verified as it always was. Both are defined
+here so that anyone can recompute them from the parquet files, in any language.
+
+**Content format 2** (``trb-release-content/2``; a value-by-value reference implementation is
+``tests/content_reference.py``):
+
+1. *The table of a config*: all its files together, with exactly its columns (:data:`CONFIGS`:
+   names, order, Arrow types). A column stored under another Arrow type is read as the declared one
+   when the cast loses nothing (``int64`` holding ``int32`` values, ``large_string``); a column of
+   :data:`ADDED_COLUMNS` that a file lacks is null. A file with any other column, or lacking any
+   other, has no format-2 SHA (``verify`` names it).
+2. *Row order*: ascending by ``split``, then by the config's key columns (:data:`CONTENT_KEYS`:
+   ``session_id``; ``session_id, t``; ``cf_id``; ``item_id``; ``context_id``), strings compared by
+   their UTF-8 bytes, integers by value, a null before any value. Rows equal on all of these (a cut
+   release has none: the keys are unique) follow one another in the bytewise order of their *row
+   digests*, the config digest (step 4) of a table of that one row; rows equal in every column are
+   interchangeable, so every set of rows has one order.
+3. *Column digest*: a column of ``n`` values (in that order) of type ``T`` is a list of byte
+   streams ``S(T)``; its digest is ``sha256(sha256(s1) + sha256(s2) + ...)`` over them (32-byte
+   digests, an empty stream's included):
+
+   - every type starts with *validity*: ``n`` bytes, ``01`` for a value, ``00`` for a null;
+   - ``bool``: then ``n`` bytes, ``01`` for true, ``00`` for false or null;
+   - ``int32``, ``int64``: then ``n`` × 8 bytes, each value as a little-endian two's-complement
+     int64, 0 for a null;
+   - ``float64``: then ``n`` × 8 bytes, each value's IEEE 754 binary64 bits, little-endian (so
+     ``-0.0`` is not ``0.0``), 0 for a null, every NaN as ``0x7FF8000000000000``;
+   - ``string``: then *lengths*, ``n`` × 8 bytes, each value's length in UTF-8 bytes as a
+     little-endian int64 (0 for a null); then *data*, the UTF-8 bytes of the values one after
+     another, as stored (no Unicode normalisation);
+   - ``list<E>``: then *lengths*, ``n`` × 8 bytes, each list's number of elements as a
+     little-endian int64 (0 for a null list); then ``S(E)`` of the column of the elements of all
+     the lists, one list after another;
+   - ``struct<f1: T1, f2: T2, ...>``: then ``S(T1)`` of the column of the ``n`` values of field
+     ``f1`` (null where the struct is null), then ``S(T2)``, ..., in the declared field order.
+
+   So a null is told from an empty string or list, list boundaries and struct fields are bound,
+   and so is every value of every column.
+4. ``config_digest = sha256("".join(f"{column}\\t{column_digest}\\n" for every column, in order))``,
+   digests in lowercase hex.
+5. ``release_sha = sha256("trb-release-content/2\\n" + "".join(f"{config}\\t{n_rows}\\t{config_digest}\\n"
+   for config in sorted(configs with at least one row))``.
+
+A release's shards, read in path order (``dev``, ``eval``, ``train``, ``transfer``, each shard
+written in key order), hold their rows in this order already: the digest is taken a batch at a
+time as the files are written or read. Rows that come out of order are sorted
+(:class:`ContentDigest` then reads their files again, whole).
+
+**Content format 1** (``trb-release-content/1``, releases cut before format 2):
 
 1. Every row of every config is a JSON object of its columns (the split
    included), serialised canonically: keys sorted, no whitespace, UTF-8, floats
-   in their shortest round-tripping form, lists in their stored order.
+   in their shortest round-tripping form, lists in their stored order. A column
+   of :data:`ADDED_COLUMNS` is left out while it is null (so a release cut before
+   schema 1.1, whose files lack them, verifies as it always did).
 2. Each row's serialisation is hashed with sha256 (32 raw bytes).
 3. Per config, the row digests are sorted bytewise and hashed together:
    ``config_digest = sha256(concat(sorted(row_digests)))``.
 4. ``release_sha = sha256("trb-release-content/1\\n" + "".join(f"{config}\\t{n_rows}\\t{config_digest}\\n"
-   for config in sorted(configs)))``, digests in lowercase hex.
-
-So row order, sharding, the parquet writer and compression do not change it, and
-one changed value anywhere does.
+   for config in sorted(configs)))``, digests in lowercase hex; a config is listed when it has a file.
 
 The manifest's other claims are bound to the rows in two ways (:mod:`schemas.release_check`
 checks both, for ``trb-corpus verify`` and ``trb run`` alike): those that follow from the
@@ -36,11 +86,7 @@ gate figures, the excluded count, the versions and the date) are covered by
 ``claims_sha256`` (manifest format 2, :func:`claims_digest`): the sha256 of every field of
 the manifest but itself, canonically serialised, after ``trb-release-claims/1\n``.
 
-Columns added after the first format (:data:`ADDED_COLUMNS`, with record schema 1.1:
-the sessions' ``dataset_*`` provenance, the steps' ``action_texts``) are left out of a
-row's serialisation in step 1 while they are null. So a release cut before they existed
-(its files lack them) verifies as it always did, and a release without any 1.1 data has
-the same SHA whichever toolkit cut it. A reader takes a missing added column as null.
+A reader takes a missing added column (:data:`ADDED_COLUMNS`) as null.
 """
 
 from __future__ import annotations
@@ -49,11 +95,13 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from schemas.hashing import sha256_file
@@ -63,7 +111,7 @@ __all__ = [
     "MANIFEST", "R_SLOTS", "R_PREFIX", "ORIGINS", "HUMAN_ORIGINS", "SYNTHETIC_ORIGIN", "SYNTHETIC_CAP",
     "MIN_ANNOTATORS", "ADDED_COLUMNS", "REAL_SOURCE_KINDS", "SMOKE_SOURCE_KINDS", "MANIFEST_FORMAT_VERSION",
     "HUB_RECORD", "HUB_ARTEFACTS", "RELEASE_GATES", "ANNOTATOR_GATED_SPLITS", "REDACTION_MARKER",
-    "SPLIT_HASH_DIGITS", "SPLIT_HASH_SCALE",
+    "SPLIT_HASH_DIGITS", "SPLIT_HASH_SCALE", "CONTENT_FORMAT", "CONTENT_FORMATS", "CONTENT_KEYS",
     "arrow_schema", "shard_name", "data_files", "decode_r", "ContentDigest", "release_sha_of_files",
     "read_manifest", "file_differences", "claims_digest", "split_edges", "subject_split",
 ]
@@ -109,6 +157,10 @@ ANNOTATOR_GATED_SPLITS = ("eval", "transfer")
 REDACTION_MARKER = "[REDACTED:"
 
 FORMAT_VERSION = 1
+#: The content-SHA definition releases are cut with (the module docstring); a manifest names its own
+#: (``content_format``, absent in releases cut before format 2: those are format 1).
+CONTENT_FORMAT = 2
+CONTENT_FORMATS = (1, 2)
 #: Every split a release may have; ``transfer`` holds the sessions of declared transfer contexts.
 SPLITS = ("train", "dev", "eval", "transfer")
 #: Share of subjects assigned to each in-distribution split.
@@ -200,6 +252,16 @@ CONFIGS: dict[str, list[tuple[str, pa.DataType, str]]] = {
         ("attestation_ref", _S, "Reference to its attestation."),
         ("n_sessions", _I, "Sessions of this context in the release."),
     ],
+}
+
+#: config -> the columns that identify a row besides its split: the content order of format 2 (rows sorted by
+#: split, then these). Unique in a cut release (the corpus store's keys).
+CONTENT_KEYS: dict[str, tuple[str, ...]] = {
+    "sessions": ("session_id",),
+    "steps": ("session_id", "t"),
+    "counterfactuals": ("cf_id",),
+    "attribution": ("item_id",),
+    "transfer": ("context_id",),
 }
 
 #: config -> columns added after the first release format: absent from older releases' files (read as null), and
@@ -320,16 +382,22 @@ def claims_digest(manifest: Mapping) -> str:
     return hashlib.sha256(_CLAIMS_PREFIX + text.encode("utf-8")).hexdigest()
 
 
-_PREFIX = b"trb-release-content/1\n"
+# -- the content SHA ---------------------------------------------------------------------------------
+
+_PREFIX_1 = b"trb-release-content/1\n"
+_PREFIX_2 = b"trb-release-content/2\n"
 
 
-class ContentDigest:
-    """Accumulates row digests per config; :meth:`hexdigest` gives the release SHA."""
+class _Content1:
+    """Content format 1: a canonical-JSON sha256 per row, sorted per config (the module docstring)."""
 
     def __init__(self) -> None:
         self._rows: dict[str, bytearray] = {}
 
-    def add_batch(self, config: str, batch: pa.RecordBatch | pa.Table) -> None:
+    def add_config(self, config: str) -> None:
+        self._rows.setdefault(config, bytearray())
+
+    def add_batch(self, config: str, batch: pa.RecordBatch | pa.Table, source: Path | None = None) -> None:
         buf = self._rows.setdefault(config, bytearray())
         sha, dumps, opt = hashlib.sha256, orjson.dumps, orjson.OPT_SORT_KEYS
         added = [c for c in ADDED_COLUMNS.get(config, ()) if c in batch.schema.names]
@@ -352,21 +420,329 @@ class ContentDigest:
         return out
 
     def hexdigest(self) -> str:
-        h = hashlib.sha256(_PREFIX)
+        h = hashlib.sha256(_PREFIX_1)
         for config, (n, digest) in sorted(self.config_digests().items()):
             h.update(f"{config}\t{n}\t{digest}\n".encode())
         return h.hexdigest()
 
 
-def release_sha_of_files(files: Iterable[tuple[str, Path]], batch_rows: int = 65_536) -> tuple[str, dict[str, int]]:
-    """The release SHA recomputed from ``(config, parquet path)`` pairs, and the row count per config."""
-    digest = ContentDigest()
+# content format 2: column streams (the module docstring) ---------------------------------------------
+
+_ONES = b""
+_NAN = np.uint64(0x7FF8000000000000)
+
+
+def _n_streams(t: pa.DataType) -> int:
+    """How many byte streams a column of type ``t`` has."""
+    if pa.types.is_struct(t):
+        return 1 + sum(_n_streams(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return 2 + _n_streams(t.value_type)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return 3
+    return 2
+
+
+def _validity(a: pa.Array) -> bytes | memoryview:
+    global _ONES
+    if a.null_count == 0:
+        if len(_ONES) < len(a):
+            _ONES = b"\x01" * max(len(a), 65_536)
+        return memoryview(_ONES)[:len(a)]
+    return a.is_valid().to_numpy(zero_copy_only=False).view(np.uint8).data
+
+
+def _offsets(a: pa.Array) -> np.ndarray:
+    """The offsets of a string or list array's values (``len(a) + 1`` of them, its slice honoured)."""
+    wide = pa.types.is_large_string(a.type) or pa.types.is_large_list(a.type)
+    return np.frombuffer(a.buffers()[1], np.int64 if wide else np.int32)[a.offset:a.offset + len(a) + 1]
+
+
+def _lengths(a: pa.Array) -> np.ndarray:
+    """Each value's length (bytes of a string, elements of a list) as int64, 0 for a null."""
+    lengths = np.diff(_offsets(a).astype(np.int64))
+    if a.null_count:
+        lengths[~a.is_valid().to_numpy(zero_copy_only=False)] = 0
+    return lengths.astype("<i8", copy=False)
+
+
+def _feed(a: pa.Array, hs: list, i: int) -> int:
+    """Update the stream hashers ``hs[i:]`` with column ``a`` (one chunk); the index past its streams."""
+    t = a.type
+    hs[i].update(_validity(a))
+    i += 1
+    if pa.types.is_struct(t):
+        for child in a.flatten():  # flatten() gives each field the struct's nulls too: a null struct's fields are null
+            i = _feed(child, hs, i)
+        return i
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        hs[i].update(_lengths(a).data)
+        return _feed(a.flatten(), hs, i + 1)  # the elements of the non-null lists, in order
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        if a.null_count:
+            a = pc.fill_null(a, "")  # a null's slot holds no bytes
+        hs[i].update(_lengths(a).data)
+        offsets = _offsets(a)
+        data = a.buffers()[2]
+        hs[i + 1].update(memoryview(data)[int(offsets[0]):int(offsets[-1])] if data is not None else b"")
+        return i + 2
+    if pa.types.is_boolean(t):
+        v = (pc.fill_null(a, False) if a.null_count else a).to_numpy(zero_copy_only=False).view(np.uint8)
+    elif pa.types.is_integer(t):
+        v = (pc.fill_null(a, 0) if a.null_count else a).to_numpy(zero_copy_only=False).astype("<i8", copy=False)
+    elif pa.types.is_floating(t):
+        x = (pc.fill_null(a, 0.0) if a.null_count else a).to_numpy(zero_copy_only=False).astype("<f8", copy=False)
+        nan = np.isnan(x)
+        v = x.view("<u8")
+        if nan.any():
+            v = v.copy()
+            v[nan] = _NAN
+    else:
+        raise ValueError(f"no content/2 encoding for Arrow type {t}")
+    hs[i].update(np.ascontiguousarray(v).data)
+    return i + 1
+
+
+def _feed_column(column: pa.ChunkedArray, hs: list) -> None:
+    for chunk in column.chunks:
+        if len(chunk):
+            _feed(chunk, hs, 0)
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """Threads that hash columns (hashlib and numpy let go of the GIL) while the caller reads the next batch."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="trb-sha")
+    return _POOL
+
+
+def _forget_pool() -> None:  # a forked child has none of the parent's threads
+    global _POOL
+    _POOL = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+class _Columns:
+    """The stream hashers of every column of a table of ``schema``; a table is hashed in the background, column
+    by column, while the next is read (each column's batches in turn)."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.n = 0
+        self.hashers = [[hashlib.sha256() for _ in range(_n_streams(f.type))] for f in self.schema]
+        self._pending: list = []
+
+    def _wait(self) -> None:
+        pending, self._pending = self._pending, []
+        for f in pending:
+            f.result()
+
+    def add(self, table: pa.Table) -> None:
+        self._wait()
+        pool = _pool()
+        self._pending = [pool.submit(_feed_column, column, hs) for hs, column in zip(self.hashers, table.columns)]
+        self.n += table.num_rows
+
+    def digest(self) -> bytes:
+        self._wait()
+        h = hashlib.sha256()
+        for f, hs in zip(self.schema, self.hashers):
+            col = hashlib.sha256(b"".join(s.digest() for s in hs)).hexdigest()
+            h.update(f"{f.name}\t{col}\n".encode())
+        return h.digest()
+
+
+def _normalise(config: str, batch: pa.RecordBatch | pa.Table) -> pa.Table:
+    """``batch`` as a table of exactly the config's declared columns and types (a missing added column is null).
+
+    Raises:
+        ValueError: a column the config does not declare, a declared one missing, or one that does not cast.
+    """
+    schema = arrow_schema(config)
+    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+    names = table.schema.names
+    extra = sorted(set(names) - set(schema.names))
+    if extra:
+        raise ValueError(f"column(s) {', '.join(extra)} are not columns of the {config} config")
+    if names == schema.names and table.schema.equals(schema):
+        return table
+    columns = []
+    for f in schema:
+        if f.name in names:
+            col = table.column(f.name)
+            columns.append(col if col.type == f.type else col.cast(f.type))
+        elif f.name in ADDED_COLUMNS.get(config, ()):
+            columns.append(pa.nulls(table.num_rows, f.type))
+        else:
+            raise ValueError(f"column {f.name} of the {config} config is missing")
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _order_columns(config: str) -> tuple[str, ...]:
+    return ("split", *CONTENT_KEYS[config])
+
+
+def _in_order(table: pa.Table, keys: tuple[str, ...]) -> tuple | None:
+    """The last row's key if ``table``'s rows are in strictly ascending key order with no null key, else None."""
+    cols = [table.column(k) for k in keys]
+    if any(c.null_count for c in cols):
+        return None
+    n = table.num_rows
+    if n > 1:
+        ok = None  # row i < row i+1, deciding from the last key column to the first
+        for c in reversed(cols):
+            a, b = c.slice(0, n - 1), c.slice(1)
+            lt = pc.less(a, b)
+            ok = lt if ok is None else pc.or_(lt, pc.and_(pc.equal(a, b), ok))
+        if not pc.all(ok).as_py():
+            return None
+    return tuple(c[n - 1].as_py() for c in cols) if n else ()
+
+
+def _row_digest(table: pa.Table, i: int) -> bytes:
+    cols = _Columns(table.schema)
+    cols.add(table.slice(i, 1))
+    return cols.digest()
+
+
+def _sorted(config: str, table: pa.Table) -> pa.Table:
+    """``table``'s rows in content/2 order: by split and the config's key columns, ties by their row digest."""
+    keys = _order_columns(config)
+    idx = pc.sort_indices(table, sort_keys=[(k, "ascending", "at_start") for k in keys])
+    table = table.take(idx)
+    n = table.num_rows
+    if n < 2:
+        return table
+    same = None
+    for k in keys:
+        c = table.column(k)
+        a, b = c.slice(0, n - 1), c.slice(1)
+        eq = pc.or_kleene(pc.and_kleene(pc.is_null(a), pc.is_null(b)), pc.fill_null(pc.equal(a, b), False))
+        same = eq if same is None else pc.and_(same, eq)
+    tied = np.flatnonzero(same.to_numpy(zero_copy_only=False))
+    if not len(tied):
+        return table
+    order = np.arange(n)
+    run_start = None
+    for j, i in enumerate(tied):  # runs of rows equal on every key: i and i+1 tie
+        if run_start is None:
+            run_start = i
+        if j + 1 == len(tied) or tied[j + 1] != i + 1:
+            rows = range(run_start, i + 2)
+            order[run_start:i + 2] = sorted(rows, key=lambda r: _row_digest(table, r))
+            run_start = None
+    return table.take(pa.array(order))
+
+
+class _Content2:
+    """Content format 2: rows in key order, each column's byte streams hashed (the module docstring).
+
+    Batches are hashed as they come while they arrive in order (a release's shards, read in path order,
+    are); once a config's rows come out of order, its files (``source``) are read again whole and sorted.
+    """
+
+    def __init__(self) -> None:
+        self._cols: dict[str, _Columns] = {}
+        self._last: dict[str, tuple] = {}
+        self._sources: dict[str, list[Path]] = {}
+        self._unordered: set[str] = set()
+        self._unsourced: set[str] = set()
+
+    def add_config(self, config: str) -> None:
+        self._sources.setdefault(config, [])
+
+    def add_batch(self, config: str, batch: pa.RecordBatch | pa.Table, source: Path | None = None) -> None:
+        sources = self._sources.setdefault(config, [])
+        if source is None:
+            self._unsourced.add(config)
+        elif not sources or sources[-1] != source:
+            sources.append(source)
+        table = _normalise(config, batch)  # every file's columns are checked, even those read again
+        if config in self._unordered or not table.num_rows:
+            return
+        last = _in_order(table, _order_columns(config))
+        if last is None or (config in self._last and not _before(self._last[config], table, _order_columns(config))):
+            self._unordered.add(config)
+            return
+        self._last[config] = last
+        self._cols.setdefault(config, _Columns(table.schema)).add(table)
+
+    def config_digests(self) -> dict[str, tuple[int, str]]:
+        for config in self._unordered:
+            if config in self._unsourced:
+                raise ValueError(f"{config} rows out of content order, and not every batch named its file")
+            tables = [_normalise(config, pq.read_table(p)) for p in self._sources[config]]
+            cols = _Columns(arrow_schema(config))
+            if tables:
+                cols.add(_sorted(config, pa.concat_tables(tables)))
+            self._cols[config] = cols
+        self._unordered.clear()
+        return {c: (cols.n, cols.digest().hex()) for c, cols in self._cols.items() if cols.n}
+
+    def hexdigest(self) -> str:
+        h = hashlib.sha256(_PREFIX_2)
+        for config, (n, digest) in sorted(self.config_digests().items()):
+            h.update(f"{config}\t{n}\t{digest}\n".encode())
+        return h.hexdigest()
+
+
+def _before(last: tuple, table: pa.Table, keys: tuple[str, ...]) -> bool:
+    """Whether key ``last`` comes strictly before ``table``'s first row's."""
+    first = tuple(table.column(k)[0].as_py() for k in keys)
+    return last < first
+
+
+class ContentDigest:
+    """Accumulates the rows of a release, batch by batch; :meth:`hexdigest` gives the release SHA of
+    ``content_format`` (the module docstring: 1, a canonical-JSON digest per row; 2, column streams).
+
+    ``add_batch(config, batch, source)``: ``source`` is the parquet file the rows are in; content format 2
+    reads a config's files again, whole, if its rows come out of content order. ``add_config(config)``: a
+    file of ``config`` was read (format 1 lists a config with files even with no rows; format 2 does not).
+    """
+
+    def __init__(self, content_format: int = CONTENT_FORMAT) -> None:
+        if content_format not in CONTENT_FORMATS:
+            raise ValueError(f"content format {content_format!r} is not one of {CONTENT_FORMATS}")
+        self.content_format = content_format
+        self._impl = _Content1() if content_format == 1 else _Content2()
+
+    def add_batch(self, config: str, batch: pa.RecordBatch | pa.Table, source: str | os.PathLike | None = None) -> None:
+        self._impl.add_batch(config, batch, None if source is None else Path(source))
+
+    def add_config(self, config: str) -> None:
+        self._impl.add_config(config)
+
+    def config_digests(self) -> dict[str, tuple[int, str]]:
+        """config -> (rows, config digest in hex)."""
+        return self._impl.config_digests()
+
+    def hexdigest(self) -> str:
+        return self._impl.hexdigest()
+
+
+def release_sha_of_files(files: Iterable[tuple[str, Path]], batch_rows: int = 65_536,
+                         content_format: int = CONTENT_FORMAT) -> tuple[str, dict[str, int]]:
+    """The release SHA of ``content_format`` recomputed from ``(config, parquet path)`` pairs, and the row count
+    per config. Pass a config's files in path order (``data/<config>/<split>-NNNNN-of-NNNNN.parquet`` sorted):
+    a release's rows then come in content order, hashed as they are read.
+
+    Raises:
+        ValueError: (format 2) a file has a column its config does not declare, lacks one, or one that does not cast.
+    """
+    digest = ContentDigest(content_format)
     counts: dict[str, int] = {}
     for config, path in files:
         pf = pq.ParquetFile(path)
         for batch in pf.iter_batches(batch_size=batch_rows):
-            digest.add_batch(config, batch)
+            digest.add_batch(config, batch, path)
             counts[config] = counts.get(config, 0) + batch.num_rows
         counts.setdefault(config, 0)
-        digest._rows.setdefault(config, bytearray())
+        digest.add_config(config)
     return digest.hexdigest(), counts

@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-__all__ = ["TAMPERS", "DIGEST_ONLY", "build_fixture", "apply", "forge", "manifest", "write_manifest", "reseal"]
+__all__ = ["TAMPERS", "DIGEST_ONLY", "build_fixture", "as_content_1", "apply", "forge", "manifest", "write_manifest",
+           "reseal"]
 
 
 # -- the fixture -----------------------------------------------------------------------------------
@@ -61,6 +62,27 @@ def build_fixture(tmp: Path) -> Path:
                                               counterfactual("late.cf0", "late", 0)])], progress=False)
     return Path(cut_release(c, "0.2.0", kind="smoke", parent=parent, trainer_orgs=["Acme Labs"], redact_pii=True,
                             progress=False).directory)
+
+
+def as_content_1(release: Path, dest: Path) -> Path:
+    """A copy of ``release`` at ``dest`` as the toolkit cut releases before content format 2: its release SHA
+    the format-1 one (recomputed by ``tests/content_reference.py``), no ``content_format`` in the manifest, the
+    SHA restated in the card, datasheet and Croissant file, the file list and claims digest sealed again."""
+    from content_reference import release_sha_1
+
+    shutil.copytree(release, dest)
+    m = manifest(dest)
+    old = m["release_sha"]
+    new = release_sha_1((p.parts[-2], p) for p in sorted(dest.glob("data/*/*.parquet")))
+    m["release_sha"] = new
+    m.pop("content_format", None)
+    write_manifest(dest, m)
+    for name in ("README.md", "DATASHEET.md", "croissant.json"):
+        p = dest / name
+        p.write_text(p.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    reseal(dest)
+    forge(dest)
+    return dest
 
 
 # -- helpers ---------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from trb.errors import ReleaseError
 __all__ = ["CHECK_VERSION", "CheckRecord", "cache_dir", "ensure_checked", "fingerprint"]
 
 #: Bumped when the check changes: every directory is then checked in full again (so is a new toolkit version).
-CHECK_VERSION = "1"
+CHECK_VERSION = "2"
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,11 @@ import json
 import pytest
 
 import release_tampers as rt
+from content_reference import release_sha_1, release_sha_2
 from corpus.errors import ExitCode, VerifyFailed
 from corpus.verify import verify_release
 from schemas.release_check import check_release
-from schemas.release_format import claims_digest
+from schemas.release_format import CONTENT_FORMAT, claims_digest
 
 FORGEABLE = [n for n in rt.TAMPERS if n not in rt.DIGEST_ONLY]
 
@@ -28,11 +29,22 @@ def release(tmp_path_factory):
     return rt.build_fixture(tmp_path_factory.mktemp("fixture"))
 
 
+@pytest.fixture(scope="module")
+def release_1(release, tmp_path_factory):
+    """The same release as the toolkit cut it before content format 2."""
+    return rt.as_content_1(release, tmp_path_factory.mktemp("content-1") / "rel")
+
+
+def _files(d):
+    return [(p.parts[-2], p) for p in sorted(d.glob("data/*/*.parquet"))]
+
+
 def test_the_untampered_release_verifies_with_every_claim_bound(release):
     check = check_release(release)
     assert check.ok, check.differences
     m = check.manifest
     assert m["format_version"] == 2 and m["claims_sha256"] == claims_digest(m)
+    assert m["content_format"] == CONTENT_FORMAT == 2 and m["release_sha"] == release_sha_2(_files(release))
     # the fixture has every claim the matrix tampers with
     assert m["smoke_test"] and m["parent"] and m["trainer_orgs"] and m["pii"]["redacted"] == 1
     assert m["counts"]["sessions"].get("transfer") and m["counts"]["counterfactuals"].get("eval")
@@ -46,6 +58,35 @@ def test_verify_catches_the_tamper(release, tmp_path, name):
         verify_release(d)
     assert e.value.differences and e.value.exit_code == ExitCode.BAD_RELEASE
     assert all("\n" not in x for x in e.value.differences)  # each difference is one line
+
+
+def test_a_content_1_release_still_verifies(release, release_1, cli):
+    """Cut before content format 2: its manifest names no content format, its SHA is format 1's."""
+    m = rt.manifest(release_1)
+    assert "content_format" not in m and m["release_sha"] == release_sha_1(_files(release_1))
+    assert m["release_sha"] != rt.manifest(release)["release_sha"]
+    assert verify_release(release_1)["release_sha"] == m["release_sha"]
+    code, out, _ = cli("verify", release_1)
+    assert code == 0
+
+
+@pytest.mark.parametrize("name", list(rt.TAMPERS))
+def test_verify_catches_the_tamper_of_a_content_1_release(release_1, tmp_path, name):
+    d = rt.apply(release_1, name, tmp_path / "rel")
+    with pytest.raises(VerifyFailed) as e:
+        verify_release(d)
+    assert e.value.differences and e.value.exit_code == ExitCode.BAD_RELEASE
+
+
+def test_a_content_format_changed_in_the_manifest_is_caught(release, release_1, tmp_path):
+    """Naming the other definition recomputes the other SHA: it is not the manifest's (digest forged too)."""
+    for src, fmt in ((release, 1), (release_1, 2)):
+        d = rt.apply(src, "manifest: version", tmp_path / f"rel{fmt}")
+        m = rt.manifest(src)
+        m["content_format"] = fmt
+        rt.write_manifest(d, m)
+        rt.forge(d)
+        assert any("release SHA recomputed" in x for x in check_release(d).differences)
 
 
 @pytest.mark.parametrize("name", FORGEABLE)

@@ -70,6 +70,25 @@ def test_trb_run_refuses_the_tamper(release, tmp_path, name):
     _refused(d, tmp_path / "r.duckdb")
 
 
+@pytest.fixture(scope="module")
+def release_1(release, tmp_path_factory):
+    """The same release as the toolkit cut it before content format 2 (content/1 SHA, no content_format)."""
+    return rt.as_content_1(release, tmp_path_factory.mktemp("content-1") / "rel")
+
+
+def test_a_content_1_release_still_runs(release_1, tmp_path):
+    assert "content_format" not in rt.manifest(release_1)
+    run = run_tracks(release_1, Adapter(), baseline="probe", results=tmp_path / "r.duckdb", tracks=("1",),
+                     progress=False)
+    assert run["release_sha"] == rt.manifest(release_1)["release_sha"]
+
+
+@pytest.mark.parametrize("name", list(rt.TAMPERS))
+def test_trb_run_refuses_the_tamper_of_a_content_1_release(release_1, tmp_path, name):
+    d = rt.apply(release_1, name, tmp_path / "rel")
+    _refused(d, tmp_path / "r.duckdb")
+
+
 @pytest.mark.parametrize("name", FORGEABLE)
 def test_trb_run_refuses_the_tamper_when_the_claims_digest_is_forged_too(release, tmp_path, name):
     d = rt.apply(release, name, tmp_path / "rel", forged=True)
