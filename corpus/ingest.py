@@ -2,7 +2,9 @@
 
 Files are streamed a batch at a time into a scratch DuckDB database beside the
 corpus (so memory stays flat whatever the input size). Each line is checked on its
-own as it is read; once every file is staged, the checks that need other records
+own as it is read (:mod:`corpus.fast_records`, falling back to the reference path of
+:mod:`corpus.records` for any line it doubts) and its rows staged as typed columns
+(:mod:`corpus.staging`); once every file is staged, the checks that need other records
 (duplicates, conflicts with the store, dangling references, Φ's actions against the
 step's action space) run as SQL over the staging tables and the store. Only when
 nothing is wrong are the new records copied into the store, in one transaction.

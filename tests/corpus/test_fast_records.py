@@ -402,3 +402,19 @@ def test_a_record_ingested_by_the_reference_path_is_unchanged_on_the_fast_path(c
             assert stored[rec["session_id"]] == parse_record(orjson.dumps(rec)).sha256
     again = ingest(Corpus(corpus_dir), [f], progress=False)
     assert sum(again.new.values()) == 0 and sum(again.unchanged.values()) == sum(first.new.values())
+
+
+def test_json_spellings_are_read_alike():
+    """Escapes, surrogates, number spellings, integer bounds, byte order marks and padding."""
+    s = orjson.dumps(session("x", n_steps=1))
+    c = orjson.dumps(counterfactual(origin="synthetic"))
+    cases = [s.replace(b'"C3"', x) for x in (b'"\\ud800"', b'"\\ud83d\\ude00"', b'"a\\/b\\u0000"', b'"\xc3\xa9"')]
+    cases += [s.replace(b'"confidence":0.6', b'"confidence":' + x)
+              for x in (b"-0.0", b"6E-1", b"0.6e0", b"1e-400", b"0.60000000000000000000000001", b"1", b"00.6")]
+    cases += [s.replace(b'"t":0', b'"t":' + x) for x in (b"-0", b"0.0", b"1e0")]
+    cases += [b"\xef\xbb\xbf" + s, s + b"   ", b"  " + s]
+    cases += [c.replace(b'"seed":7', b'"seed":' + x) for x in (b"9223372036854775807", b"9223372036854775808",
+                                                               b"-9223372036854775809", b"7.0")]
+    cases += [c.replace(b'"n":8', b'"n":' + x) for x in (b"2147483648", b"true")]
+    outcomes = [isinstance(_same(line), ParsedRecord) for line in cases]
+    assert any(outcomes) and not all(outcomes)
