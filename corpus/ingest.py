@@ -51,6 +51,9 @@ __all__ = ["IngestReport", "ingest", "ingest_records", "validate", "MAX_PROBLEMS
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 MAX_WORKERS = 4
 MAX_PROBLEMS_SHOWN = 1000
+#: Staged rows are inserted into DuckDB this many (of one table) at a time (each insert has a fixed cost of about a
+#: millisecond; a batch of this size holds some tens of MB at most).
+INSERT_BATCH_ROWS = 65_536
 _ID_FIELDS = {kind: key for kind, (_, key) in RECORD_TABLES.items()}
 
 
@@ -214,11 +217,22 @@ def _stage(con, files: list[Path], report: IngestReport, problems: _Problems, ma
     bar = tqdm(total=sum(sizes.values()), unit="B", unit_scale=True, desc="reading",
                disable=None if progress else True, leave=False)
 
+    batches: dict[str, list[pa.Table]] = {}
+    batch_rows: Counter = Counter()
+
+    def flush(table: str) -> None:
+        rows = pa.concat_tables(batches.pop(table))
+        batch_rows[table] = 0
+        con.register("_chunk", rows)
+        con.execute(f"INSERT INTO main.{table} SELECT * FROM _chunk")
+        con.unregister("_chunk")
+
     def take(name: str, chunk: _Chunk) -> int:
-        for table, rows in chunk.tables.items():
-            con.register("_chunk", rows)
-            con.execute(f"INSERT INTO main.{table} SELECT * FROM _chunk")
-            con.unregister("_chunk")
+        for table, rows in chunk.tables.items():  # inserted a batch of chunks at a time: an insert costs ~ms
+            batches.setdefault(table, []).append(rows)
+            batch_rows[table] += rows.num_rows
+            if batch_rows[table] >= INSERT_BATCH_ROWS:
+                flush(table)
         if chunk.raw is not None:
             con.register("_chunk", chunk.raw)
             con.execute("INSERT INTO main.raw SELECT * FROM _chunk")
@@ -251,6 +265,8 @@ def _stage(con, files: list[Path], report: IngestReport, problems: _Problems, ma
                 n_lines += take(name, pending.popleft().result())
             if n_lines == 0:
                 problems.add(name, None, "", "empty file: no records (expected one JSON record per line)")
+        for table in list(batches):
+            flush(table)
     finally:
         bar.close()
     expand(con, "main", "main.raw")  # DuckDB parses the canonical documents staged as such (if any) into the tables

@@ -342,8 +342,14 @@ def _reference_rows(con, lines: list[bytes], src_file: str) -> None:
     con.unregister("_raw")
 
 
-def test_the_store_rows_are_the_same_on_both_paths(corpus_dir, tmp_path):
+@pytest.mark.parametrize("batch_rows", [None, 7])
+def test_the_store_rows_are_the_same_on_both_paths(corpus_dir, tmp_path, monkeypatch, batch_rows):
+    import importlib
+
     from corpus.ingest import ingest
+
+    if batch_rows:  # many small inserts of staged rows instead of one per table
+        monkeypatch.setattr(importlib.import_module("corpus.ingest"), "INSERT_BATCH_ROWS", batch_rows)
 
     recs = small_corpus() + _examples() + _simulated() + [
         r for r in _edge_cases() if r["kind"] in ("session", "attribution", "transfer_context")]
