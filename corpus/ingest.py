@@ -2,7 +2,9 @@
 
 Files are streamed a batch at a time into a scratch DuckDB database beside the
 corpus (so memory stays flat whatever the input size). Each line is checked on its
-own as it is read; once every file is staged, the checks that need other records
+own as it is read (:mod:`corpus.fast_records`, falling back to the reference path of
+:mod:`corpus.records` for any line it doubts) and its rows staged as typed columns
+(:mod:`corpus.staging`); once every file is staged, the checks that need other records
 (duplicates, conflicts with the store, dangling references, Φ's actions against the
 step's action space) run as SQL over the staging tables and the store. Only when
 nothing is wrong are the new records copied into the store, in one transaction.
@@ -35,9 +37,10 @@ from tqdm import tqdm
 
 from corpus.cap import CapFigures, store_cap_figures
 from corpus.errors import DiskFull, InvalidInput, Problem, RecordConflict, UsageError
+from corpus.fast_records import FastRecord, parse_record_fast
 from corpus.jsonl import DEFAULT_MAX_LINE_BYTES, Block, file_size, read_blocks
 from corpus.lock import LockWait
-from corpus.records import ParsedRecord, parse_record
+from corpus.staging import StagedRows
 from corpus.store import Corpus, empty_store, rollback_quietly, scratch_connection, storage_error
 from corpus.tables import RECORD_TABLES, TABLES, ddl, expand
 from schemas.versions import TOOLKIT_VERSION
@@ -48,6 +51,9 @@ __all__ = ["IngestReport", "ingest", "ingest_records", "validate", "MAX_PROBLEMS
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 MAX_WORKERS = 4
 MAX_PROBLEMS_SHOWN = 1000
+#: Staged rows are inserted into DuckDB this many (of one table) at a time (each insert has a fixed cost of about a
+#: millisecond; a batch of this size holds some MB: 65,536 cost 30 MB more peak RSS at 30k sessions).
+INSERT_BATCH_ROWS = 16_384
 _ID_FIELDS = {kind: key for kind, (_, key) in RECORD_TABLES.items()}
 
 
@@ -113,7 +119,7 @@ def _failed_id(data: bytes) -> tuple[str, str] | None:
             obj = pydantic_core.from_json(data, allow_inf_nan=True)
         except ValueError:
             return None
-    if isinstance(obj, dict) and obj.get("kind") in _ID_FIELDS:
+    if isinstance(obj, dict) and isinstance(obj.get("kind"), str) and obj["kind"] in _ID_FIELDS:
         rid = obj.get(_ID_FIELDS[obj["kind"]])
         if isinstance(rid, str):
             return obj["kind"], rid
@@ -122,9 +128,10 @@ def _failed_id(data: bytes) -> tuple[str, str] | None:
 
 @dataclass
 class _Chunk:
-    """What parsing one chunk of lines produced: canonical documents, problems, ids of failed records."""
+    """What parsing one chunk of lines produced: the store's rows, problems, ids of failed records."""
 
-    raw: pa.Table | None
+    tables: dict[str, pa.Table]
+    raw: pa.Table | None  # canonical documents of the valid records not staged as rows (StagedRows.add)
     problems: list[tuple[int, str, str]]
     failed: list[tuple[str, str]]
     records: int
@@ -145,13 +152,12 @@ def _parse_block(name: str, block: Block, max_line_bytes: int) -> _Chunk:
 
 
 def _parse_lines(name: str, block: Block, max_line_bytes: int) -> _Chunk:
-    kinds: list[str] = []
-    ids: list[str] = []
-    hashes: list[str] = []
-    numbers: list[int] = []
-    docs: list[bytes] = []
+    rows = StagedRows(name)
+    others: list[FastRecord] = []
+    others_lines: list[int] = []
     problems: list[tuple[int, str, str]] = []
     failed: list[tuple[str, str]] = []
+    records = 0
     steps = 0
     n_lines = 0
     doc_bytes = 0
@@ -160,28 +166,26 @@ def _parse_lines(name: str, block: Block, max_line_bytes: int) -> _Chunk:
         if error is not None:
             problems.append((number, "", error))
             continue
-        parsed = parse_record(data)
-        if isinstance(parsed, ParsedRecord):
-            kind = parsed.kind
-            kinds.append(kind)
-            ids.append(parsed.id)
-            hashes.append(parsed.sha256)
-            numbers.append(number)
-            docs.append(parsed.canonical)
+        parsed = parse_record_fast(data)
+        if isinstance(parsed, FastRecord):
+            records += 1
+            steps += parsed.n_steps
             doc_bytes += len(parsed.canonical)
-            if kind == "session":
-                steps += len(parsed.model.steps)
+            if parsed.rec is None or not rows.add(parsed.rec, parsed.sha256, number):
+                others.append(parsed)
+                others_lines.append(number)
         else:
             problems.extend((number, pointer, message) for pointer, message in parsed)
             fid = _failed_id(data)
             if fid:
                 failed.append(fid)
     raw = None
-    if kinds:
-        raw = pa.table({"kind": kinds, "id": ids, "content_hash": hashes, "src_file": [name] * len(kinds),
-                        "src_line": pa.array(numbers, pa.int64()),
-                        "doc": pa.array(docs, pa.binary()).cast(pa.string())})  # canonical JSON is UTF-8
-    return _Chunk(raw, problems, failed, len(kinds), steps, n_lines, doc_bytes)
+    if others:
+        raw = pa.table({"kind": [p.kind for p in others], "id": [p.id for p in others],
+                        "content_hash": [p.sha256 for p in others], "src_file": [name] * len(others),
+                        "src_line": pa.array(others_lines, pa.int64()),
+                        "doc": pa.array([p.canonical for p in others], pa.binary()).cast(pa.string())})
+    return _Chunk(rows.tables(), raw, problems, failed, records, steps, n_lines, doc_bytes)
 
 
 def _workers_for(total_bytes: int) -> int:
@@ -213,7 +217,22 @@ def _stage(con, files: list[Path], report: IngestReport, problems: _Problems, ma
     bar = tqdm(total=sum(sizes.values()), unit="B", unit_scale=True, desc="reading",
                disable=None if progress else True, leave=False)
 
+    batches: dict[str, list[pa.Table]] = {}
+    batch_rows: Counter = Counter()
+
+    def flush(table: str) -> None:
+        rows = pa.concat_tables(batches.pop(table))
+        batch_rows[table] = 0
+        con.register("_chunk", rows)
+        con.execute(f"INSERT INTO main.{table} SELECT * FROM _chunk")
+        con.unregister("_chunk")
+
     def take(name: str, chunk: _Chunk) -> int:
+        for table, rows in chunk.tables.items():  # inserted a batch of chunks at a time: an insert costs ~ms
+            batches.setdefault(table, []).append(rows)
+            batch_rows[table] += rows.num_rows
+            if batch_rows[table] >= INSERT_BATCH_ROWS:
+                flush(table)
         if chunk.raw is not None:
             con.register("_chunk", chunk.raw)
             con.execute("INSERT INTO main.raw SELECT * FROM _chunk")
@@ -246,9 +265,11 @@ def _stage(con, files: list[Path], report: IngestReport, problems: _Problems, ma
                 n_lines += take(name, pending.popleft().result())
             if n_lines == 0:
                 problems.add(name, None, "", "empty file: no records (expected one JSON record per line)")
+        for table in list(batches):
+            flush(table)
     finally:
         bar.close()
-    expand(con, "main", "main.raw")  # DuckDB parses the canonical documents into the typed tables
+    expand(con, "main", "main.raw")  # DuckDB parses the canonical documents staged as such (if any) into the tables
     con.execute("DROP TABLE main.raw")
 
 

@@ -40,10 +40,17 @@ class Block:
             yield self.first, None, self.error
             return
         number = self.first
+        try:  # a block of valid UTF-8 has only valid lines (a newline byte is never inside a character's bytes)
+            self.data.decode("utf-8")
+            utf8 = True
+        except UnicodeDecodeError:
+            utf8 = False
         for raw in self.data.split(b"\n"):
             if raw.strip():
                 if len(raw) > max_line_bytes:
                     yield number, None, _too_long(len(raw), max_line_bytes)
+                elif utf8:
+                    yield number, raw, None
                 else:
                     try:
                         raw.decode("utf-8")

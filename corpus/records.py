@@ -3,6 +3,9 @@
 The structural check is the pydantic model of :mod:`schemas.models` (kept equal to
 the published JSON Schema files); the single-record rules come from
 :mod:`schemas.rules`. Errors are ``(json_pointer, message)`` pairs.
+
+This is the reference path: the ingest parses lines with :mod:`corpus.fast_records`, which gives the same canonical
+form for a valid record and hands every line it doubts to :func:`parse_record`, so that problems are worded here.
 """
 
 from __future__ import annotations
