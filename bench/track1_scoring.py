@@ -1,6 +1,6 @@
 """Track 1 scoring throughput: `python bench/track1_scoring.py [--repeats 3] [--threads N]`.
 
-The same (context, continuation) requests, scored three ways in one process:
+The same (context, continuation) requests, scored three ways in one process, and a floor:
 
 (a) naive: one ``context + continuation`` forward pass per pair, plain transformers
     (``trb.adapters.lm_scoring.score_naive``);
@@ -10,17 +10,20 @@ The same (context, continuation) requests, scored three ways in one process:
     its continuations packed behind it in the same row, contexts batched across requests);
 (d) the floor: bare forward passes over the unique tokens only, i.e. each context once and,
     behind it in the same row, each continuation's ids but its last (the ids whose next-token
-    logits score something; a continuation's last id predicts nothing), with the plain causal
-    mask (the fastest attention path), no log-softmax, logits kept at one position per row,
-    no KV cache. Several layouts are tried once each (one row per pass without any mask; rows
-    sorted by length in padded batches of several token budgets) and the fastest is timed.
+    logits score something; a continuation's last id predicts nothing), attending causally
+    (continuations see each other here: no custom mask), no log-softmax, logits kept at one
+    position per row, no KV cache. Several layouts are tried once each (one row per pass without any mask; rows
+    sorted by length in right-padded batches of several token budgets, with a padding mask or
+    with none: causal attention alone, a real token never sees the pads behind it) and the
+    fastest is timed.
     It is what (c) would cost if scoring were free: (c)/(d) measures the scorer's overhead.
 
 On two models: a tiny GPT-2 (byte-level BPE trained here, about 3.4M parameters, random
 weights: throughput only) and SmolLM2-135M-Instruct (``trb models fetch smollm2``).
 Contexts are real proxy prompts (``ProxyAdapter.prompt``) of Track 1 items of a simulated
 smoke release; each gets at least 8 continuations (its actions, one token or more, and
-longer texts). Requests/s are medians of ``--repeats`` runs; max |Δ log-likelihood| is
+longer texts). Requests/s are medians of ``--repeats`` runs, timed by the wall clock or
+(``--clock cpu``) by the process's CPU time; max |Δ log-likelihood| is
 taken against (a), pair by pair; (d) computes no log-likelihood. Nothing here asserts a
 speed: it prints a table.
 """
@@ -106,12 +109,15 @@ def _smollm2(path: str | None):
             AutoTokenizer.from_pretrained(path, local_files_only=True))
 
 
+_clock = time.perf_counter  # --clock cpu: time.process_time (this process's CPU time, all its threads)
+
+
 def _timed(fn, repeats: int) -> tuple[float, object]:
     times, out = [], None
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = _clock()
         out = fn()
-        times.append(time.perf_counter() - t0)
+        times.append(_clock() - t0)
     return statistics.median(times), out
 
 
@@ -136,9 +142,9 @@ def _lm_eval_runner(model, tok, requests, batch_sizes: list[int]):
     tried = {}
     for bs in batch_sizes:
         lm = HFLM(pretrained=model, tokenizer=tok, batch_size=bs, device="cpu", add_bos_token=False)
-        t0 = time.perf_counter()
+        t0 = _clock()
         lm.loglikelihood(inst, disable_tqdm=True)
-        tried[bs] = time.perf_counter() - t0
+        tried[bs] = _clock() - t0
     best = min(tried, key=tried.get)
     lm = HFLM(pretrained=model, tokenizer=tok, batch_size=best, device="cpu", add_bos_token=False)
     return (lambda: [[float(lp) for lp, _ in lm.loglikelihood(inst, disable_tqdm=True)]]), best, tried
@@ -155,16 +161,18 @@ def _floor_rows(tok, requests) -> list[list[int]]:
     return rows
 
 
-def _floor_pass(model, rows: list[list[int]], budget: int | None) -> None:
-    """Forward passes over ``rows``: one row per pass with no mask (``budget`` None), else rows sorted by
-    length (longest first) in right-padded batches of at most ``budget`` padded tokens."""
+def _floor_pass(model, rows: list[list[int]], layout: tuple[int, bool] | None) -> None:
+    """Forward passes over ``rows``: one row per pass with no mask (``layout`` None), else ``(budget, masked)``:
+    rows sorted by length (longest first) in right-padded batches of at most ``budget`` padded tokens, with a
+    padding mask or with none (causal attention alone: a real token never sees the pads behind it)."""
     import torch
 
     with torch.inference_mode():
-        if budget is None:
+        if layout is None:
             for r in rows:
                 model(input_ids=torch.tensor([r]), use_cache=False, logits_to_keep=1)
             return
+        budget, masked = layout
         order = sorted(rows, key=len, reverse=True)
         k = 0
         while k < len(order):
@@ -177,18 +185,22 @@ def _floor_pass(model, rows: list[list[int]], budget: int | None) -> None:
             for b, r in enumerate(batch):
                 inp[b, :len(r)] = torch.tensor(r)
                 mask[b, :len(r)] = 1
-            model(input_ids=inp, attention_mask=mask, use_cache=False, logits_to_keep=1)
+            model(input_ids=inp, attention_mask=mask if masked else None, use_cache=False, logits_to_keep=1)
             k += n
+
+
+def _layout_name(layout: tuple[int, bool] | None) -> str:
+    return "1 row" if layout is None else f"{layout[0]}{'' if layout[1] else ', causal'}"
 
 
 def _floor_runner(model, tok, requests, budgets: list[int]):
     """The unique-token floor: each layout tried once; returns a runner at the fastest one."""
     rows = _floor_rows(tok, requests)
     tried = {}
-    for b in [None, *budgets]:
-        t0 = time.perf_counter()
-        _floor_pass(model, rows, b)
-        tried[b] = time.perf_counter() - t0
+    for layout in [None, *((b, m) for b in budgets for m in (True, False))]:
+        t0 = _clock()
+        _floor_pass(model, rows, layout)
+        tried[layout] = _clock() - t0
     best = min(tried, key=tried.get)
     return (lambda: _floor_pass(model, rows, best)), best, tried, sum(map(len, rows))
 
@@ -207,7 +219,7 @@ def _bench(name: str, model, tok, requests, args) -> dict:
           file=sys.stderr, flush=True)
     run_d, layout, tried_d, n_tokens = _floor_runner(model, tok, requests, args.floor_budgets)
     print(f"  floor layouts, one pass each ({n_tokens} unique tokens; s): "
-          ", ".join(f"{k or 'one row, no mask'}: {v:.2f}" for k, v in tried_d.items()),
+          + ", ".join(f"{_layout_name(k)}: {v:.2f}" for k, v in tried_d.items()),
           file=sys.stderr, flush=True)
     methods = {"a": lambda: score_naive(model, tok, requests), "b": run_b,
                "c": lambda: score_continuations(model, tok, requests), "d": run_d}
@@ -223,7 +235,7 @@ def _bench(name: str, model, tok, requests, args) -> dict:
               file=sys.stderr, flush=True)
     rate = {k: n / statistics.median(v) for k, v in times.items()}
     return {"model": name, "pairs": n, "contexts": len(requests), "ctx_tokens": ctx_len, "cont_tokens": cont_len,
-            **rate, "b_batch": best, "d_layout": layout or "1 row",
+            **rate, "b_batch": best, "d_layout": _layout_name(layout),
             "d_ba": _max_delta(out["b"], out["a"]), "d_ca": _max_delta(out["c"], out["a"])}
 
 
@@ -237,6 +249,8 @@ def main() -> None:
     ap.add_argument("--max-context-tokens", type=int, default=400,
                     help="SmolLM2 contexts at most this long (naive scoring of long prompts takes minutes)")
     ap.add_argument("--lm-eval-batch-sizes", type=lambda s: [int(x) for x in s.split(",")], default=[4, 16, 64])
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="wall: elapsed time; cpu: the process's CPU time (steadier on a loaded machine with --threads 1)")
     ap.add_argument("--floor-budgets", type=lambda s: [int(x) for x in s.split(",")], default=[1024, 4096, 16384],
                     help="padded tokens per batch tried for the floor (d), besides one row per pass")
     ap.add_argument("--smollm2-dir", default=None,
@@ -246,11 +260,13 @@ def main() -> None:
 
     import torch
 
+    global _clock
+    _clock = time.process_time if args.clock == "cpu" else time.perf_counter
     if args.threads:
         torch.set_num_threads(args.threads)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
-          f"load average {load:.1f}", file=sys.stderr, flush=True)
+          f"load average {load:.1f}; {args.clock} clock", file=sys.stderr, flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="trb-bench-t1-") as tmp:
         work = Path(tmp)
