@@ -256,6 +256,7 @@ def main() -> None:
     ap.add_argument("--smollm2-dir", default=None,
                     help="SmolLM2 directory (default: where trb models fetch puts it; fetched if missing)")
     ap.add_argument("--skip-smollm2", action="store_true")
+    ap.add_argument("--skip-tiny", action="store_true")
     args = ap.parse_args()
 
     import torch
@@ -271,9 +272,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="trb-bench-t1-") as tmp:
         work = Path(tmp)
         prompts = _prompts(_release(work, args.sessions, seed=1))
-        model, tok = _tiny_gpt2(work / "tiny", [p for p, _, _ in prompts])
-        rows.append(_bench("tiny GPT-2 (3.4M)", model, tok,
-                           _requests(prompts, tok, args.tiny_contexts, 10**9, seed=2), args))
+        if not args.skip_tiny:
+            model, tok = _tiny_gpt2(work / "tiny", [p for p, _, _ in prompts])
+            rows.append(_bench("tiny GPT-2 (3.4M)", model, tok,
+                               _requests(prompts, tok, args.tiny_contexts, 10**9, seed=2), args))
         if not args.skip_smollm2:
             model, tok = _smollm2(args.smollm2_dir)
             rows.append(_bench("SmolLM2-135M-Instruct", model, tok,
