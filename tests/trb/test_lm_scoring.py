@@ -232,3 +232,30 @@ def test_requests_extending_cached_prompts_score_as_if_run_whole(arch, tiny_lm, 
     assert again == score_continuations(model, tok, reqs, prefix=(cache, rows))
     with pytest.raises(ValueError, match="prefix rows"):
         score_continuations(model, tok, reqs, prefix=(cache, rows[:-1]))
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_default_pass_budget_cuts_ragged_rows_and_scores_as_naive(arch, tiny_lm, tiny_llama, monkeypatch):
+    """Without prefix the default budget is PASS_TOKENS: rows are cut into small passes at ragged lengths.
+
+    A context longer than the budget is a pass of its own; the others share passes up to the
+    budget (the batch boundaries fall between rows of different lengths); one-token and
+    multi-token continuations; every score equals the naive one.
+    """
+    import trb.adapters.lm_scoring as lm_scoring
+
+    model, tok = tiny_lm if arch == "gpt2" else tiny_llama
+    monkeypatch.setattr(lm_scoring, "PASS_TOKENS", 48)
+    rng = random.Random(7)
+    reqs = _requests(tok, n_ctx=10, n_cont=6, seed=9)
+    long_ctx = " ".join(rng.choice(WORDS) for _ in range(60))
+    reqs.append((long_ctx, [" cat", " the red mat", " quickly and then the dog ran"]))
+    assert len(encode_request(tok, long_ctx, [])[0]) > 48
+    groups: list[list[int]] = []
+    got = score_continuations(model, tok, reqs, before_group=lambda g: groups.append(g))
+    ref = score_naive(model, tok, reqs)
+    worst = max(abs(g - r) for gr, rr in zip(got, ref) for g, r in zip(gr, rr))
+    assert worst < 1e-4, (arch, worst)
+    assert [len(reqs) - 1] in groups  # the long context alone
+    assert any(len(g) > 1 for g in groups) and len(groups) >= 3
+    assert sorted(i for g in groups for i in g) == list(range(len(reqs)))

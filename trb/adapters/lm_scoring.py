@@ -161,7 +161,13 @@ def _encode_all(tokenizer, requests: list[Request]) -> list[tuple[list[int], lis
     return out
 
 
-#: Padded context tokens per forward pass in ``score_continuations`` (rows × longest context).
+#: Padded tokens per forward pass in ``score_continuations`` (rows × longest packed row) when every context is
+#: run whole. Small passes are the fast ones on a CPU: with 4096, float32 SmolLM2-135M took 1.5x the time of 512
+#: and the tiny GPT-2 of the bench 1.15x (one thread; their activations then no longer stay in the caches), and a
+#: row longer than this is a pass of its own (issue 19, bench/README.md).
+PASS_TOKENS = 512
+#: Padded tokens per forward pass with ``prefix=`` (rows × longest packed row, counting the cached part, of which
+#: only the ids past it run) and per prompt group of the proxy adapter's ``prefix_cache`` calls.
 MAX_BATCH_TOKENS = 4096
 #: Contexts per forward pass at most.
 MAX_CONTEXTS = 32
@@ -287,7 +293,7 @@ def _prefill(model, rows: list[list[int]], device, keep_arg: bool, cache_kw: str
 
 
 @torch.inference_mode()
-def score_continuations(model, tokenizer, requests: list[Request], *, max_batch_tokens: int = MAX_BATCH_TOKENS,
+def score_continuations(model, tokenizer, requests: list[Request], *, max_batch_tokens: int | None = None,
                         max_contexts: int = MAX_CONTEXTS, max_scored_positions: int = MAX_SCORED_POSITIONS,
                         max_positions: int | None = None,
                         prefix: tuple[PrefixCache, Sequence[int]] | None = None,
@@ -296,7 +302,8 @@ def score_continuations(model, tokenizer, requests: list[Request], *, max_batch_
 
     Args:
         requests: ``(context, [continuation, ...])`` pairs (see the module docstring for tokenisation).
-        max_batch_tokens: padded tokens per forward pass (a row is a context and its packed continuations).
+        max_batch_tokens: padded tokens per forward pass (a row is a context and its packed continuations);
+            default :data:`PASS_TOKENS`, or :data:`MAX_BATCH_TOKENS` with ``prefix``.
         max_contexts: contexts per forward pass at most.
         max_scored_positions: positions whose next-token logits one forward pass computes, at most
             (unless one context alone needs more): it bounds the logits tensor, rows x vocabulary.
@@ -310,6 +317,8 @@ def score_continuations(model, tokenizer, requests: list[Request], *, max_batch_
     Raises:
         ContextTooLong: a context plus its longest continuation exceeds ``max_positions``.
     """
+    if max_batch_tokens is None:
+        max_batch_tokens = PASS_TOKENS if prefix is None else MAX_BATCH_TOKENS
     if max_batch_tokens < 1 or max_contexts < 1 or max_scored_positions < 1:
         raise ValueError("max_batch_tokens, max_contexts and max_scored_positions must be >= 1")
     if prefix is not None and len(prefix[1]) != len(requests):
