@@ -204,20 +204,25 @@ def _items_table(items, run_id: str) -> pa.Table:
         table = items
     else:
         table = rows_table(items if isinstance(items, list) else list(items))
-    unknown = sorted(set(table.column_names) - set(ITEM_SCHEMA.names))
+    n = table.num_rows
+    run_ids = pa.array([run_id] * n, type=pa.string()) if n else pa.array([], type=pa.string())
+    if table.schema == _ROW_SCHEMA:  # what rows_table makes: every column there, in order, of its type
+        return pa.Table.from_arrays([run_ids, *table.columns], schema=ITEM_SCHEMA)
+    have = set(table.column_names)  # read once: a pyarrow table makes a new list each time they are read
+    unknown = sorted(have - set(ITEM_SCHEMA.names))
     if unknown:
         raise ResultsError(f"item_scores has no column(s) {', '.join(unknown)}")
-    n = table.num_rows
     arrays = []
     for field in ITEM_SCHEMA:
-        if field.name == "run_id":
-            arrays.append(pa.array([run_id] * n, type=pa.string()) if n else pa.array([], type=pa.string()))
-        elif field.name in table.column_names:
-            col = table.column(field.name)
+        name = field.name
+        if name == "run_id":
+            arrays.append(run_ids)
+        elif name in have:
+            col = table.column(name)
             try:
                 arrays.append(col.cast(field.type) if col.type != field.type else col)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-                raise ResultsError(f"item column {field.name} ({col.type}) cannot be stored as {field.type}: {e}") from None
+                raise ResultsError(f"item column {name} ({col.type}) cannot be stored as {field.type}: {e}") from None
         else:
             arrays.append(pa.nulls(n, type=field.type))
     return pa.Table.from_arrays(arrays, schema=ITEM_SCHEMA)
@@ -360,7 +365,8 @@ class ResultsStore:
             else:
                 con.close()
 
-    def _check(self, con: duckdb.DuckDBPyConnection) -> None:
+    def _check(self, con: duckdb.DuckDBPyConnection) -> str:
+        """The store's format version, once its tables and version are checked (ResultsError otherwise)."""
         tables = {r[0] for r in con.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
             "AND table_catalog = current_database()").fetchall()}
@@ -374,6 +380,7 @@ class ResultsStore:
         if row[0] != RESULTS_FORMAT_VERSION and row[0] not in _UPGRADABLE:
             raise ResultsError(f"{self.path} has results format {row[0]}; this toolkit reads format "
                                f"{RESULTS_FORMAT_VERSION}")
+        return row[0]
 
     def _missing_columns(self, con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
         """(table, column, type) that the store lacks: an older format, or a newly registered track's columns."""
@@ -384,9 +391,13 @@ class ResultsStore:
         want += [("item_scores", c.name, c.sql.replace(" NOT NULL", "")) for c in _item_columns()]
         return [w for w in want if (w[0], w[1]) not in have]
 
-    def _upgrade(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Add what an older store lacks (in the caller's transaction) and stamp the current format."""
-        for table, column, sql_type in self._missing_columns(con):
+    def _upgrade(self, con: duckdb.DuckDBPyConnection, version: str) -> None:
+        """Add what a store of format ``version`` lacks (in the caller's transaction) and stamp the current format;
+        a current store with every registered track's columns is left as it is (nothing written)."""
+        missing = self._missing_columns(con)
+        if version == RESULTS_FORMAT_VERSION and not missing:
+            return
+        for table, column, sql_type in missing:
             con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}")
         con.execute(_PARTS_DDL)
         con.execute("UPDATE meta SET value = ? WHERE key = 'results_format_version'", [RESULTS_FORMAT_VERSION])
@@ -431,10 +442,10 @@ class ResultsStore:
         """``work(con)`` (default: insert the run ``row`` and its items ``table``) in one transaction on the
         existing store (the caller holds the exclusive lock), upgrading an older store first."""
         with self._open(write=True) as con:
-            self._check(con)
+            version = self._check(con)
             try:
                 con.execute("BEGIN TRANSACTION")
-                self._upgrade(con)
+                self._upgrade(con, version)
                 if work is None:
                     self._insert(con, row, table)
                 else:
@@ -510,7 +521,15 @@ class ResultsStore:
                          _json_text(p["summary"]), _json_text(p["timings"])])
             new.append(table)
         if rows:
-            con.executemany("INSERT INTO run_parts VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            names = ("run_id", "track", "part", "first_key", "n_input", "n_rows", "summary", "timings")
+            con.register("incoming_parts", pa.table(dict(zip(names, map(list, zip(*rows))))))
+            try:  # one statement (executemany runs one per row)
+                con.execute(f"INSERT INTO run_parts ({', '.join(names)}) SELECT {', '.join(names)} FROM incoming_parts")
+            finally:
+                try:
+                    con.unregister("incoming_parts")
+                except duckdb.Error:  # refused in a failed transaction: the caller's error is the one to report
+                    pass
             self._insert_items(con, pa.concat_tables(new))
         return len(rows)
 
