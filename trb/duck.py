@@ -8,8 +8,10 @@ to one shared instance and reached through its own connection (a DuckDB cursor,
 with ``USE`` set to that database, so unqualified table names resolve to it).
 Closing detaches the database. A forked child makes its own instance.
 
-Existing results stores are still opened with their own ``duckdb.connect``: two
-threads reading one file would otherwise attach it twice to one instance.
+A write to an existing results store attaches it here too, under the store's exclusive
+lock (no other opening of the file, in this process or another, while it is attached);
+reads of a results store are still opened with their own (sandboxed) ``duckdb.connect``:
+two threads reading one file would otherwise attach it twice to one instance.
 """
 
 from __future__ import annotations

@@ -170,25 +170,31 @@ def rows_table(rows: list[dict]) -> pa.Table:
     """Item rows (dicts) as an Arrow table of ``_ROW_SCHEMA``, built column by column.
 
     Each column is gathered with ``map(itemgetter)`` (no Python loop per row; ``.get``
-    only for a column some row leaves out) and converted by Arrow. A ``detail`` that is
-    not already text is stored as JSON. Raises ResultsError for a column item_scores
-    lacks, or a value that does not fit its column (named).
+    only for a column some row leaves out; a column no row has is all NULL, made by Arrow
+    at once: the rows of one track leave out every other track's columns) and converted by
+    Arrow. A ``detail`` that is not already text is stored as JSON. Raises ResultsError for
+    a column item_scores lacks, or a value that does not fit its column (named).
     """
-    unknown = sorted(set().union(*rows) - set(ITEM_SCHEMA.names))
+    present = set().union(*rows)
+    unknown = sorted(present - set(ITEM_SCHEMA.names))
     if unknown:
         raise ResultsError(f"item_scores has no column(s) {', '.join(unknown)}")
     arrays = []
     for field in _ROW_SCHEMA:
+        name = field.name  # read once: a pyarrow Field makes a new str each time its name is read
+        if name not in present:
+            arrays.append(pa.nulls(len(rows), type=field.type))
+            continue
         try:
-            values = list(map(itemgetter(field.name), rows))
+            values = list(map(itemgetter(name), rows))
         except KeyError:  # some row leaves the column out: NULL there
-            values = [r.get(field.name) for r in rows]
-        if field.name == "detail" and not set(map(type, values)) <= {str, type(None)}:
+            values = [r.get(name) for r in rows]
+        if name == "detail" and not set(map(type, values)) <= {str, type(None)}:
             values = [_json_text(v) for v in values]
         try:
             arrays.append(pa.array(values, type=field.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
-            raise ResultsError(f"item rows do not fit item_scores: column {field.name} ({field.type}): {e}") from None
+            raise ResultsError(f"item rows do not fit item_scores: column {name} ({field.type}): {e}") from None
     return pa.Table.from_arrays(arrays, schema=_ROW_SCHEMA)
 
 
@@ -198,20 +204,25 @@ def _items_table(items, run_id: str) -> pa.Table:
         table = items
     else:
         table = rows_table(items if isinstance(items, list) else list(items))
-    unknown = sorted(set(table.column_names) - set(ITEM_SCHEMA.names))
+    n = table.num_rows
+    run_ids = pa.array([run_id] * n, type=pa.string()) if n else pa.array([], type=pa.string())
+    if table.schema == _ROW_SCHEMA:  # what rows_table makes: every column there, in order, of its type
+        return pa.Table.from_arrays([run_ids, *table.columns], schema=ITEM_SCHEMA)
+    have = set(table.column_names)  # read once: a pyarrow table makes a new list each time they are read
+    unknown = sorted(have - set(ITEM_SCHEMA.names))
     if unknown:
         raise ResultsError(f"item_scores has no column(s) {', '.join(unknown)}")
-    n = table.num_rows
     arrays = []
     for field in ITEM_SCHEMA:
-        if field.name == "run_id":
-            arrays.append(pa.array([run_id] * n, type=pa.string()) if n else pa.array([], type=pa.string()))
-        elif field.name in table.column_names:
-            col = table.column(field.name)
+        name = field.name
+        if name == "run_id":
+            arrays.append(run_ids)
+        elif name in have:
+            col = table.column(name)
             try:
                 arrays.append(col.cast(field.type) if col.type != field.type else col)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-                raise ResultsError(f"item column {field.name} ({col.type}) cannot be stored as {field.type}: {e}") from None
+                raise ResultsError(f"item column {name} ({col.type}) cannot be stored as {field.type}: {e}") from None
         else:
             arrays.append(pa.nulls(n, type=field.type))
     return pa.Table.from_arrays(arrays, schema=ITEM_SCHEMA)
@@ -340,17 +351,25 @@ class ResultsStore:
         """A connection to the store (the caller holds the lock); a read-only one is sandboxed (module docstring)."""
         self._require()
         try:
-            con = duckdb.connect(str(self.path), read_only=not write, config={} if write else dict(SANDBOX_CONFIG))
+            # a writer attaches the file to the process's DuckDB instance (:mod:`trb.duck`: about 1.5 ms, where
+            # starting an instance of its own costs 35-100 ms); the exclusive lock keeps every other opening out
+            con = (duck.attach(self.path) if write
+                   else duckdb.connect(str(self.path), read_only=True, config=dict(SANDBOX_CONFIG)))
         except duckdb.Error as e:
             raise ResultsError(f"{self.path} is not a results store (DuckDB cannot open it: {error_line(e)})") from None
         try:
             yield con
         finally:
-            con.close()
+            if write:
+                duck.detach(con)  # written out (checkpointed) and closed before the lock is let go
+            else:
+                con.close()
 
-    def _check(self, con: duckdb.DuckDBPyConnection) -> None:
+    def _check(self, con: duckdb.DuckDBPyConnection) -> str:
+        """The store's format version, once its tables and version are checked (ResultsError otherwise)."""
         tables = {r[0] for r in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+            "AND table_catalog = current_database()").fetchall()}
         if not {"meta", "runs", "item_scores"} <= tables:
             raise ResultsError(f"{self.path} is a DuckDB file but not a results store "
                                f"(it lacks the {', '.join(sorted({'meta', 'runs', 'item_scores'} - tables))} table(s))")
@@ -361,18 +380,24 @@ class ResultsStore:
         if row[0] != RESULTS_FORMAT_VERSION and row[0] not in _UPGRADABLE:
             raise ResultsError(f"{self.path} has results format {row[0]}; this toolkit reads format "
                                f"{RESULTS_FORMAT_VERSION}")
+        return row[0]
 
     def _missing_columns(self, con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
         """(table, column, type) that the store lacks: an older format, or a newly registered track's columns."""
         have = {(t, c) for t, c in con.execute(
-            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'main'").fetchall()}
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'main' "
+            "AND table_catalog = current_database()").fetchall()}
         want = [("runs", c, t.replace(" PRIMARY KEY", "").replace(" NOT NULL", "")) for c, t in _RUNS_COLUMNS_SQL]
         want += [("item_scores", c.name, c.sql.replace(" NOT NULL", "")) for c in _item_columns()]
         return [w for w in want if (w[0], w[1]) not in have]
 
-    def _upgrade(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Add what an older store lacks (in the caller's transaction) and stamp the current format."""
-        for table, column, sql_type in self._missing_columns(con):
+    def _upgrade(self, con: duckdb.DuckDBPyConnection, version: str) -> None:
+        """Add what a store of format ``version`` lacks (in the caller's transaction) and stamp the current format;
+        a current store with every registered track's columns is left as it is (nothing written)."""
+        missing = self._missing_columns(con)
+        if version == RESULTS_FORMAT_VERSION and not missing:
+            return
+        for table, column, sql_type in missing:
             con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}")
         con.execute(_PARTS_DDL)
         con.execute("UPDATE meta SET value = ? WHERE key = 'results_format_version'", [RESULTS_FORMAT_VERSION])
@@ -417,10 +442,10 @@ class ResultsStore:
         """``work(con)`` (default: insert the run ``row`` and its items ``table``) in one transaction on the
         existing store (the caller holds the exclusive lock), upgrading an older store first."""
         with self._open(write=True) as con:
-            self._check(con)
+            version = self._check(con)
             try:
                 con.execute("BEGIN TRANSACTION")
-                self._upgrade(con)
+                self._upgrade(con, version)
                 if work is None:
                     self._insert(con, row, table)
                 else:
@@ -496,7 +521,15 @@ class ResultsStore:
                          _json_text(p["summary"]), _json_text(p["timings"])])
             new.append(table)
         if rows:
-            con.executemany("INSERT INTO run_parts VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            names = ("run_id", "track", "part", "first_key", "n_input", "n_rows", "summary", "timings")
+            con.register("incoming_parts", pa.table(dict(zip(names, map(list, zip(*rows))))))
+            try:  # one statement (executemany runs one per row)
+                con.execute(f"INSERT INTO run_parts ({', '.join(names)}) SELECT {', '.join(names)} FROM incoming_parts")
+            finally:
+                try:
+                    con.unregister("incoming_parts")
+                except duckdb.Error:  # refused in a failed transaction: the caller's error is the one to report
+                    pass
             self._insert_items(con, pa.concat_tables(new))
         return len(rows)
 
@@ -573,7 +606,7 @@ class ResultsStore:
     @staticmethod
     def _has_table(con, name: str) -> bool:
         return bool(con.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = 'main' "
-                                "AND table_name = ?", [name]).fetchall())
+                                "AND table_catalog = current_database() AND table_name = ?", [name]).fetchall())
 
     @classmethod
     def _insert(cls, con: duckdb.DuckDBPyConnection, row: dict, table: pa.Table) -> None:
@@ -653,7 +686,8 @@ class ResultsStore:
     def _select(con, table: str, names, types: dict | None = None) -> list[str]:
         """Select expressions for ``names``: a column an older store lacks reads as NULL (typed for Arrow)."""
         have = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
-                                          "WHERE table_schema = 'main' AND table_name = ?", [table]).fetchall()}
+                                          "WHERE table_schema = 'main' AND table_catalog = current_database() "
+                                          "AND table_name = ?", [table]).fetchall()}
         sql_of = {c.name: c.sql.split()[0] for c in _item_columns()} if types else {}
         return [n if n in have else f"CAST(NULL AS {sql_of.get(n, 'VARCHAR')}) AS {n}" for n in names]
 

@@ -328,5 +328,14 @@ def test_item_rows_become_the_table_a_row_by_row_reading_gives(tmp_path):
     want["detail"] = [v if v is None or isinstance(v, str) else json.dumps(v, sort_keys=True) for v in want["detail"]]
     want["score"] = [float(v) for v in want["score"]]
     assert table.schema == ITEM_SCHEMA and table.to_pydict() == want
+    # one track's part: every row leaves out the other tracks' columns, which are NULL all the way down
+    one_track = [item(i) for i in range(3)]
+    assert not {"label", "predicted", "belief"} & set().union(*one_track)
+    table = _items_table(one_track, "r1")
+    assert table.schema == ITEM_SCHEMA
+    assert table.to_pydict() == {name: ["r1"] * 3 if name == "run_id" else
+                                 [r.get(name) if name != "detail" or r.get(name) is None or isinstance(r[name], str)
+                                  else json.dumps(r[name], sort_keys=True) for r in one_track]
+                                 for name in ITEM_SCHEMA.names}
     with pytest.raises(ResultsError, match=r"column t \(int32\)"):
         _items_table([item(0), item(1, t="late")], "r1")
