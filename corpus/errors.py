@@ -20,6 +20,7 @@ __all__ = [
     "CorpusNotFound",
     "CorpusUnreadable",
     "DiskFull",
+    "MemoryLimit",
     "CorpusExists",
     "UsageError",
     "ReleaseRefused",
@@ -91,6 +92,13 @@ class CorpusUnreadable(CorpusError):
 class DiskFull(CorpusError):
     """The disk (or quota) being written filled up: the message says what was written (nothing for a release;
     for the corpus store nothing, unless it says the changes were committed to the store's log)."""
+
+    exit_code = ExitCode.INVALID
+
+
+class MemoryLimit(CorpusError):
+    """DuckDB ran out of the memory the corpus store may use (``TRB_DUCKDB_MEMORY``): the message says what was
+    written (nothing, unless it says the changes were committed to the store's log) and how to raise the limit."""
 
     exit_code = ExitCode.INVALID
 

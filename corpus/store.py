@@ -21,7 +21,7 @@ from pathlib import Path
 
 import duckdb
 
-from corpus.errors import CorpusError, CorpusExists, CorpusNotFound, CorpusUnreadable, DiskFull
+from corpus.errors import CorpusError, CorpusExists, CorpusNotFound, CorpusUnreadable, DiskFull, MemoryLimit
 from corpus.lock import CorpusLock, LockWait
 from corpus.tables import ADDED_COLUMNS, TABLES, ddl
 from schemas.versions import SCHEMA_VERSION, TOOLKIT_VERSION, TRB_VERSION
@@ -92,6 +92,12 @@ def storage_error(e: BaseException, db_path: Path, committed: bool = False) -> C
                 "is space")
         return DiskFull(f"the disk holding {db_path.parent} is full ({_no_space_reason(e)}); nothing was written "
                         "(free some space and run the command again)")
+    if isinstance(e, duckdb.OutOfMemoryException):
+        done = (f"the changes were committed to the store's write-ahead log ({db_path.name}.wal) but not yet written "
+                f"into {db_path.name}; they are in the corpus" if committed else "nothing was written")
+        return MemoryLimit(f"DuckDB ran out of the memory the corpus store may use ({MEMORY_LIMIT}, set by "
+                           f"TRB_DUCKDB_MEMORY): {_first_line(e)}; {done} (run it again with a higher limit, e.g. "
+                           "TRB_DUCKDB_MEMORY=4GB, or with fewer records at a time)")
     if isinstance(e, duckdb.Error) and ("Corrupt database file" in text or "Could not read enough bytes" in text):
         return CorpusUnreadable(f"{db_path} is damaged ({_first_line(e)}); nothing was changed (restore it from a "
                                 "backup)")

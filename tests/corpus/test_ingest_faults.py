@@ -214,6 +214,30 @@ def test_a_bad_trb_lock_wait_is_one_usage_line(corpus_dir, tmp_path, monkeypatch
     assert default_wait_seconds() == 7.0
 
 
+def test_running_out_of_duckdb_memory_is_one_line_naming_the_limit_and_nothing_is_written(corpus_dir, tmp_path):
+    """The scale run found it: 1M sessions ran DuckDB out of TRB_DUCKDB_MEMORY at the commit, reported as an
+    internal error. A limit too small for the input is one line that names the setting, exit 1, store untouched."""
+    from corpus.simulate import write_simulation
+
+    sim = tmp_path / "sim.jsonl"
+    write_simulation(sim, n_sessions=3000, seed=1, progress=False)
+    before = store_counts(corpus_dir)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRB_DUCKDB_MEMORY": "4MB"}
+    p = subprocess.run([sys.executable, "-m", "corpus.cli", "ingest", "--corpus", str(corpus_dir), str(sim), "-q"],
+                       env=env, capture_output=True, text=True)
+    assert p.returncode == ExitCode.INVALID and p.stdout == "", p.stderr
+    line = _one_line(p.stderr)
+    assert line.startswith("DuckDB ran out of the memory the corpus store may use (4MB, set by TRB_DUCKDB_MEMORY)")
+    assert "nothing was written" in line and "TRB_DUCKDB_MEMORY=4GB" in line
+    assert store_counts(corpus_dir) == before
+    # with the default limit the same file goes in
+    env.pop("TRB_DUCKDB_MEMORY")
+    p = subprocess.run([sys.executable, "-m", "corpus.cli", "ingest", "--corpus", str(corpus_dir), str(sim), "-q"],
+                       env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert store_counts(corpus_dir)["sessions"] == before["sessions"] + 3000
+
+
 # -- a full disk, on a real tmpfs ------------------------------------------------------------------
 
 @pytest.fixture
