@@ -101,10 +101,11 @@ def write_jsonl(path: Path, records: list) -> Path:
     return path
 
 
-def mutated(rec: dict, path: str, value) -> dict:
-    """A deep copy of ``rec`` with the value at slash-separated ``path`` replaced (or deleted if value is DELETE)."""
+def mutated(rec: dict, path, value) -> dict:
+    """A deep copy of ``rec`` with the value at ``path`` replaced (or deleted if value is DELETE): a slash-separated
+    string (digits are list indices), or a sequence of keys and indices taken as they are."""
     out = copy.deepcopy(rec)
-    parts = [int(p) if p.isdigit() else p for p in path.strip("/").split("/")]
+    parts = [int(p) if p.isdigit() else p for p in path.strip("/").split("/")] if isinstance(path, str) else path
     node = out
     for p in parts[:-1]:
         node = node[p]

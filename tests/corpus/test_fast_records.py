@@ -7,7 +7,6 @@ ordinary valid records (else the first half would hold trivially).
 
 from __future__ import annotations
 
-import copy
 import json
 
 import duckdb
@@ -20,7 +19,17 @@ from corpus.ingest import validate
 from corpus.records import ParsedRecord, parse_record
 from corpus.store import Corpus
 from corpus.tables import TABLES, ddl, expand
-from factories import annotation, attribution, counterfactual, session, small_corpus, transfer_context, write_jsonl
+from factories import (
+    DELETE,
+    annotation,
+    attribution,
+    counterfactual,
+    mutated,
+    session,
+    small_corpus,
+    transfer_context,
+    write_jsonl,
+)
 from tests_paths import EXAMPLE_7F3A
 
 
@@ -193,19 +202,7 @@ def _walk(node, path=()):
             yield from _walk(v, (*path, i))
 
 
-def _set(rec, path, value):
-    out = copy.deepcopy(rec)
-    node = out
-    for p in path[:-1]:
-        node = node[p]
-    if value is _DEL:
-        del node[path[-1]]
-    else:
-        node[path[-1]] = value
-    return out
-
-
-_DEL = object()
+_set, _DEL = mutated, DELETE
 _WRONG = [None, "", "x", "bad id!", "C3\n", "٣", 0, -1, 1, 2, 1.5, -0.5, 2**31, 2**63, True, False, [], ["up"], {},
           {"x": 1}, "bogus", 1e300]
 
