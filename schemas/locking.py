@@ -90,6 +90,10 @@ def _seconds(w: float) -> str:
     return "without a limit" if math.isinf(w) else f"up to {w:g} s"
 
 _POLL_SECONDS = 0.05
+#: How long a waiter whose wait ran out keeps trying while the lock file names no holder: an exclusive holder is
+#: between taking the flock and writing itself, or between clearing itself and letting go (shared readers,
+#: who record nothing, are then named "another process (reading)" after this grace).
+_UNNAMED_HOLDER_GRACE = 1.0
 
 
 @dataclass(frozen=True)
@@ -224,6 +228,9 @@ class FileLock:
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     holder = self.holder()
+                    if holder.reading and time.monotonic() < deadline + _UNNAMED_HOLDER_GRACE:
+                        time.sleep(_POLL_SECONDS)
+                        continue
                     raise self.busy(
                         f"{self.what} is still in use by {self.describe(holder)} after {self.wait_seconds:g} s; "
                         "nothing was changed (retry later, or raise TRB_LOCK_WAIT)"

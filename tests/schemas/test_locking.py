@@ -103,3 +103,31 @@ def test_the_last_holder_removes_the_lock_file_and_a_waiter_takes_the_path_not_t
     finally:
         proc.communicate()
     assert not path.exists()
+
+
+SLOW_TO_NAME = """
+import fcntl, json, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)  # holds the lock, has not yet written who it is (the window FileLock.acquire has)
+print("held", flush=True)
+time.sleep(0.3)
+os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": "h", "purpose": "slow writer", "since": 0}).encode(), 0)
+time.sleep(20)
+"""
+
+
+def test_a_waiter_whose_wait_runs_out_while_a_writer_is_naming_itself_names_the_writer_not_a_reader(tmp_path):
+    # the CI failure of two concurrent releases: the loser (--wait 0) read the lock file in the instant between
+    # the winner's flock and its record, and blamed "another process (reading)"
+    path = tmp_path / "x.lock"
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_TO_NAME, str(path)], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        with pytest.raises(Busy) as e:
+            with FileLock(path, exclusive=True, what="s", busy=Busy, wait_seconds=0, on_wait=lambda _n: None):
+                pass
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert f"still in use by pid {proc.pid} on h (slow writer" in str(e.value)
