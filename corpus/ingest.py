@@ -208,7 +208,7 @@ def _start_pool(workers: int):
 
 def _stage(con, files: list[Path], report: IngestReport, problems: _Problems, max_line_bytes: int,
            progress: bool, pool, names: dict[str, str]) -> None:
-    for stmt in ddl("main", keys=False):
+    for stmt in ddl("main"):
         con.execute(stmt)
     con.execute("CREATE TABLE main.raw (kind VARCHAR, id VARCHAR, content_hash VARCHAR, src_file VARCHAR, "
                 "src_line BIGINT, doc VARCHAR)")

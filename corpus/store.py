@@ -5,8 +5,12 @@ exclusive to write) and yields a DuckDB connection on which the store is attache
 as ``store``.
 
 Store format 2 (record schema 1.1) added columns (:data:`corpus.tables.ADDED_COLUMNS`);
-a format-1 store is upgraded in place the first time it is opened, under the write
-lock, by adding them (its rows then read as the 1.0 records they are).
+store format 3 dropped the record tables' primary keys (DuckDB's key indexes must fit
+in memory: at 1M sessions an ingest's commit ran out of ``TRB_DUCKDB_MEMORY``; the
+ingest itself keeps ids unique, :func:`corpus.tables.ddl`). An older store is upgraded
+in place the first time it is opened, under the write lock, in one transaction: the
+added columns are added (its rows then read as the 1.0 records they are), and each
+keyed table is copied into one without the key.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ __all__ = ["DB_NAME", "STORE_FORMAT_VERSION", "Corpus", "init_corpus", "resolve_
            "upgrade_store", "check_store", "storage_error"]
 
 DB_NAME = "corpus.duckdb"
-STORE_FORMAT_VERSION = "2"
+STORE_FORMAT_VERSION = "3"
 #: DuckDB's own memory bound for ingest and queries; above it, it spills to disk.
 MEMORY_LIMIT = os.environ.get("TRB_DUCKDB_MEMORY", "256MB")
 
@@ -44,7 +48,7 @@ def resolve_corpus_dir(arg: str | os.PathLike | None) -> Path:
 
 
 def _create_schema(con: duckdb.DuckDBPyConnection, schema: str) -> None:
-    for stmt in ddl(schema, keys=True):
+    for stmt in ddl(schema):
         con.execute(stmt)
     con.execute(f"CREATE TABLE IF NOT EXISTS {schema}.meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
     con.execute(
@@ -192,7 +196,8 @@ def store_is_current(con: duckdb.DuckDBPyConnection, schema: str = "store") -> b
 def upgrade_store(con: duckdb.DuckDBPyConnection, schema: str = "store") -> bool:
     """Bring an older store (attached read-write as ``schema``) to the current format; True if it changed.
 
-    Format 1 -> 2 only adds columns (NULL in existing rows: 1.0 records, no 1.1 fields), in one transaction.
+    In one transaction: format 1 -> 2 adds columns (NULL in existing rows: 1.0 records, no 1.1 fields);
+    2 -> 3 copies each table that has a primary key into one without it (same columns, same rows).
     """
     if store_is_current(con, schema):
         return False
@@ -201,6 +206,16 @@ def upgrade_store(con: duckdb.DuckDBPyConnection, schema: str = "store") -> bool
         for table, cols in ADDED_COLUMNS.items():
             for col, typ in cols:
                 con.execute(f"ALTER TABLE {schema}.{table} ADD COLUMN IF NOT EXISTS {col} {typ}")
+        keyed = {r[0] for r in con.execute(
+            "SELECT DISTINCT table_name FROM duckdb_constraints() WHERE database_name = ? AND constraint_type = "
+            "'PRIMARY KEY'", [schema]).fetchall()}
+        for table in sorted(keyed & set(TABLES)):
+            cols = ", ".join(f"{c} {t}" for c, t in TABLES[table])
+            con.execute(f"CREATE TABLE {schema}.{table}__unkeyed ({cols})")
+            con.execute(f"INSERT INTO {schema}.{table}__unkeyed SELECT {', '.join(c for c, _ in TABLES[table])} "
+                        f"FROM {schema}.{table}")
+            con.execute(f"DROP TABLE {schema}.{table}")
+            con.execute(f"ALTER TABLE {schema}.{table}__unkeyed RENAME TO {table}")
         for key, value in (("store_format_version", STORE_FORMAT_VERSION), ("schema_version", str(SCHEMA_VERSION))):
             con.execute(f"INSERT OR REPLACE INTO {schema}.meta VALUES (?, ?)", [key, value])
         con.execute("COMMIT")

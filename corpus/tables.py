@@ -77,17 +77,19 @@ RECORD_TABLES: dict[str, tuple[str, str]] = {
     "annotation": ("annotations", "annotation_id"),
     "transfer_context": ("transfer_contexts", "context_id"),
 }
-_KEYS = {table: key for table, key in RECORD_TABLES.values()}
 
 
-def ddl(schema: str, *, keys: bool) -> list[str]:
-    """CREATE TABLE statements for every table in ``schema`` (with primary keys if ``keys``)."""
+def ddl(schema: str) -> list[str]:
+    """CREATE TABLE statements for every table in ``schema``.
+
+    No table has a primary key: a record's id is unique in the store because the ingest makes it so (it
+    refuses an id twice in its input or with other content than the store's, and adds only ids the store lacks,
+    under the corpus's write lock). DuckDB's key indexes must fit in memory, and would make the memory an
+    ingest needs grow with the corpus (at 1M sessions they no longer fit in ``TRB_DUCKDB_MEMORY``); store format 3.
+    """
     out = []
     for table, cols in TABLES.items():
-        body = [f"{c} {t}" for c, t in cols]
-        if keys and table in _KEYS:  # steps are unique by their session's key and contiguous t
-            body.append(f"PRIMARY KEY ({_KEYS[table]})")
-        out.append(f"CREATE TABLE IF NOT EXISTS {schema}.{table} ({', '.join(body)})")
+        out.append(f"CREATE TABLE IF NOT EXISTS {schema}.{table} ({', '.join(f'{c} {t}' for c, t in cols)})")
     return out
 
 

@@ -327,7 +327,7 @@ def _reference_rows(con, lines: list[bytes], src_file: str) -> None:
     """Stage ``lines`` through the reference path as the ingest staged them before the fast path (canonical
     documents that DuckDB expands), into schema ``ref``."""
     con.execute("CREATE SCHEMA ref")
-    for stmt in ddl("ref", keys=False):
+    for stmt in ddl("ref"):
         con.execute(stmt)
     parsed = [parse_record(x) for x in lines]
     raw = pa.table({"kind": [p.kind for p in parsed], "id": [p.id for p in parsed],

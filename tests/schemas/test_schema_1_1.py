@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import schemas
+from corpus.errors import RecordConflict
 from corpus.ingest import ingest
 from corpus.records import parse_record
 from corpus.release import cut_release
@@ -144,3 +145,60 @@ def test_a_release_without_the_added_columns_still_loads_and_verifies(corpus_dir
         assert all(step["action_texts"] is None for s in sessions for step in s.steps)
     finally:
         rel.close()
+
+
+def _keyed_format_2(db) -> None:
+    """Make the store what a toolkit before store format 3 wrote: each record table with its primary key."""
+    from corpus.tables import RECORD_TABLES, TABLES
+
+    with duckdb.connect(str(db)) as con:
+        for table, key in RECORD_TABLES.values():
+            cols = ", ".join(f"{c} {t}" for c, t in TABLES[table])
+            con.execute(f"CREATE TABLE {table}_old AS SELECT * FROM {table}")
+            con.execute(f"DROP TABLE {table}")
+            con.execute(f"CREATE TABLE {table} ({cols}, PRIMARY KEY ({key}))")
+            con.execute(f"INSERT INTO {table} SELECT * FROM {table}_old")
+            con.execute(f"DROP TABLE {table}_old")
+        con.execute("UPDATE meta SET value = '2' WHERE key = 'store_format_version'")
+
+
+def _keys(db) -> list:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute("SELECT table_name FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY' "
+                           "AND table_name NOT IN ('meta', 'ingests')").fetchall()
+
+
+def _all_rows(db) -> dict:
+    from corpus.tables import TABLES
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        return {t: sorted(map(repr, con.execute(f"SELECT * FROM {t}").fetchall())) for t in TABLES}
+
+
+def test_a_keyed_format_2_store_is_copied_into_unkeyed_tables_on_open_and_nothing_changes(corpus_dir, tmp_path):
+    # store format 3: no primary keys, whose indexes DuckDB must hold in memory (1M sessions ran the commit out of
+    # TRB_DUCKDB_MEMORY); a store made before is rebuilt without them the first time it is opened
+    db = corpus_dir / "corpus.duckdb"
+    f = write_jsonl(tmp_path / "s.jsonl", small_corpus())
+    c = Corpus(corpus_dir)
+    ingest(c, [f, EXAMPLE_7F3A], progress=False)
+    assert _keys(db) == []  # a new store has none
+    rows = _all_rows(db)
+    _keyed_format_2(db)
+    assert len(_keys(db)) == 5 and _all_rows(db) == rows
+    before = corpus_stats(c)  # a read: upgrades first, under the write lock
+    assert _keys(db) == [] and _all_rows(db) == rows and corpus_stats(c) == before
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT value FROM meta WHERE key = 'store_format_version'").fetchall() == \
+            [(STORE_FORMAT_VERSION,)] == [("3",)]
+    # ids stay unique without the keys: the same records again are unchanged, a changed one is a conflict
+    report = ingest(c, [f, EXAMPLE_7F3A], progress=False)
+    assert sum(report.new.values()) == 0
+    assert _all_rows(db) == rows
+    changed = small_corpus()
+    changed[1]["steps"][0]["observation"] += " (changed)"
+    with pytest.raises(RecordConflict) as e:
+        ingest(c, [write_jsonl(tmp_path / "changed.jsonl", changed)], progress=False)
+    assert [(p.line, p.pointer) for p in e.value.problems] == [(2, "/session_id")]
+    assert "is in the corpus with different content" in e.value.problems[0].message
+    assert _all_rows(db) == rows
