@@ -445,10 +445,6 @@ class LabelStudioClient:
         tasks = j.get("tasks") or []
         return int(j.get("total", -1)), (tasks[0]["id"] if tasks and n >= 1 else None)
 
-    def annotated_tasks(self, project_id: int) -> Iterator[dict]:
-        """Every task of the project that has annotations, with them (``fields=all``), page by page."""
-        yield from self._pages(project_id, {"fields": "all", "only_annotated": "true"}, "list annotations")
-
     def server_time(self) -> datetime:
         """The server's clock now (its ``Date`` header, to the second, UTC): what ``updated_at`` is measured by."""
         def go(timeout: float):

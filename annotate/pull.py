@@ -60,7 +60,7 @@ from corpus.labels import add_annotations, make_annotation, now_iso
 from corpus.store import Corpus
 from schemas.urls import redact_url
 
-__all__ = ["PullReport", "Unusable", "pull", "annotator_id", "parse_result", "classify", "reason_category", "task_space", "who",
+__all__ = ["PullReport", "Unusable", "all_annotated_tasks", "pull", "annotator_id", "parse_result", "classify", "reason_category", "task_space", "who",
            "ATTRIBUTION_LABELS",
            "SKIPPED"]
 
@@ -316,7 +316,7 @@ class _Ledger:
             pass
 
 
-def _every_task(client: LabelStudioClient, p: Project, ledger: _Ledger) -> list[list[int]]:
+def _every_task(client: LabelStudioClient, p: Project, ledger: _Ledger | None) -> list[list[int]]:
     """The task ids a full pull exports, in chunks: the ids from the project's first task to its last (a project's
     tasks are mostly consecutive; the export skips ids that are not its own, or have no annotation), unless they
     are spread over more than twice as many ids as it has tasks: then its tasks, listed. Each task the ledger knew
@@ -328,8 +328,9 @@ def _every_task(client: LabelStudioClient, p: Project, ledger: _Ledger) -> list[
         ids = list(range(span[0], span[1] + 1))
     else:
         ids = [t for t, _, n in client.task_stamps(p.id) if n]
-    known = set(ids)
-    ids += [t for t in ledger.tasks if t not in known]
+    if ledger is not None:
+        known = set(ids)
+        ids += [t for t in ledger.tasks if t not in known]
     return [ids[i:i + EXPORT_CHUNK] for i in range(0, len(ids), EXPORT_CHUNK)]
 
 
@@ -343,6 +344,13 @@ def _exported(client: LabelStudioClient, project_id: int, chunks: list[list[int]
             if i + EXPORTS_IN_FLIGHT < len(chunks):
                 ahead.append(ex.submit(client.export_tasks, project_id, chunks[i + EXPORTS_IN_FLIGHT]))
             yield chunk, tasks
+
+
+def all_annotated_tasks(client: LabelStudioClient, p: Project) -> Iterator[dict]:
+    """Every task of project ``p`` that has annotations, with them, as Label Studio's export gives them (what a
+    full pull reads; ``trb-annotate status`` reads the same)."""
+    for _, tasks in _exported(client, p.id, _every_task(client, p, None)):
+        yield from tasks
 
 
 def pull(

@@ -60,6 +60,7 @@ def run(backend: str, items: int) -> None:
 
     from annotate.pull import OVERLAP_SECONDS, pull
     from annotate.push import ensure_project, push
+    from annotate.status import status
     from annotate.tasks import ITEM_KEY
 
     with label_studio(backend) as (url, client, work):
@@ -97,6 +98,11 @@ def run(backend: str, items: int) -> None:
         t_peer, data = _timed(lambda: client.http.get(f"/api/projects/{project.id}/export",
                                                       params={"exportType": "JSON"}, timeout=600).json())
         assert pr.new == pr2.seen == pr3.seen == pr4.seen and pr2.new == pr3.new == pr4.new == 0
+        # status reads what a full pull reads; before, it listed every annotated task with every field
+        t_status, st = _timed(lambda: status(client, title="bench pull"))
+        t_listing, listed = _timed(lambda: list(client._pages(project.id, {"fields": "all", "only_annotated": "true"},
+                                                               "list annotations")))
+        assert st[0].annotations == pr.new == sum(len(t.get("annotations") or []) for t in listed)
         n_ann = sum(len(t.get("annotations") or []) for t in data)
         print(f"items: {items}; Label Studio 1.23.2 on 127.0.0.1, {backend}; batches of 500")
         print(f"push {rep.imported} tasks: {t_push:.1f} s ({rep.imported / t_push:,.0f} tasks/s)")
@@ -110,6 +116,8 @@ def run(backend: str, items: int) -> None:
         print(f"re-pull, steady state: nothing changed since {OVERLAP_SECONDS} s before the last pull (0 new, "
               f"{pr3.unchanged} unchanged, {pr3.fetched} read): {t_quiet:.2f} s")
         print(f"pull --full (0 new, {pr4.fetched} read): {t_full:.1f} s")
+        print(f"status ({st[0].annotations} labels on {st[0].tasks} tasks): {t_status:.1f} s; listing the annotated "
+              f"tasks with every field (how status read them before): {t_listing:.1f} s")
         print(f"peer: Label Studio JSON export of the same project ({n_ann} annotations): {t_peer:.1f} s "
               f"(pull/export {t_pull / t_peer:.2f}x, pull --full/export {t_full / t_peer:.2f}x)")
 

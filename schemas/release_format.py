@@ -107,7 +107,7 @@ import pyarrow.parquet as pq
 from schemas.hashing import sha256_file
 
 __all__ = [
-    "FORMAT_VERSION", "SPLITS", "SPLIT_FRACTIONS", "ROWS_PER_SHARD", "CONFIGS", "CONFIG_DESCRIPTIONS",
+    "SPLITS", "SPLIT_FRACTIONS", "ROWS_PER_SHARD", "CONFIGS", "CONFIG_DESCRIPTIONS",
     "MANIFEST", "R_SLOTS", "R_PREFIX", "ORIGINS", "HUMAN_ORIGINS", "SYNTHETIC_ORIGIN", "SYNTHETIC_CAP",
     "MIN_ANNOTATORS", "ADDED_COLUMNS", "REAL_SOURCE_KINDS", "SMOKE_SOURCE_KINDS", "MANIFEST_FORMAT_VERSION",
     "HUB_RECORD", "HUB_ARTEFACTS", "RELEASE_GATES", "ANNOTATOR_GATED_SPLITS", "REDACTION_MARKER",
@@ -156,7 +156,6 @@ ANNOTATOR_GATED_SPLITS = ("eval", "transfer")
 #: What a redacted piece of personal data is replaced with: ``[REDACTED:<kind>]`` (corpus.pii.redact).
 REDACTION_MARKER = "[REDACTED:"
 
-FORMAT_VERSION = 1
 #: The content-SHA definition releases are cut with (the module docstring); a manifest names its own
 #: (``content_format``, absent in releases cut before format 2: those are format 1).
 CONTENT_FORMAT = 2
