@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import orjson
@@ -25,6 +25,9 @@ __all__ = ["Release", "SessionSteps"]
 _STEP_R = R_PREFIX["steps"]
 #: Step rows per Arrow batch read by :meth:`Release.sessions`.
 _BATCH_ROWS = 65_536
+#: A release of at most this many sessions keeps the sessions :meth:`Release.with_sessions` read, for the next
+#: track of the run; a larger one reads them again each time, so a run's memory does not grow with the release.
+SESSION_CACHE_MAX = 50_000
 #: The steps columns, and those read per step (a session's id and split are read once, from its session row).
 _STEP_COLUMNS = tuple(name for name, _, _ in CONFIGS["steps"])
 _PER_STEP = tuple(c for c in _STEP_COLUMNS if c not in ("session_id", "split"))
@@ -242,14 +245,20 @@ class Release:
         if carry is not None and carry["_sid"]:
             yield SessionSteps(carry["_sid"][0], carry["_split"][0], carry["_ctx"][0], carry["_lang"][0], carry)
 
-    def with_sessions(self, rows: list[dict]) -> Iterator[tuple[SessionSteps, list[dict]]]:
+    def with_sessions(self, rows: Iterable[dict]) -> Iterator[tuple[SessionSteps, list[dict]]]:
         """Each session that ``rows`` (work-list rows with a ``session_id``) name, with its rows, by session id.
 
-        Sessions are read once per release: the tracks of one run share them (and their contexts).
+        In a release of at most :data:`SESSION_CACHE_MAX` sessions they are read once per release (the tracks of
+        one run share them and their contexts); in a larger one they are read for each call, as they are used,
+        and let go after it.
         """
         by_session: dict[str, list[dict]] = {}
         for row in rows:
             by_session.setdefault(row["session_id"], []).append(row)
+        if self.count("sessions") > SESSION_CACHE_MAX:
+            for sess in self.sessions(session_ids=sorted(by_session)):  # in session-id order, as below
+                yield sess, by_session[sess.session_id]
+            return
         unread = [sid for sid in by_session if sid not in self._read]
         if unread:
             for sess in self.sessions(session_ids=unread):
@@ -258,6 +267,14 @@ class Release:
             sess = self._read.get(sid)
             if sess is not None:
                 yield sess, by_session[sid]
+
+    def cursor(self):
+        """A second connection to this release's views (close it after use): for a query whose result is read
+        while ``con`` runs others."""
+        cur = self.con.cursor()
+        db = self.con.execute("SELECT current_database()").fetchall()[0][0]
+        cur.execute(f'USE "{db}"')
+        return cur
 
     def close(self) -> None:
         duck.detach(self.con)

@@ -139,3 +139,27 @@ def test_with_sessions_groups_rows_by_session(release):
         assert got == [(sid, [i for i, r in enumerate(reversed(sids * 2)) if r == sid]) for sid in sids]
     finally:
         rel.close()
+
+
+@pytest.mark.parametrize("batch_rows", [1, 7, 64])
+def test_track1_work_list_read_in_batches_without_the_session_cache_is_the_same_work_list(release, monkeypatch,
+                                                                                             batch_rows):
+    # a large release reads its work list in batches of whole sessions and keeps no session for the next track
+    # (the 1M-session scale run's driver grew to 6.4 GB holding them): the items must be the ones read at once
+    from trb.tracks import track1
+
+    def items():
+        rel = Release(release)
+        try:
+            return [repr((i.item_id, i.session_id, i.t, i.split, i.context_id, i.context, i.r_prime, i.phi_type,
+                          i.phi, i.origin, i.adversarial, i.ood, i.r_t, i.phi_n))
+                    for split in ("train", "dev", "eval") for i in track1.track1_items(rel, split)]
+        finally:
+            rel.close()
+
+    whole = items()
+    assert len(whole) > 100 and len({w.split(",")[0] for w in whole}) == len(whole)
+    monkeypatch.setattr(track1, "_ITEM_BATCH_ROWS", batch_rows)
+    monkeypatch.setattr(releases, "SESSION_CACHE_MAX", 0)
+    monkeypatch.setattr(releases, "_BATCH_ROWS", 5)
+    assert items() == whole

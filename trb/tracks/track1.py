@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from schemas.ceiling import oracle_g
 from schemas.release_format import R_PREFIX, R_SLOTS, decode_r
@@ -77,13 +78,45 @@ def _phis(probs: pa.ChunkedArray, kinds: list[str], texts: list) -> list:
             for a, b, kind, text in zip(offsets, offsets[1:], kinds, texts)]
 
 
+#: Counterfactual rows per batch of the work list (whole sessions: a session cut by a batch goes to the next).
+_ITEM_BATCH_ROWS = 65_536
+
+
 def track1_items(release: Release, split: str = "eval") -> Iterator[Track1Item]:
-    """Every counterfactual of ``split`` that has Φ, with its step's context, session by session."""
+    """Every counterfactual of ``split`` that has Φ, with its step's context, session by session.
+
+    Read as Arrow batches of whole sessions, so the work list's memory does not grow with the release."""
     if "counterfactuals" not in release.configs:
         return
-    table = release.con.sql(
-        f"SELECT {', '.join(_CF_COLUMNS)}, phi_probs FROM counterfactuals "
-        "WHERE split = ? AND phi_type IS NOT NULL ORDER BY session_id, t, cf_id", params=[split]).to_arrow_table()
+    cur = release.cursor()  # its result is read while release.con reads the sessions
+    try:
+        yield from _batched_items(release, cur.sql(
+            f"SELECT {', '.join(_CF_COLUMNS)}, phi_probs FROM counterfactuals "
+            "WHERE split = ? AND phi_type IS NOT NULL ORDER BY session_id, t, cf_id", params=[split]
+        ).to_arrow_reader(_ITEM_BATCH_ROWS))
+    finally:
+        cur.close()
+
+
+def _batched_items(release: Release, reader) -> Iterator[Track1Item]:
+    carry: pa.Table | None = None
+    for batch in reader:
+        table = pa.Table.from_batches([batch])
+        if carry is not None:
+            table = pa.concat_tables([carry, table])
+        sids = table.column("session_id")
+        last = sids[len(sids) - 1].as_py() if len(sids) else None
+        # the rows of the batch's last session may go on in the next batch: kept for it
+        keep = pa.compute.sum(pa.compute.equal(sids, last)).as_py() if last is not None else 0
+        carry = table.slice(len(sids) - keep)
+        yield from _items_of(release, table.slice(0, len(sids) - keep))
+    if carry is not None and carry.num_rows:
+        yield from _items_of(release, carry)
+
+
+def _items_of(release: Release, table: pa.Table) -> Iterator[Track1Item]:
+    if not table.num_rows:
+        return
     cols = {name: table.column(name).to_pylist() for name in _CF_COLUMNS}
     phis = _phis(table.column("phi_probs"), cols["phi_type"], cols["phi_text"])
     rp = R_PREFIX["counterfactuals"]
