@@ -22,7 +22,7 @@ import threading
 
 import duckdb
 
-__all__ = ["attach", "detach"]
+__all__ = ["attach", "cursor", "detach"]
 
 _lock = threading.Lock()
 _instance: duckdb.DuckDBPyConnection | None = None
@@ -55,6 +55,16 @@ def attach(path: str | os.PathLike = ":memory:") -> duckdb.DuckDBPyConnection:
     with _lock:
         _attached[id(con)] = name
     return con
+
+
+def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A second connection to the database :func:`attach` opened on ``con`` (for a result read while ``con`` runs
+    other queries); close it before :func:`detach`."""
+    with _lock:
+        name = _attached[id(con)]
+    cur = con.cursor()
+    cur.execute(f"USE {name}")
+    return cur
 
 
 def detach(con: duckdb.DuckDBPyConnection) -> None:

@@ -256,7 +256,7 @@ class Release:
         for row in rows:
             by_session.setdefault(row["session_id"], []).append(row)
         if self.count("sessions") > SESSION_CACHE_MAX:
-            for sess in self.sessions(session_ids=sorted(by_session)):  # in session-id order, as below
+            for sess in self.sessions(session_ids=list(by_session)):  # read in session-id order, as below
                 yield sess, by_session[sess.session_id]
             return
         unread = [sid for sid in by_session if sid not in self._read]
@@ -271,10 +271,7 @@ class Release:
     def cursor(self):
         """A second connection to this release's views (close it after use): for a query whose result is read
         while ``con`` runs others."""
-        cur = self.con.cursor()
-        db = self.con.execute("SELECT current_database()").fetchall()[0][0]
-        cur.execute(f'USE "{db}"')
-        return cur
+        return duck.cursor(self.con)
 
     def close(self) -> None:
         duck.detach(self.con)
