@@ -339,14 +339,17 @@ def _reference_rows(con, lines: list[bytes], src_file: str) -> None:
     con.unregister("_raw")
 
 
-@pytest.mark.parametrize("batch_rows", [None, 7])
-def test_the_store_rows_are_the_same_on_both_paths(corpus_dir, tmp_path, monkeypatch, batch_rows):
+@pytest.mark.parametrize("block_bytes", [None, 600])
+def test_the_store_rows_are_the_same_on_both_paths(corpus_dir, tmp_path, monkeypatch, block_bytes):
+    import functools
     import importlib
 
     from corpus.ingest import ingest
+    from corpus.jsonl import read_blocks
 
-    if batch_rows:  # many small inserts of staged rows instead of one per table
-        monkeypatch.setattr(importlib.import_module("corpus.ingest"), "INSERT_BATCH_ROWS", batch_rows)
+    if block_bytes:  # blocks of a line or two: many chunks of staged rows appended to each table's staged file
+        monkeypatch.setattr(importlib.import_module("corpus.ingest"), "read_blocks",
+                            functools.partial(read_blocks, block_bytes=block_bytes))
 
     recs = small_corpus() + _examples() + _simulated() + [
         r for r in _edge_cases() if r["kind"] in ("session", "attribution", "transfer_context")]
