@@ -143,15 +143,101 @@ class _Chunk:
     doc_bytes: int = 0
 
 
-def _parse_block(name: str, block: Block, max_line_bytes: int) -> _Chunk:
-    """Parse and check one block of a file's lines (in a worker process for large inputs)."""
+class _StagedFiles:
+    """Each store table's staged rows, appended chunk by chunk to Arrow IPC stream files under ``directory``: the
+    main process's own, and one per parsing process (``tag``), which writes its blocks' rows itself instead of
+    sending them back. :meth:`load` has DuckDB read each table's files in one statement (memory stays flat: the
+    rows wait on disk, and DuckDB reads them a batch at a time)."""
+
+    def __init__(self, directory: Path, tag: str = "main"):
+        self.dir = directory
+        self.tag = tag
+        self.writers: dict[str, pa.ipc.RecordBatchStreamWriter] = {}
+        self.options = pa.ipc.IpcWriteOptions(compression=STAGED_CODEC)
+
+    def add(self, table: str, rows: pa.Table) -> None:
+        """Append ``rows`` to this writer's file of ``table`` (written through: a reader sees them at once)."""
+        writer = self.writers.get(table)
+        if writer is None:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            writer = self.writers[table] = pa.ipc.new_stream(str(self.dir / f"{table}--{self.tag}.arrows"),
+                                                             rows.schema, options=self.options)
+        writer.write_table(rows)
+
+    def load(self, con) -> None:
+        """Insert every table's staged rows (every writer's) into ``main.<table>`` and remove the files."""
+        for writer in self.writers.values():
+            writer.close()
+        self.writers.clear()
+        for table in TABLES:
+            paths = sorted(self.dir.glob(f"{table}--*.arrows"))
+            if not paths:
+                continue
+            files = [pa.OSFile(str(p)) for p in paths]
+            try:
+                readers = [pa.ipc.open_stream(f) for f in files]
+                stream = pa.RecordBatchReader.from_batches(readers[0].schema, (b for r in readers for b in r))
+                con.register("_staged", stream)
+                try:
+                    con.execute(f"INSERT INTO main.{table} SELECT * FROM _staged")
+                finally:
+                    con.unregister("_staged")
+            finally:
+                for f in files:
+                    f.close()
+            for p in paths:
+                p.unlink()
+
+    def close(self) -> None:
+        """Close whatever this writer has open (after a failure: the folder goes with the scratch space)."""
+        for writer in self.writers.values():
+            try:
+                writer.close()
+            except (OSError, pa.ArrowException):  # a full disk
+                pass
+        self.writers.clear()
+
+
+#: In a parsing process: its staged files, by staging folder (open until the process ends with the ingest's pool).
+_IN_WORKER: dict[str, _StagedFiles] = {}
+
+
+def _staged_here(chunk: _Chunk, staging: str | None) -> _Chunk:
+    """In a parsing process: write ``chunk``'s rows to this process's staged files, and send back the rest."""
+    if staging is None or not chunk.tables:
+        return chunk
+    files = _IN_WORKER.get(staging)
+    if files is None:
+        files = _IN_WORKER[staging] = _StagedFiles(Path(staging), f"worker-{os.getpid()}")
+    for table, rows in chunk.tables.items():
+        files.add(table, rows)
+    chunk.tables = {}
+    return chunk
+
+
+def _parse_block(name: str, block: Block, max_line_bytes: int, staging: str | None = None) -> _Chunk:
+    """Parse and check one block of a file's lines (in a worker process for large inputs, which writes the rows to
+    its staged files under ``staging``)."""
     gc_was_on = gc.isenabled()
     gc.disable()  # a block allocates many short-lived objects and no cycles: the collector only costs time
     try:
-        return _parse_lines(name, block, max_line_bytes)
+        return _staged_here(_parse_lines(name, block, max_line_bytes), staging)
     finally:
         if gc_was_on:
             gc.enable()
+
+
+def _parse_range(name: str, path: str, first: int, start: int, length: int, max_line_bytes: int,
+                 staging: str | None = None) -> _Chunk:
+    """:func:`_parse_block` of the block of ``path`` (a plain file) at ``start``: the worker reads it itself, so
+    the file's bytes are not sent through a pipe. A file that changed since its block was found is an error."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(length)
+    if len(data) != length or (data and data[-1:] != b"\n" and f.read(1)):
+        return _parse_block(name, Block(first, b"", "the file changed while it was being read: run the command "
+                                                    "again once nothing is writing it"), max_line_bytes, staging)
+    return _parse_block(name, Block(first, data), max_line_bytes, staging)
 
 
 def _parse_lines(name: str, block: Block, max_line_bytes: int) -> _Chunk:
@@ -209,51 +295,6 @@ def _start_pool(workers: int):
     return pool
 
 
-class _StagedFiles:
-    """Each store table's staged rows, appended chunk by chunk to an Arrow IPC stream file of its own under
-    ``directory``; :meth:`load` has DuckDB read each file into its staging table in one statement (memory stays
-    flat: the rows wait on disk, and DuckDB reads the stream a batch at a time)."""
-
-    def __init__(self, directory: Path):
-        self.dir = directory
-        self.writers: dict[str, pa.ipc.RecordBatchStreamWriter] = {}
-        self.options = pa.ipc.IpcWriteOptions(compression=STAGED_CODEC)
-
-    def _path(self, table: str) -> Path:
-        return self.dir / f"{table}.arrows"
-
-    def add(self, table: str, rows: pa.Table) -> None:
-        writer = self.writers.get(table)
-        if writer is None:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            writer = self.writers[table] = pa.ipc.new_stream(str(self._path(table)), rows.schema, options=self.options)
-        writer.write_table(rows)
-
-    def load(self, con) -> None:
-        """Insert every table's staged rows into ``main.<table>`` and remove the files."""
-        for table in list(self.writers):
-            self.writers.pop(table).close()
-            path = self._path(table)
-            with pa.OSFile(str(path)) as f:
-                con.register("_staged", pa.ipc.open_stream(f))
-                try:
-                    con.execute(f"INSERT INTO main.{table} SELECT * FROM _staged")
-                finally:
-                    con.unregister("_staged")
-            path.unlink()
-
-    def close(self) -> None:
-        """Close and remove whatever is left (after a failure)."""
-        for writer in self.writers.values():
-            try:
-                writer.close()
-            except (OSError, pa.ArrowException):  # a full disk: the file goes below all the same
-                pass
-        for table in self.writers:
-            self._path(table).unlink(missing_ok=True)
-        self.writers.clear()
-
-
 def _stage(con, files: list[Path], report: IngestReport, problems: _Problems, max_line_bytes: int,
            progress: bool, pool, names: dict[str, str], staging: Path) -> None:
     for stmt in ddl("main"):
@@ -294,7 +335,11 @@ def _stage(con, files: list[Path], report: IngestReport, problems: _Problems, ma
                 if pool is None:
                     n_lines += take(name, _parse_block(name, block, max_line_bytes))
                     continue
-                pending.append(pool.submit(_parse_block, name, block, max_line_bytes))
+                if block.error is None and path.suffix != ".gz":  # the worker reads the block from the file
+                    pending.append(pool.submit(_parse_range, name, str(path), block.first, block.start,
+                                               len(block.data), max_line_bytes, str(staging)))
+                else:
+                    pending.append(pool.submit(_parse_block, name, block, max_line_bytes, str(staging)))
                 while len(pending) > 2 * pool._max_workers:
                     n_lines += take(name, pending.popleft().result())
             while pending:

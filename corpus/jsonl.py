@@ -33,6 +33,8 @@ class Block:
     first: int
     data: bytes
     error: str | None = None
+    #: where ``data`` starts in the (uncompressed) file, in bytes
+    start: int = 0
 
     def lines(self, max_line_bytes: int) -> Iterator[tuple[int, bytes | None, str | None]]:
         """``(number, bytes, None)`` for every non-blank line, ``(number, None, error)`` for an unreadable one."""
@@ -94,8 +96,10 @@ def read_blocks(
     line = 1
     carry = b""
     skipping = 0  # > 0 while inside an over-long line: the bytes seen of it so far
+    offset = 0  # bytes of the (uncompressed) file read so far
     try:
         while True:
+            chunk_start = offset
             try:
                 chunk = f.read(block_bytes)
             except (OSError, EOFError, zlib.error) as e:  # BadGzipFile is an OSError; a corrupt stream, zlib.error
@@ -108,6 +112,7 @@ def read_blocks(
                 last_pos = pos
             if not chunk:
                 break
+            offset += len(chunk)
             if skipping:
                 nl = chunk.find(b"\n")
                 if nl < 0:
@@ -117,6 +122,8 @@ def read_blocks(
                 line += 1
                 skipping = 0
                 chunk = chunk[nl + 1:]
+                chunk_start += nl + 1
+            data_start = chunk_start - len(carry)
             data = carry + chunk
             cut = data.rfind(b"\n")
             if cut < 0:
@@ -127,14 +134,14 @@ def read_blocks(
                     carry = data
                 continue
             whole, carry = data[: cut + 1], data[cut + 1:]
-            yield Block(line, whole)
+            yield Block(line, whole, start=data_start)
             line += whole.count(b"\n")
             if len(carry) > max_line_bytes:
                 skipping, carry = len(carry), b""
         if skipping:
             yield Block(line, b"", _too_long(skipping, max_line_bytes))
         elif carry:
-            yield Block(line, carry)
+            yield Block(line, carry, start=offset - len(carry))
     finally:
         f.close()
 
