@@ -151,11 +151,10 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
     A headline metric of a track the run did not score is "not run"; one the adapter could
     not run is "not applicable (needs X)".
     """
-    table = store.items(run["run_id"])
     tracks = registered_tracks()
     names = ["track", "metric", "session_id", "score"] + sorted(
         {c.name for t in tracks.values() for c in t.columns})
-    cols = _columns(table, names)
+    cols = _columns(store.items(run["run_id"], columns=names), names)
     run_tracks = {str(t) for t in (run.get("tracks") or [])}
     summary = _timings(run).get("summary") or {}
     out: dict[str, dict] = {}
@@ -267,8 +266,8 @@ def _missing_text(emit: dict | None) -> str:
 
 def _paired_items(store: ResultsStore, a: dict, b: dict, track: str, metric: str, columns: list[str]) -> pa.Table:
     """Items of ``metric`` both runs scored, joined on item_id (``a``'s columns, then ``b``'s suffixed ``_b``)."""
-    ta = store.items(a["run_id"], track=track)
-    tb = store.items(b["run_id"], track=track)
+    ta = store.items(a["run_id"], track=track, columns=["metric", "item_id", "session_id", "split", *columns])
+    tb = store.items(b["run_id"], track=track, columns=["metric", "item_id", *columns])
     ta = ta.filter(pc.equal(ta.column("metric"), metric)).select(["item_id", "session_id", "split", *columns])
     tb = tb.filter(pc.equal(tb.column("metric"), metric)).select(["item_id", *columns])
     tb = tb.rename_columns(["item_id", *(f"{c}_b" for c in columns)])
@@ -302,8 +301,8 @@ def _delta_gov(store: ResultsStore, full: dict, ablation: dict, *, n_resamples: 
     if est.has_ci:
         excludes_zero = bool(est.ci_low > 0 or est.ci_high < 0)
     splits = sorted({s for s in joined.column("split").to_pylist() if s is not None})
-    n_full = int(pc.sum(pc.equal(store.items(full["run_id"], track="1").column("metric"), metric)).as_py() or 0)
-    n_abl = int(pc.sum(pc.equal(store.items(ablation["run_id"], track="1").column("metric"), metric)).as_py() or 0)
+    n_full, n_abl = (int(pc.sum(pc.equal(store.items(r["run_id"], track="1", columns=["metric"]).column("metric"),
+                                         metric)).as_py() or 0) for r in (full, ablation))
     return {
         "value": _num(est.value), "ci_low": _num(est.ci_low), "ci_high": _num(est.ci_high),
         "n_sessions": est.n_sessions, "n_items": est.n_items,
@@ -418,12 +417,12 @@ def _ground_trials(store: ResultsStore, run: dict) -> dict[str, np.ndarray] | No
     from trb.tracks.track2 import CHOICE_SPLIT, choose_strength
 
     m = _metric("ground")
-    table = store.items(run["run_id"], track=m.track)
+    names = ["item_id", "session_id", "split", "condition", "concept", "site_rank", "strength", "score"]
+    table = store.items(run["run_id"], track=m.track, columns=["metric", *names])
     table = table.filter(pc.equal(table.column("metric"), m.metric))
     if table.num_rows == 0:
         return None
-    cols = _columns(table, ["item_id", "session_id", "split", "condition", "concept", "site_rank", "strength",
-                            "score"])
+    cols = _columns(table, names)
     strength = choose_strength(cols)["strength"]
     is_dev = cols["split"] == CHOICE_SPLIT
     reported = ~is_dev if (~is_dev).any() else is_dev
@@ -1318,10 +1317,10 @@ def _ground_capabilities() -> list[str]:
 
 
 def _metric_columns(store: ResultsStore, run: dict, m: Metric) -> dict[str, np.ndarray]:
-    table = store.items(run["run_id"], track=m.track)
-    table = table.filter(pc.equal(table.column("metric"), m.metric))
     track = registered_tracks()[m.track]
     names = ["session_id", "context_id", "score"] + sorted({c.name for c in track.columns})
+    table = store.items(run["run_id"], track=m.track, columns=["metric", *names])
+    table = table.filter(pc.equal(table.column("metric"), m.metric))
     return _columns(table, names)
 
 

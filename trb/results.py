@@ -663,13 +663,19 @@ class ResultsStore:
             out.append(d)
         return out
 
-    def items(self, run_id: str, track: str | None = None) -> pa.Table:
-        """The item scores of one run (of one track if given), in the order they were recorded.
+    def items(self, run_id: str, track: str | None = None, columns: list[str] | None = None) -> pa.Table:
+        """The item scores of one run (of one track if given), in the order they were recorded: every column, or
+        only ``columns`` (the report reads the figures' columns, not each item's ``detail``).
 
         Raises:
-            ResultsError: no run ``run_id`` is stored.
+            ResultsError: no run ``run_id`` is stored; a column item_scores does not have.
         """
         schema = _item_schema()
+        if columns is not None:
+            unknown = sorted(set(columns) - set(schema.names))
+            if unknown:
+                raise ResultsError(f"item_scores has no column(s) {', '.join(unknown)}")
+            schema = pa.schema([schema.field(c) for c in dict.fromkeys(columns)])
         params: list = [run_id]
         where = " WHERE run_id = ?"
         if track is not None:
