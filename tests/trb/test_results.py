@@ -160,6 +160,19 @@ def test_items_of_an_unknown_run_is_an_error(tmp_path):
         store.items("nope")
 
 
+def test_items_reads_only_the_columns_asked_for_in_the_order_asked(tmp_path):
+    store = ResultsStore(tmp_path / "r.duckdb")
+    rid = store.record_run(run_row(), [item(i) for i in range(6)] + [item(9, track="3", metric="attribution")])
+    whole = store.items(rid)
+    some = store.items(rid, columns=["score", "session_id", "metric"])
+    assert some.column_names == ["score", "session_id", "metric"]
+    assert some.to_pylist() == whole.select(["score", "session_id", "metric"]).to_pylist()
+    assert some.schema == pa.schema([ITEM_SCHEMA.field(c) for c in ["score", "session_id", "metric"]])
+    assert store.items(rid, track="3", columns=["item_id"]).to_pylist() == [{"item_id": "cf9"}]
+    with pytest.raises(ResultsError, match="no column.*nonsense"):
+        store.items(rid, columns=["score", "nonsense"])
+
+
 def test_query_returns_columns_and_rows(tmp_path):
     store = ResultsStore(tmp_path / "r.duckdb")
     rid = store.record_run(run_row(), [item(i) for i in range(4)])
