@@ -53,10 +53,6 @@ __all__ = ["IngestReport", "ingest", "ingest_records", "validate", "MAX_PROBLEMS
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 MAX_WORKERS = 4
 MAX_PROBLEMS_SHOWN = 1000
-#: Staged rows are appended to one Arrow IPC stream file per table (compressed with this codec) and DuckDB takes each
-#: file in one statement once every line is parsed: inserting them a batch at a time into its in-memory tables cost
-#: more per row the larger the table grew (at 100k sessions 14.7 s of a 28 s ingest, against 0.3 s in one statement).
-STAGED_CODEC = None
 _ID_FIELDS = {kind: key for kind, (_, key) in RECORD_TABLES.items()}
 
 
@@ -147,13 +143,14 @@ class _StagedFiles:
     """Each store table's staged rows, appended chunk by chunk to Arrow IPC stream files under ``directory``: the
     main process's own, and one per parsing process (``tag``), which writes its blocks' rows itself instead of
     sending them back. :meth:`load` has DuckDB read each table's files in one statement (memory stays flat: the
-    rows wait on disk, and DuckDB reads them a batch at a time)."""
+    rows wait on disk, and DuckDB reads them a batch at a time). Inserting them a batch at a time instead cost more
+    per row the larger DuckDB's in-memory table grew (at 100k sessions 14.7 s of a 28 s ingest, against 0.3 s in one
+    statement). Uncompressed: lz4 cost more to write and read than it saved (3.5 s at 100k)."""
 
     def __init__(self, directory: Path, tag: str = "main"):
         self.dir = directory
         self.tag = tag
         self.writers: dict[str, pa.ipc.RecordBatchStreamWriter] = {}
-        self.options = pa.ipc.IpcWriteOptions(compression=STAGED_CODEC)
 
     def add(self, table: str, rows: pa.Table) -> None:
         """Append ``rows`` to this writer's file of ``table`` (written through: a reader sees them at once)."""
@@ -161,7 +158,7 @@ class _StagedFiles:
         if writer is None:
             self.dir.mkdir(parents=True, exist_ok=True)
             writer = self.writers[table] = pa.ipc.new_stream(str(self.dir / f"{table}--{self.tag}.arrows"),
-                                                             rows.schema, options=self.options)
+                                                             rows.schema)
         writer.write_table(rows)
 
     def load(self, con) -> None:
