@@ -120,8 +120,21 @@ def _baseline_key(name: str) -> tuple:
 
 
 def _columns(table: pa.Table, names: list[str]) -> dict[str, np.ndarray]:
-    """Columns as numpy: strings (and nullable booleans) as object arrays with None, doubles with nan for null."""
-    return {n: table.column(n).to_numpy(zero_copy_only=False) for n in names}
+    """Columns as numpy: strings (and nullable booleans) as object arrays with None, doubles with nan for null.
+
+    A string column's equal values are one Python object (a million item scores name a few tracks and metrics
+    and a few sessions each: one ``str`` per item would hold them many times over)."""
+    return {n: _numpy(table.column(n)) for n in names}
+
+
+def _numpy(column: pa.ChunkedArray) -> np.ndarray:
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        return column.to_numpy(zero_copy_only=False)
+    coded = pc.dictionary_encode(column).combine_chunks()
+    values = np.empty(len(coded.dictionary) + 1, dtype=object)  # the last one: None, for a null
+    values[:-1] = coded.dictionary.to_pylist()
+    indices = pc.fill_null(coded.indices, len(coded.dictionary)).to_numpy(zero_copy_only=False)
+    return values[indices]
 
 
 def _has_values(column: np.ndarray | None) -> bool:

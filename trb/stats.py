@@ -67,8 +67,10 @@ CI_METHOD = "percentile"
 
 # scipy >= 1.15 takes ``rng``; 1.14 takes ``random_state`` (a Generator works for both).
 _RNG_KW = "rng" if "rng" in inspect.signature(_sps.bootstrap).parameters else "random_state"
-# Bound the memory of one batch of resamples: about this many session indices at once.
-_BATCH_CELLS = 20_000_000
+# Bound the memory of one batch of resamples: about this many session indices at once (scipy holds the indices
+# and each data array drawn by them, 8 bytes a cell: 2M cells is about 50 MB for two arrays). The batch does not
+# change the figures (the generator's draws are the same however they are batched) and, smaller, is no slower.
+_BATCH_CELLS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -98,12 +100,31 @@ def _session_index(sessions: Sequence, n: int) -> tuple[np.ndarray, int]:
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"sessions has {arr.shape[0] if arr.ndim else 0} entries for {n} items; they must align")
     if arr.dtype == object:
-        if any(s is None for s in arr):
-            raise ValueError("every item needs a session id (found None)")
-        arr = arr.astype(str)
+        # np.unique of the ids as text, without its fixed-width copy and sort of every item's id: each distinct id
+        # numbered as met, then the numbers ranked by the ids' sorted order (the same codes as np.unique's)
+        seen: dict[str, int] = {}
+        try:
+            met = np.fromiter((seen.setdefault(s if type(s) is str else _session_text(s), len(seen)) for s in arr),
+                              dtype=np.int64, count=n)
+        except _NoSession:
+            raise ValueError("every item needs a session id (found None)") from None
+        ids = list(seen)
+        rank = np.empty(len(ids), dtype=np.int64)
+        rank[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids), dtype=np.int64)
+        return rank[met], len(ids)
     _, codes = np.unique(arr, return_inverse=True)
     codes = codes.reshape(-1)
     return codes, int(codes.max()) + 1
+
+
+class _NoSession(Exception):
+    pass
+
+
+def _session_text(s) -> str:
+    if s is None:
+        raise _NoSession
+    return str(s)
 
 
 def _scores(values: Sequence[float], name: str) -> np.ndarray:

@@ -168,6 +168,41 @@ def test_same_seed_same_interval_other_seed_another():
     assert (a.ci_low, a.ci_high) != (c.ci_low, c.ci_high)
 
 
+@pytest.mark.parametrize("cells", [1, 97, 2_000, 10**9])
+def test_the_interval_is_the_same_however_the_resamples_are_batched(monkeypatch, cells):
+    # memory is bounded by drawing the resamples in batches; the figures must not depend on the batch
+    import trb.stats
+
+    scores, sessions, _ = clustered(40, seed=4)
+    other = np.clip(scores + np.random.default_rng(9).normal(0, 0.2, scores.size), 0, 1)
+    whole = [mean_by_session(scores, sessions, n_resamples=B, seed=3),
+             paired_delta_by_session(scores, other, sessions, n_resamples=B, seed=3),
+             normalised_gain_by_session(scores, other, sessions, n_resamples=B, seed=3)]
+    monkeypatch.setattr(trb.stats, "_BATCH_CELLS", cells)
+    assert [mean_by_session(scores, sessions, n_resamples=B, seed=3),
+            paired_delta_by_session(scores, other, sessions, n_resamples=B, seed=3),
+            normalised_gain_by_session(scores, other, sessions, n_resamples=B, seed=3)] == whole
+
+
+def test_sessions_are_numbered_in_the_sorted_order_of_their_ids_as_numpy_does():
+    # the bootstrap draws sessions by their number: the numbering is numpy's unique of the ids as text,
+    # whatever their script, and ids that are not text are read as their text (1 and "1" are one session)
+    from trb.stats import _session_index
+
+    rng = np.random.default_rng(5)
+    alphabet = ["a", "B", "é", "日", "0", "_", "ß", "\U0001F600", "z"]
+    for _ in range(50):
+        ids = ["".join(rng.choice(alphabet, rng.integers(1, 6))) for _ in range(rng.integers(1, 30))]
+        arr = np.array([ids[i] for i in rng.integers(0, len(ids), 200)], dtype=object)
+        codes, k = _session_index(arr, arr.size)
+        _, want = np.unique(arr.astype(str), return_inverse=True)
+        assert k == len(set(arr)) and codes.tolist() == want.reshape(-1).tolist()
+    codes, k = _session_index(np.array([2, "1", 1, "b"], dtype=object), 4)
+    assert (codes.tolist(), k) == ([1, 0, 0, 2], 3)
+    with pytest.raises(ValueError, match="session id"):
+        _session_index(np.array(["s1", None], dtype=object), 2)
+
+
 def test_session_resampling_is_wider_than_item_resampling_on_clustered_data():
     # 20 sessions of 10 identical items: there are 20 independent values, not 200
     rng = np.random.default_rng(0)
