@@ -24,17 +24,35 @@ ANNOTATOR_GATED_SPLITS = ("eval", "transfer")
 FIRST_OFFENDERS = 10
 
 
+class _Offenders:
+    """The rows a gate refuses: how many, and the first :data:`FIRST_OFFENDERS` of them in the gate's order (counted
+    by DuckDB, not fetched: a release of a million simulated sessions would otherwise hold every session id)."""
+
+    def __init__(self, con, sql: str, order: str, params=None) -> None:
+        self.n = con.execute(f"SELECT count(*) FROM ({sql})", params).fetchall()[0][0]
+        self.first = (con.execute(f"SELECT * FROM ({sql}) ORDER BY {order} LIMIT {FIRST_OFFENDERS}", params).fetchall()
+                      if self.n else [])
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __bool__(self) -> bool:
+        return self.n > 0
+
+
 def _ids(rows) -> str:
-    ids = [str(r[0]) for r in rows[:FIRST_OFFENDERS]]
-    more = f" (and {len(rows) - FIRST_OFFENDERS} more)" if len(rows) > FIRST_OFFENDERS else ""
+    """The first offending ids of ``rows`` (an :class:`_Offenders`, or a list), and how many more there are."""
+    first, n = (rows.first, rows.n) if isinstance(rows, _Offenders) else (rows[:FIRST_OFFENDERS], len(rows))
+    ids = [str(r[0]) for r in first[:FIRST_OFFENDERS]]
+    more = f" (and {n - FIRST_OFFENDERS} more)" if n > FIRST_OFFENDERS else ""
     return ", ".join(ids) + more
 
 
 def release_kind_gate(con, kind: str) -> GateResult:
     """A ``trb`` release holds only real data (human sessions, model rollouts, published-dataset items:
     :data:`schemas.release_format.REAL_SOURCE_KINDS`)."""
-    rows = con.execute("SELECT session_id, source_kind FROM rel_sessions WHERE source_kind IN ('simulated', 'illustrative') "
-                       "ORDER BY session_id").fetchall()
+    rows = _Offenders(con, "SELECT session_id, source_kind FROM rel_sessions WHERE source_kind IN ('simulated', "
+                           "'illustrative')", "session_id")
     if kind == "smoke":
         return GateResult(name="release_kind", passed=True, figure=f"smoke: {len(rows)} simulated/illustrative session(s)",
                           bar="smoke releases may hold simulated or illustrative data; labelled SMOKE TEST")
@@ -103,7 +121,7 @@ def split_discipline_gate(con, parent_held_out: dict[str, str] | None) -> GateRe
     subj = con.execute("""
         SELECT subject_id, list(DISTINCT split ORDER BY split) FROM assigned
         GROUP BY subject_id HAVING count(DISTINCT split) > 1 ORDER BY subject_id""").fetchall()
-    sess = con.execute("SELECT session_id FROM assigned GROUP BY session_id HAVING count(*) > 1 ORDER BY 1").fetchall()
+    sess = _Offenders(con, "SELECT session_id FROM assigned GROUP BY session_id HAVING count(*) > 1", "session_id")
     moved = []
     if parent_held_out:
         now = dict(con.execute("SELECT session_id, split FROM assigned").fetchall())
@@ -124,10 +142,10 @@ def split_discipline_gate(con, parent_held_out: dict[str, str] | None) -> GateRe
 
 def completeness_gate(con, excluded_lacking_phi: int, kind: str, datasheet_prompts: int) -> GateResult:
     """Every eval counterfactual has Φ; every eval attribution item has a label; a trb datasheet is complete."""
-    unlabeled = con.execute("SELECT item_id FROM rel_attribution WHERE split IN ('eval', 'transfer') AND label IS NULL "
-                            "ORDER BY item_id").fetchall()
-    no_phi = con.execute("SELECT cf_id FROM rel_counterfactuals WHERE split IN ('eval', 'transfer') AND phi_type IS NULL "
-                         "ORDER BY cf_id").fetchall()
+    unlabeled = _Offenders(con, "SELECT item_id FROM rel_attribution WHERE split IN ('eval', 'transfer') "
+                                "AND label IS NULL", "item_id")
+    no_phi = _Offenders(con, "SELECT cf_id FROM rel_counterfactuals WHERE split IN ('eval', 'transfer') "
+                             "AND phi_type IS NULL", "cf_id")
     problems = []
     if unlabeled:
         problems.append(f"eval attribution items without a label: {_ids(unlabeled)}")
@@ -148,8 +166,7 @@ def completeness_gate(con, excluded_lacking_phi: int, kind: str, datasheet_promp
 _SHORT_SQL = f"""
     SELECT r.cf_id, r.phi_n FROM rel_counterfactuals r JOIN rel_sessions s USING (session_id)
     WHERE r.split IN {ANNOTATOR_GATED_SPLITS} AND r.phi_type = 'distribution'
-      AND (r.phi_n < $min OR (r.phi_n IS NULL AND s.source_kind <> 'simulated'))
-    ORDER BY r.cf_id"""
+      AND (r.phi_n < $min OR (r.phi_n IS NULL AND s.source_kind <> 'simulated'))"""
 
 
 def min_annotators_gate(con, min_annotators: int) -> GateResult:
@@ -160,13 +177,14 @@ def min_annotators_gate(con, min_annotators: int) -> GateResult:
     """
     total = con.execute(f"SELECT count(*) FROM rel_counterfactuals WHERE split IN {ANNOTATOR_GATED_SPLITS} "
                         "AND phi_type = 'distribution'").fetchone()[0]
-    rows = con.execute(_SHORT_SQL, {"min": min_annotators}).fetchall()
-    unstated = sum(1 for _, n in rows if n is None)
+    rows = _Offenders(con, _SHORT_SQL, "cf_id", {"min": min_annotators})
+    unstated = con.execute(f"SELECT count(*) FROM ({_SHORT_SQL}) WHERE phi_n IS NULL", {"min": min_annotators}
+                           ).fetchone()[0] if rows else 0
     figure = (f"{len(rows)} of {total} eval/transfer distribution Φ(r') from fewer than {min_annotators} annotators"
               + (f" ({unstated} stating no annotator count)" if unstated else ""))
     detail = None
     if rows:
-        ids = ", ".join(f"{cf} (n={'none' if n is None else n})" for cf, n in rows[:FIRST_OFFENDERS])
+        ids = ", ".join(f"{cf} (n={'none' if n is None else n})" for cf, n in rows.first)
         more = f" (and {len(rows) - FIRST_OFFENDERS} more)" if len(rows) > FIRST_OFFENDERS else ""
         detail = (f"first offending counterfactuals: {ids}{more}\n"
                   "collect more annotators' choices for them (trb-annotate), or cut with a lower minimum "

@@ -111,12 +111,6 @@ def load_manifest(directory: str | os.PathLike) -> tuple[dict | None, str | None
     return manifest, None
 
 
-def _ids(values) -> str:
-    values = list(values)
-    more = f" (and {len(values) - _FIRST} more)" if len(values) > _FIRST else ""
-    return ", ".join(str(v) for v in values[:_FIRST]) + more
-
-
 def check_release(directory: str | os.PathLike, *, rows: bool = True) -> ReleaseCheck:
     """Check ``directory`` against its manifest (see the module docstring); ``rows=False`` checks the files and the
     digest only. Never raises for what the directory holds: every problem is a difference."""
@@ -250,61 +244,143 @@ def _markers(array) -> int:
     return 0
 
 
-class _Rows:
-    """What the row checks need, gathered while the release SHA is recomputed."""
+#: What the row checks may hold in memory (``TRB_DUCKDB_MEMORY``, as the corpus store): the per-row facts live in
+#: a DuckDB database that spills to a scratch folder past it, so a release of millions of rows is checked in flat
+#: memory.
+_MEMORY_LIMIT = os.environ.get("TRB_DUCKDB_MEMORY", "256MB")
+
+_TABLES = """
+CREATE TABLE sessions (seq BIGINT, session_id VARCHAR, split VARCHAR, source_kind VARCHAR, subject_id VARCHAR,
+                       context_id VARCHAR, n_steps BIGINT);
+CREATE TABLE steps (session_id VARCHAR, split VARCHAR, n BIGINT, first BIGINT);
+CREATE TABLE children (seq BIGINT, config VARCHAR, id VARCHAR, session_id VARCHAR, split VARCHAR);
+CREATE TABLE gated (seq BIGINT, cf_id VARCHAR, session_id VARCHAR, phi_n BIGINT);
+CREATE TABLE phi (split VARCHAR, phi_type VARCHAR, phi_n BIGINT, probs STRUCT(action VARCHAR, p DOUBLE)[], n BIGINT,
+                  first BIGINT);
+"""
+
+
+class _Offenders:
+    """The ids a check refuses, in the order met: how many, and the first :data:`_FIRST` (all that is kept)."""
 
     def __init__(self) -> None:
+        self.n = 0
+        self.first: list = []
+
+    def extend(self, ids) -> None:
+        ids = list(ids)
+        self.n += len(ids)
+        self.first += ids[:max(0, _FIRST - len(self.first))]
+
+    def __bool__(self) -> bool:
+        return self.n > 0
+
+    def text(self) -> str:
+        more = f" (and {self.n - _FIRST} more)" if self.n > _FIRST else ""
+        return ", ".join(str(v) for v in self.first) + more
+
+
+class _Rows:
+    """What the row checks need, gathered while the release SHA is recomputed: counts in memory, every per-row fact
+    (sessions, steps per session, each row's session and split, Φ) in a DuckDB database of its own that spills to
+    ``scratch`` past :data:`_MEMORY_LIMIT`. ``seq`` numbers the rows in the order read."""
+
+    def __init__(self, scratch: Path) -> None:
+        import duckdb
+
+        self.con = duckdb.connect(":memory:", config={
+            "memory_limit": _MEMORY_LIMIT, "temp_directory": str(scratch), "threads": min(2, os.cpu_count() or 1)})
+        self.con.execute(_TABLES)
+        self.seq = 0
         self.counts: dict[str, Counter] = {c: Counter() for c in CONFIGS}
-        self.sessions: dict[str, tuple] = {}  # id -> (split, source_kind, subject_id, context_id, n_steps)
-        self.steps = Counter()  # (session_id, split) -> steps
-        self.children: list[tuple[str, str, str, str]] = []  # (config, id, session_id, split)
         self.origins = Counter()  # (split, origin) -> counterfactuals
-        self.phi = Counter()  # (split, phi_type, phi_n, probs or None) -> counterfactuals
-        self.gated: list[tuple[str, str, int | None]] = []  # gated distribution Φ: (cf_id, session_id, phi_n)
-        self.no_phi: list[str] = []
+        self.no_phi = _Offenders()
         self.labels = Counter()
-        self.unlabelled: list[str] = []
+        self.unlabelled = _Offenders()
         self.transfer: list[dict] = []
         self.markers = 0
         self.misplaced: list[str] = []
 
+    def close(self) -> None:
+        self.con.close()
+
     def add(self, config: str, split: str, rel: str, batch: pa.RecordBatch) -> None:
         self.markers += sum(_markers(col) for col in batch.columns)
         names = [c for c in _COLUMNS[config] if c in batch.schema.names]
-        rows = batch.select(names).to_pylist()
-        wrong = sum(1 for r in rows if r.get("split") != split)
+        table = pa.Table.from_batches([batch]).select(names)
+        n = table.num_rows
+        table = table.append_column("seq", pa.array(range(self.seq, self.seq + n), pa.int64()))
+        self.seq += n
+        splits = table.column("split")
+        wrong = n - int(pc.sum(pc.fill_null(pc.equal(splits, split), False)).as_py() or 0)
         if wrong:
             self.misplaced.append(f"{rel}: {wrong} row(s) of another split than the shard's ({split})")
-        counts = self.counts[config]
-        for r in rows:
-            counts[r.get("split")] += 1
+        self.counts[config].update(_value_counts(splits))
+        if config == "transfer":
+            self.transfer += table.drop_columns(["seq"]).to_pylist()
+            return
+        self.con.register("batch", table)
+        try:
+            self._insert(config, table)
+        finally:
+            self.con.unregister("batch")
+
+    def _insert(self, config: str, table: pa.Table) -> None:
+        q = self.con.execute
+        gated = "(" + ", ".join(f"'{s}'" for s in ANNOTATOR_GATED_SPLITS) + ")"
         if config == "sessions":
-            for r in rows:
-                self.sessions[r["session_id"]] = (r["split"], r["source_kind"], r["subject_id"], r["context_id"],
-                                                  r["n_steps"])
+            q("INSERT INTO sessions SELECT seq, session_id, split, source_kind, subject_id, context_id, n_steps "
+              "FROM batch")
         elif config == "steps":
-            self.steps.update((r["session_id"], r["split"]) for r in rows)
+            q("INSERT INTO steps SELECT session_id, split, count(*), min(seq) FROM batch GROUP BY ALL")
         elif config == "counterfactuals":
-            for r in rows:
-                sp, kind, n = r["split"], r["phi_type"], r["phi_n"]
-                self.children.append((config, r["cf_id"], r["session_id"], sp))
-                self.origins[(sp, r["origin"])] += 1
-                if kind is not None:
-                    probs = tuple((e["action"], e["p"]) for e in r["phi_probs"] or ()) \
-                        if kind == "distribution" and n is not None else None
-                    self.phi[(sp, kind, n, probs)] += 1
-                elif sp in ANNOTATOR_GATED_SPLITS:
-                    self.no_phi.append(r["cf_id"])
-                if kind == "distribution" and sp in ANNOTATOR_GATED_SPLITS:
-                    self.gated.append((r["cf_id"], r["session_id"], n))
+            q("INSERT INTO children SELECT seq, 'counterfactuals', cf_id, session_id, split FROM batch")
+            self.origins.update({(sp, o): k for sp, o, k in q(
+                "SELECT split, origin, count(*) FROM batch GROUP BY ALL").fetchall()})
+            q("""INSERT INTO phi SELECT split, phi_type, phi_n,
+                     CASE WHEN phi_type = 'distribution' AND phi_n IS NOT NULL
+                          THEN coalesce(phi_probs, []) END, count(*), min(seq)
+                 FROM batch WHERE phi_type IS NOT NULL GROUP BY ALL""")
+            self.no_phi.extend(r[0] for r in q(f"SELECT cf_id FROM batch WHERE phi_type IS NULL AND split IN {gated} "
+                                               "ORDER BY seq").fetchall())
+            q(f"INSERT INTO gated SELECT seq, cf_id, session_id, phi_n FROM batch "
+              f"WHERE phi_type = 'distribution' AND split IN {gated}")
         elif config == "attribution":
-            for r in rows:
-                self.children.append((config, r["item_id"], r["session_id"], r["split"]))
-                self.labels[r["label_source"]] += 1
-                if r["label"] is None and r["split"] in ANNOTATOR_GATED_SPLITS:
-                    self.unlabelled.append(r["item_id"])
-        else:
-            self.transfer += rows
+            q("INSERT INTO children SELECT seq, 'attribution', item_id, session_id, split FROM batch")
+            self.labels.update(_value_counts(table.column("label_source")))
+            self.unlabelled.extend(r[0] for r in q(f"SELECT item_id FROM batch WHERE label IS NULL AND split IN "
+                                                   f"{gated} ORDER BY seq").fetchall())
+
+    def finish(self) -> None:
+        """The sessions as the checks read them: one row per session id, its last (a release repeats none), with
+        where it was first met."""
+        self.con.execute("""
+            CREATE TABLE session AS
+            SELECT session_id, split, source_kind, subject_id, context_id, n_steps, first FROM (
+                SELECT *, min(seq) OVER (PARTITION BY session_id) AS first,
+                       row_number() OVER (PARTITION BY session_id ORDER BY seq DESC) AS last
+                FROM sessions) WHERE last = 1""")
+        self.con.execute("DROP TABLE sessions")
+
+    def query(self, sql: str, params=None) -> list[tuple]:
+        return self.con.execute(sql, params).fetchall()
+
+    def offenders(self, sql: str, order: str, params=None) -> _Offenders:
+        """The rows of ``sql`` (their first column) in ``order``: counted by DuckDB, the first few fetched."""
+        out = _Offenders()
+        out.n = self.con.execute(f"SELECT count(*) FROM ({sql})", params).fetchall()[0][0]
+        if out.n:
+            out.first = [r[0] for r in self.con.execute(f"SELECT * FROM ({sql}) ORDER BY {order} LIMIT {_FIRST}",
+                                                        params).fetchall()]
+        return out
+
+
+def _value_counts(column) -> Counter:
+    """Counter of a column's values (None for null), as a loop over its rows would count them."""
+    out = Counter()
+    for entry in pc.value_counts(column):
+        out[entry["values"].as_py()] += entry["counts"].as_py()
+    return out
 
 
 def _data_files(d: Path, m: dict, diffs: list[str]) -> list[tuple[str, str, str, Path]]:
@@ -326,8 +402,18 @@ def _data_files(d: Path, m: dict, diffs: list[str]) -> list[tuple[str, str, str,
 
 
 def _rows(d: Path, m: dict, diffs: list[str]) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="trb-release-check-") as scratch:
+        facts = _Rows(Path(scratch))
+        try:
+            _check_rows(d, m, diffs, facts)
+        finally:
+            facts.close()
+
+
+def _check_rows(d: Path, m: dict, diffs: list[str], facts: _Rows) -> None:
     digest = ContentDigest(m.get("content_format", 1))
-    facts = _Rows()
     for config, split, rel, path in _data_files(d, m, diffs):
         try:
             pf = pq.ParquetFile(path)
@@ -349,6 +435,7 @@ def _rows(d: Path, m: dict, diffs: list[str]) -> None:
         return
     if sha != m["release_sha"]:
         diffs.append(f"release SHA recomputed from the parquet rows is {sha}, the manifest says {m['release_sha']}")
+    facts.finish()
     diffs += facts.misplaced
     _compare_counts(facts, m, diffs)
     _compare_kind(facts, m, diffs)
@@ -375,20 +462,21 @@ def _compare_counts(facts: _Rows, m: dict, diffs: list[str]) -> None:
             a, b = have.get(config, {}).get(split, 0), want.get(config, {}).get(split, 0)
             if a != b:
                 diffs.append(f"data/{config} {split}: {a} rows, the manifest says {b}")
-    subjects: dict[str, set] = {}
-    for split, _, subject, _, _ in facts.sessions.values():
-        subjects.setdefault(split, set()).add(subject)
-    have_s = {s: len(v) for s, v in subjects.items()}
+    # subjects per split (a session without a subject counts as one more), splits in the order the sessions give
+    have_s = dict(facts.query("""
+        SELECT split, count(DISTINCT subject_id) + max(CASE WHEN subject_id IS NULL THEN 1 ELSE 0 END)
+        FROM session GROUP BY split ORDER BY min(first)"""))
     want_s = {s: n for s, n in m["subjects"].items() if n}
     if have_s != want_s:
         diffs.append(f"{MANIFEST}: subjects per split {want_s}, the rows have {have_s}")
 
 
 def _compare_kind(facts: _Rows, m: dict, diffs: list[str]) -> None:
-    smoke = sorted(sid for sid, s in facts.sessions.items() if s[1] in SMOKE_SOURCE_KINDS)
+    kinds = ", ".join(f"'{k}'" for k in SMOKE_SOURCE_KINDS)
+    smoke = facts.offenders(f"SELECT session_id FROM session WHERE source_kind IN ({kinds})", "session_id")
     if smoke and m["kind"] != "smoke":
-        diffs.append(f"{MANIFEST}: kind {m['kind']}, but {len(smoke)} session(s) are simulated or illustrative "
-                     f"({_ids(smoke)}): a smoke release")
+        diffs.append(f"{MANIFEST}: kind {m['kind']}, but {smoke.n} session(s) are simulated or illustrative "
+                     f"({smoke.text()}): a smoke release")
     if smoke and not m["smoke_test"]:
         diffs.append(f"{MANIFEST}: smoke_test false, but the release holds simulated or illustrative sessions")
 
@@ -418,50 +506,65 @@ def _compare_shares(facts: _Rows, m: dict, diffs: list[str]) -> None:
 def _compare_splits(facts: _Rows, m: dict, diffs: list[str]) -> None:
     contexts = {r["context_id"] for r in facts.transfer}
     fractions, salt, parent = m["split_fractions"], m["salt"], m.get("parent")
-    wrong_transfer, wrong = [], []
-    for sid, (split, _, subject, context, _) in sorted(facts.sessions.items()):
-        if (split == "transfer") != (context in contexts):
-            wrong_transfer.append(sid)
-        elif split != "transfer" and subject is not None:
-            rule = subject_split(salt, subject, fractions)
-            if split != rule and not (parent and split == "eval"):
-                wrong.append(f"{sid} ({split}, the rule gives {rule})")
+    # the rule's split of each subject (a few hundred), then every session against it, in DuckDB
+    subjects = [r[0] for r in facts.query("SELECT DISTINCT subject_id FROM session WHERE subject_id IS NOT NULL")]
+    facts.con.register("rule", pa.table({"subject_id": pa.array(subjects, pa.string()),
+                                         "split": pa.array([subject_split(salt, s, fractions) for s in subjects],
+                                                           pa.string())}))
+    facts.con.register("transfer_contexts", pa.table({"context_id": pa.array(sorted(contexts, key=str), pa.string())}))
+    try:
+        in_transfer = ("(s.context_id IN (SELECT context_id FROM transfer_contexts) OR (s.context_id IS NULL AND "
+                       "EXISTS (SELECT 1 FROM transfer_contexts WHERE context_id IS NULL)))")
+        wrong_transfer = facts.offenders(f"SELECT s.session_id FROM session s WHERE coalesce(s.split = 'transfer', "
+                                         f"false) <> coalesce({in_transfer}, false)", "session_id")
+        wrong = facts.offenders(f"""
+            SELECT coalesce(s.session_id, 'None') || ' (' || coalesce(s.split, 'None') || ', the rule gives '
+                   || r.split || ')' AS what,
+                   s.session_id
+            FROM session s JOIN rule r USING (subject_id)
+            WHERE coalesce(s.split = 'transfer', false) = coalesce({in_transfer}, false)
+              AND s.split IS DISTINCT FROM 'transfer' AND s.split IS DISTINCT FROM r.split
+              AND NOT coalesce(s.split = 'eval' AND {'true' if parent else 'false'}, false)""", "session_id")
+    finally:
+        facts.con.unregister("rule")
+        facts.con.unregister("transfer_contexts")
     if wrong_transfer:
-        diffs.append(f"data/sessions: session(s) {_ids(wrong_transfer)} in or out of the transfer split against "
+        diffs.append(f"data/sessions: session(s) {wrong_transfer.text()} in or out of the transfer split against "
                      "the release's transfer contexts")
     if wrong:
-        diffs.append(f"data/sessions: {len(wrong)} session(s) not in the split the manifest's salt and split "
-                     f"fractions give their subject: {_ids(wrong)}")
+        diffs.append(f"data/sessions: {wrong.n} session(s) not in the split the manifest's salt and split "
+                     f"fractions give their subject: {wrong.text()}")
 
 
 def _compare_children(facts: _Rows, diffs: list[str]) -> None:
-    orphans, moved = [], []
-    for config, rid, sid, split in facts.children:
-        s = facts.sessions.get(sid)
-        if s is None:
-            orphans.append(f"{config} {rid}")
-        elif s[0] != split:
-            moved.append(f"{config} {rid}")
-    steps_of: Counter = Counter()
-    for (sid, split), n in facts.steps.items():
-        s = facts.sessions.get(sid)
-        if s is None:
-            orphans.append(f"steps of {sid}")
-        elif s[0] != split:
-            moved.append(f"steps of {sid}")
-        steps_of[sid] += n
-    short = [sid for sid, s in sorted(facts.sessions.items()) if s[4] is not None and steps_of[sid] != s[4]]
+    # rows in the order read, then the steps' (session, split) pairs in the order met
+    found = """
+        SELECT 0 AS part, c.seq AS pos, c.config || ' ' || coalesce(c.id, 'None') AS what,
+               s.session_id IS NULL AS orphan, s.split IS DISTINCT FROM c.split AS moved
+        FROM children c LEFT JOIN session s ON s.session_id = c.session_id
+        UNION ALL
+        SELECT 1, t.first, 'steps of ' || coalesce(t.session_id, 'None'),
+               s.session_id IS NULL, s.split IS DISTINCT FROM t.split
+        FROM (SELECT session_id, split, min(first) AS first FROM steps GROUP BY ALL) t
+        LEFT JOIN session s ON s.session_id = t.session_id"""
+    orphans = facts.offenders(f"SELECT what, part, pos FROM ({found}) WHERE orphan", "part, pos")
+    moved = facts.offenders(f"SELECT what, part, pos FROM ({found}) WHERE NOT orphan AND moved", "part, pos")
+    short = facts.offenders("""
+        SELECT s.session_id FROM session s LEFT JOIN (SELECT session_id, sum(n) AS n FROM steps GROUP BY 1) t
+          ON t.session_id = s.session_id
+        WHERE s.n_steps IS NOT NULL AND coalesce(t.n, 0) <> s.n_steps""", "session_id")
     if orphans:
-        diffs.append(f"rows of no session in the release: {_ids(orphans)}")
+        diffs.append(f"rows of no session in the release: {orphans.text()}")
     if moved:
-        diffs.append(f"rows in another split than their session: {_ids(moved)}")
+        diffs.append(f"rows in another split than their session: {moved.text()}")
     if short:
-        diffs.append(f"data/steps: session(s) {_ids(short)} have other step counts than their n_steps")
+        diffs.append(f"data/steps: session(s) {short.text()} have other step counts than their n_steps")
 
 
 def _compare_transfer(facts: _Rows, m: dict, diffs: list[str]) -> None:
     trainers = {o.strip().casefold() for o in m.get("trainer_orgs") or [] if o.strip()}
-    per_context = Counter(s[3] for s in facts.sessions.values() if s[0] == "transfer")
+    per_context = Counter(dict(facts.query("SELECT context_id, count(*) FROM session WHERE split = 'transfer' "
+                                           "GROUP BY 1")))
     for r in facts.transfer:
         ctx = r["context_id"]
         if (r["collector_org"] or "").strip().casefold() in trainers:
@@ -476,10 +579,10 @@ def _compare_transfer(facts: _Rows, m: dict, diffs: list[str]) -> None:
 
 def _compare_phi(facts: _Rows, m: dict, diffs: list[str]) -> None:
     if facts.no_phi:
-        diffs.append(f"data/counterfactuals: eval/transfer counterfactual(s) without Φ: {_ids(facts.no_phi)} "
+        diffs.append(f"data/counterfactuals: eval/transfer counterfactual(s) without Φ: {facts.no_phi.text()} "
                      "(gate completeness)")
     if facts.unlabelled:
-        diffs.append(f"data/attribution: eval/transfer item(s) without a label: {_ids(facts.unlabelled)} "
+        diffs.append(f"data/attribution: eval/transfer item(s) without a label: {facts.unlabelled.text()} "
                      "(gate completeness)")
     info = m.get("phi_annotators")
     if info is None:
@@ -488,22 +591,28 @@ def _compare_phi(facts: _Rows, m: dict, diffs: list[str]) -> None:
         diffs.append(f"{MANIFEST}: phi_annotators.gated_splits {info['gated_splits']}, releases gate "
                      f"{list(ANNOTATOR_GATED_SPLITS)}")
     least = info["min_annotators"]
-    short = [f"{cf} (n={'none' if n is None else n})" for cf, sid, n in facts.gated
-             if (n is not None and n < least)
-             or (n is None and (facts.sessions.get(sid) or (None, None))[1] != "simulated")]
+    short = facts.offenders("""
+        SELECT coalesce(g.cf_id, 'None') || ' (n=' || coalesce(CAST(g.phi_n AS VARCHAR), 'none') || ')', g.seq
+        FROM gated g LEFT JOIN session s ON s.session_id = g.session_id
+        WHERE (g.phi_n IS NOT NULL AND g.phi_n < $least)
+           OR (g.phi_n IS NULL AND s.source_kind IS DISTINCT FROM 'simulated')""", "seq", {"least": least})
     if short:
         diffs.append(f"data/counterfactuals: eval/transfer Φ from fewer than the manifest's min_annotators "
-                     f"{least}: {_ids(short)}")
+                     f"{least}: {short.text()}")
+    # (split, kind, annotators, distribution) -> counterfactuals, in the order first met
+    phi = [((sp, kind, n, None if probs is None else tuple((e["action"], e["p"]) for e in probs)), k)
+           for sp, kind, n, probs, k, _ in facts.query(
+               "SELECT split, phi_type, phi_n, probs, sum(n), min(first) AS f FROM phi GROUP BY split, phi_type, "
+               "phi_n, probs ORDER BY f")]
     want = {}
-    for split in [s for s in SPLITS if any(k[0] == s for k in facts.phi)]:
+    for split in [s for s in SPLITS if any(k[0] == s for k, _ in phi)]:
         dist = [(dict(probs) if probs is not None else None, n, k)
-                for (sp, kind, n, probs), k in facts.phi.items() if sp == split and kind == "distribution"]
+                for (sp, kind, n, probs), k in phi if sp == split and kind == "distribution"]
         c = ceiling_by_items(dist)
         want[split] = {"items": c.items, "unstated": c.unstated, "phi_n": {str(n): k for n, k in c.phi_n.items()},
                        "phi_n_min": c.n_min, "phi_n_median": c.n_median, "phi_n_max": c.n_max,
                        "oracle_g": None if c.oracle_g is None else round(c.oracle_g, 6),
-                       "text_items": sum(k for (sp, kind, _, _), k in facts.phi.items()
-                                         if sp == split and kind == "text")}
+                       "text_items": sum(k for (sp, kind, _, _), k in phi if sp == split and kind == "text")}
     have = info["splits"]
     bad = []
     for split in sorted(set(want) | set(have)):

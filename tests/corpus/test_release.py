@@ -74,6 +74,18 @@ def test_release_kind_trb_refuses_simulated_data(tmp_path):
     assert g.figure == "1 simulated/illustrative session(s)" and g.detail == "first offending sessions: a"
 
 
+def test_a_gate_counts_every_offender_and_names_the_first_ten_in_order(tmp_path):
+    # the gate counts in the database and fetches only the ten it names (a release of a million simulated
+    # sessions must not hold every id): the count, the order and the "more" are the user's view of it
+    recs = [session(f"sim{i:03d}", source_kind="simulated", subject=f"u{i}") for i in (12, 3, 7, 0, 9, 1, 11, 5, 2, 8,
+                                                                                        4, 10, 6)]
+    recs += [session("human", subject="x")]
+    err = _refused(_corpus(tmp_path, recs), "1.0.0", kind="trb")
+    g = err.failed[0]
+    assert g.name == "release_kind" and g.figure == "13 simulated/illustrative session(s)"
+    assert g.detail == ("first offending sessions: " + ", ".join(f"sim{i:03d}" for i in range(10)) + " (and 3 more)")
+
+
 def test_gate_synthetic_cap_names_the_figure_and_the_sessions(tmp_path):
     recs = _many_sessions(10)
     recs += [counterfactual(f"s003.syn{i}", "s003", 2, origin="synthetic", probs={"up": 1.0}) for i in range(30)]
