@@ -28,6 +28,7 @@ import duckdb
 from corpus.errors import CorpusError, CorpusExists, CorpusNotFound, CorpusUnreadable, DiskFull, MemoryLimit
 from corpus.lock import CorpusLock, LockWait
 from corpus.tables import ADDED_COLUMNS, TABLES, ddl
+from schemas.duck_memory import memory_limit
 from schemas.versions import SCHEMA_VERSION, TOOLKIT_VERSION, TRB_VERSION
 
 __all__ = ["DB_NAME", "STORE_FORMAT_VERSION", "Corpus", "init_corpus", "resolve_corpus_dir", "store_is_current",
@@ -36,7 +37,6 @@ __all__ = ["DB_NAME", "STORE_FORMAT_VERSION", "Corpus", "init_corpus", "resolve_
 DB_NAME = "corpus.duckdb"
 STORE_FORMAT_VERSION = "3"
 #: DuckDB's own memory bound for ingest and queries; above it, it spills to disk.
-MEMORY_LIMIT = os.environ.get("TRB_DUCKDB_MEMORY", "256MB")
 
 
 def resolve_corpus_dir(arg: str | os.PathLike | None) -> Path:
@@ -99,7 +99,7 @@ def storage_error(e: BaseException, db_path: Path, committed: bool = False) -> C
     if isinstance(e, duckdb.OutOfMemoryException):
         done = (f"the changes were committed to the store's write-ahead log ({db_path.name}.wal) but not yet written "
                 f"into {db_path.name}; they are in the corpus" if committed else "nothing was written")
-        return MemoryLimit(f"DuckDB ran out of the memory the corpus store may use ({MEMORY_LIMIT}, set by "
+        return MemoryLimit(f"DuckDB ran out of the memory the corpus store may use ({memory_limit()}, set by "
                            f"TRB_DUCKDB_MEMORY): {_first_line(e)}; {done} (run it again with a higher limit, e.g. "
                            "TRB_DUCKDB_MEMORY=4GB, or with fewer records at a time)")
     if isinstance(e, duckdb.Error) and ("Corrupt database file" in text or "Could not read enough bytes" in text):
@@ -349,11 +349,11 @@ def _sql_path(p: Path) -> str:
 
 @contextmanager
 def scratch_connection(spill_dir: Path | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-    """An in-memory DuckDB connection bounded by ``MEMORY_LIMIT``; past it, DuckDB spills to ``spill_dir``.
+    """An in-memory DuckDB connection bounded by ``TRB_DUCKDB_MEMORY`` (:func:`schemas.duck_memory.memory_limit`); past it, DuckDB spills to ``spill_dir``.
 
     The spill directory is removed afterwards.
     """
-    config = {"memory_limit": MEMORY_LIMIT, "threads": min(4, os.cpu_count() or 1), "preserve_insertion_order": False}
+    config = {"memory_limit": memory_limit(), "threads": min(4, os.cpu_count() or 1), "preserve_insertion_order": False}
     con = duckdb.connect(":memory:", config=config)
     if spill_dir is not None:
         con.execute(f"SET temp_directory = '{_sql_path(spill_dir)}'")

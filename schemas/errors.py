@@ -13,6 +13,7 @@ Each package derives its own errors from :class:`ToolkitError` (``corpus.errors`
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -103,10 +104,20 @@ def run_cli(command, argv: Sequence[str] | None, prog_name: str, *, interrupted:
     except KeyboardInterrupt:
         say(interrupted)
         return int(ExitCode.INTERRUPTED)
-    except Exception:  # noqa: BLE001 - the one place a bug becomes an exit code
+    except Exception as e:  # noqa: BLE001 - the one place a bug becomes an exit code
+        if _duckdb_out_of_memory(e):  # a limit too low for the work, not a bug: the setting named, no traceback
+            say(f"{prog_name}: DuckDB ran out of the memory it may use ({os.environ.get('TRB_DUCKDB_MEMORY', '256MB')}, "
+                f"set by TRB_DUCKDB_MEMORY): {str(e).strip().splitlines()[0]}; run it again with a higher limit, "
+                "e.g. TRB_DUCKDB_MEMORY=4GB")
+            return int(ExitCode.USAGE)
         for line in "".join(traceback.format_exception(*sys.exc_info())).rstrip("\n").splitlines():
             say(line)
         say(f"{prog_name}: internal error (a bug, not a mistake in your input); please report it with the "
             "traceback above")
         return int(ExitCode.INTERNAL)
     return int(ExitCode.OK)
+
+
+def _duckdb_out_of_memory(e: BaseException) -> bool:
+    duckdb = sys.modules.get("duckdb")
+    return duckdb is not None and isinstance(e, getattr(duckdb, "OutOfMemoryException", ()))

@@ -244,10 +244,6 @@ def _markers(array) -> int:
     return 0
 
 
-#: What the row checks may hold in memory (``TRB_DUCKDB_MEMORY``, as the corpus store): the per-row facts live in
-#: a DuckDB database that spills to a scratch folder past it, so a release of millions of rows is checked in flat
-#: memory.
-_MEMORY_LIMIT = os.environ.get("TRB_DUCKDB_MEMORY", "256MB")
 
 _TABLES = """
 CREATE TABLE sessions (seq BIGINT, session_id VARCHAR, split VARCHAR, source_kind VARCHAR, subject_id VARCHAR,
@@ -283,13 +279,16 @@ class _Offenders:
 class _Rows:
     """What the row checks need, gathered while the release SHA is recomputed: counts in memory, every per-row fact
     (sessions, steps per session, each row's session and split, Φ) in a DuckDB database of its own that spills to
-    ``scratch`` past :data:`_MEMORY_LIMIT`. ``seq`` numbers the rows in the order read."""
+    ``scratch`` past ``TRB_DUCKDB_MEMORY`` (:mod:`schemas.duck_memory`), so a release of millions of rows is
+    checked in flat memory. ``seq`` numbers the rows in the order read."""
 
     def __init__(self, scratch: Path) -> None:
         import duckdb
 
+        from schemas.duck_memory import memory_limit
+
         self.con = duckdb.connect(":memory:", config={
-            "memory_limit": _MEMORY_LIMIT, "temp_directory": str(scratch), "threads": min(2, os.cpu_count() or 1)})
+            "memory_limit": memory_limit(), "temp_directory": str(scratch), "threads": min(2, os.cpu_count() or 1)})
         self.con.execute(_TABLES)
         self.seq = 0
         self.counts: dict[str, Counter] = {c: Counter() for c in CONFIGS}

@@ -12,15 +12,24 @@ A write to an existing results store attaches it here too, under the store's exc
 lock (no other opening of the file, in this process or another, while it is attached);
 reads of a results store are still opened with their own (sandboxed) ``duckdb.connect``:
 two threads reading one file would otherwise attach it twice to one instance.
+
+The instance may hold ``TRB_DUCKDB_MEMORY`` (default 256MB, as the corpus store) and spills past it to a
+scratch folder of its own (removed when the process exits): the Track 1 work list of a release of a million
+sessions is one sorted read of 1.5M counterfactuals, which DuckDB would otherwise hold whole in memory.
 """
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
+import shutil
+import tempfile
 import threading
 
 import duckdb
+
+from schemas.duck_memory import memory_limit
 
 __all__ = ["attach", "cursor", "detach"]
 
@@ -35,9 +44,18 @@ def _shared() -> duckdb.DuckDBPyConnection:
     global _instance, _owner_pid
     with _lock:
         if _instance is None or _owner_pid != os.getpid():
-            _instance = duckdb.connect(":memory:", config={"threads": min(4, os.cpu_count() or 1)})
+            limit = memory_limit()  # checked before anything is made
+            spill = tempfile.mkdtemp(prefix="trb-duckdb-")
+            atexit.register(_remove, spill, os.getpid())
+            _instance = duckdb.connect(":memory:", config={"threads": min(4, os.cpu_count() or 1),
+                                                           "memory_limit": limit, "temp_directory": spill})
             _owner_pid = os.getpid()
         return _instance
+
+
+def _remove(spill: str, pid: int) -> None:
+    if os.getpid() == pid:  # not a forked child's exit: the folder is its parent's
+        shutil.rmtree(spill, ignore_errors=True)
 
 
 def attach(path: str | os.PathLike = ":memory:") -> duckdb.DuckDBPyConnection:

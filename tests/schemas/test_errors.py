@@ -132,3 +132,34 @@ def test_redact_runs_over_every_printed_line(capsys):
 @pytest.mark.parametrize("message,lines", [("one", ["one"]), ("a\nb", ["a", "b"]), ("", [""])])
 def test_lines_are_the_message_lines(message, lines):
     assert ToolkitError(message).lines() == lines and ToolkitError(message).exit_code == ExitCode.INTERNAL
+
+
+def test_duckdb_out_of_its_memory_is_a_usage_error_naming_the_setting_not_a_bug(capsys, monkeypatch):
+    import duckdb
+
+    monkeypatch.setenv("TRB_DUCKDB_MEMORY", "8MB")
+
+    def sort_too_big():  # a real DuckDB, held to 8MB, sorting far more than that
+        con = duckdb.connect(":memory:", config={"memory_limit": "8MB", "threads": 2})
+        con.execute("SELECT * FROM (SELECT md5(range::VARCHAR) || repeat('x', 500) AS s FROM range(300000)) "
+                    "ORDER BY s").fetchall()
+
+    assert _run(sort_too_big) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("trb-test: DuckDB ran out of the memory it may use (8MB, set by TRB_DUCKDB_MEMORY): ")
+    assert "TRB_DUCKDB_MEMORY=4GB" in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_a_bad_trb_duckdb_memory_is_refused_with_the_setting_named(monkeypatch):
+    from schemas.duck_memory import DEFAULT, BadMemorySetting, memory_limit
+
+    monkeypatch.delenv("TRB_DUCKDB_MEMORY", raising=False)
+    assert memory_limit() == DEFAULT == "256MB"
+    for good in ("4GB", "1.5 GB", "512MiB", "10gb"):
+        monkeypatch.setenv("TRB_DUCKDB_MEMORY", good)
+        assert memory_limit() == good
+    for bad in ("lots", "5", "-1GB", "3XB", ""):
+        monkeypatch.setenv("TRB_DUCKDB_MEMORY", bad)
+        with pytest.raises(BadMemorySetting, match="TRB_DUCKDB_MEMORY=.* is not a memory size") as e:
+            memory_limit()
+        assert e.value.exit_code == ExitCode.USAGE

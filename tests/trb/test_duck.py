@@ -71,3 +71,42 @@ def test_a_forked_child_gets_an_instance_of_its_own():
         assert parent.execute("SELECT 1").fetchone() == (1,)
     finally:
         duck.detach(parent)
+
+
+_SPILL_PROBE = """
+import os, sys
+from trb import duck
+con = duck.attach()
+limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+spill = con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0]
+# a sort far larger than the limit: DuckDB spills it to the instance's own folder and finishes
+n = con.execute("SELECT count(*) FROM (SELECT md5(range::VARCHAR) || repeat('x', 200) AS s FROM range(1000000) "
+                "ORDER BY s)").fetchall()[0][0]
+print(limit, spill, n, os.path.isdir(spill), sep="|")
+duck.detach(con)
+"""
+
+
+def test_the_instance_is_held_to_trb_duckdb_memory_and_spills_to_a_folder_it_removes(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TRB_DUCKDB_MEMORY": "128MB", "TMPDIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", _SPILL_PROBE], env=env, capture_output=True, text=True, check=True)
+    limit, spill, n, existed = out.stdout.strip().split("|")
+    assert limit == "122.0 MiB" and n == "1000000" and existed == "True"  # 128MB; about 230 MB sorted
+    assert spill.startswith(str(tmp_path / "trb-duckdb-"))
+    assert not list(tmp_path.iterdir())  # the spill folder went with the process
+
+
+def test_a_bad_trb_duckdb_memory_is_refused_before_the_instance_is_made():
+    import os
+    import subprocess
+    import sys
+
+    probe = ("from schemas.duck_memory import BadMemorySetting\nfrom trb import duck\ntry:\n    duck.attach()\n"
+             "except BadMemorySetting as e:\n    print(int(e.exit_code), e)\n")
+    env = {**os.environ, "TRB_DUCKDB_MEMORY": "lots"}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.startswith("2 TRB_DUCKDB_MEMORY='lots' is not a memory size"), out
