@@ -318,3 +318,26 @@ def test_missing_source_column_is_found_by_reading_records(release):
     assert any("no_such_column" in p for p in validate_croissant(root / "croissant.json"))
     assert validate_croissant(root / "nowhere.json")[0].startswith("cannot read")
     assert validate_croissant({"name": "no type, no context"})
+
+
+def test_the_release_reads_records_back_from_a_sample_of_each_configs_first_shard(release, monkeypatch):
+    # a release cut reads croissant.json's records back from a sample (mlcroissant reads whole files, and a shard
+    # holds up to 500,000 rows): each config's first shard, cut to its first rows, same name and schema
+    import pyarrow.parquet as pq
+
+    import corpus.release as rel
+
+    root, _, doc = release
+    monkeypatch.setattr(rel, "_SAMPLE_ROWS", 2)
+    with rel._croissant_sample(root) as sample:
+        files = sorted(p.relative_to(sample).as_posix() for p in sample.rglob("*.parquet"))
+        assert files == [sorted(p.relative_to(root).as_posix() for p in (root / "data" / c).glob("*.parquet"))[0]
+                         for c in sorted(x.name for x in (root / "data").iterdir())]
+        for f in files:
+            whole, cut = pq.read_table(root / f), pq.read_table(sample / f)
+            assert cut.schema == whole.schema and cut.to_pylist() == whole.slice(0, 2).to_pylist()
+        assert validate_croissant(root / "croissant.json", base_dir=sample, max_records=2) == []
+        bad = copy.deepcopy(doc)
+        _field(bad, "steps/observation")["source"]["extract"]["column"] = "no_such_column"
+        assert any("no_such_column" in p for p in validate_croissant(bad, base_dir=sample, max_records=2))
+    assert not sample.exists()
