@@ -200,7 +200,7 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
                 note = "run on this track but no items scored" if m.track in run_tracks else "not run"
                 out[m.key] = _track_entry(None, m.definition, note=note)
             continue
-        sub = {k: v[mask] for k, v in cols.items()}
+        sub = cols if n == mask.size else {k: v[mask] for k, v in cols.items()}  # no copy when every item is of m
         if m.requires is not None and not _has_values(sub.get(m.requires)):
             continue  # items scored before this figure's column existed (or with nothing in it)
         if "score" in sub and m.metric != "attribution":
