@@ -151,21 +151,22 @@ class _StagedFiles:
         self.dir = directory
         self.tag = tag
         self.writers: dict[str, pa.ipc.RecordBatchStreamWriter] = {}
+        # each writer's file, closed by us: a writer whose close fails (a full disk) would leave it open until the
+        # writer is collected, holding a deleted file's space (and the disk's mount) in a long-lived process
+        self.sinks: dict[str, pa.NativeFile] = {}
 
     def add(self, table: str, rows: pa.Table) -> None:
         """Append ``rows`` to this writer's file of ``table`` (written through: a reader sees them at once)."""
         writer = self.writers.get(table)
         if writer is None:
             self.dir.mkdir(parents=True, exist_ok=True)
-            writer = self.writers[table] = pa.ipc.new_stream(str(self.dir / f"{table}--{self.tag}.arrows"),
-                                                             rows.schema)
+            sink = self.sinks[table] = pa.OSFile(str(self.dir / f"{table}--{self.tag}.arrows"), "wb")
+            writer = self.writers[table] = pa.ipc.new_stream(sink, rows.schema)
         writer.write_table(rows)
 
     def load(self, con) -> None:
         """Insert every table's staged rows (every writer's) into ``main.<table>`` and remove the files."""
-        for writer in self.writers.values():
-            writer.close()
-        self.writers.clear()
+        self._close(quiet=False)
         for table in TABLES:
             paths = sorted(self.dir.glob(f"{table}--*.arrows"))
             if not paths:
@@ -187,12 +188,20 @@ class _StagedFiles:
 
     def close(self) -> None:
         """Close whatever this writer has open (after a failure: the folder goes with the scratch space)."""
-        for writer in self.writers.values():
-            try:
-                writer.close()
-            except (OSError, pa.ArrowException):  # a full disk
-                pass
-        self.writers.clear()
+        self._close(quiet=True)
+
+    def _close(self, quiet: bool) -> None:
+        """Close every writer, then every file, whatever fails (the first failure is raised unless ``quiet``)."""
+        failed: BaseException | None = None
+        for name in list(self.writers):
+            for thing in (self.writers.pop(name), self.sinks.pop(name, None)):
+                try:
+                    if thing is not None:
+                        thing.close()
+                except (OSError, pa.ArrowException) as e:  # a full disk
+                    failed = failed or e
+        if failed is not None and not quiet:
+            raise failed
 
 
 #: In a parsing process: its staged files, by staging folder (open until the process ends with the ingest's pool).
