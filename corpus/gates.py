@@ -40,12 +40,10 @@ class _Offenders:
         return self.n > 0
 
 
-def _ids(rows) -> str:
-    """The first offending ids of ``rows`` (an :class:`_Offenders`, or a list), and how many more there are."""
-    first, n = (rows.first, rows.n) if isinstance(rows, _Offenders) else (rows[:FIRST_OFFENDERS], len(rows))
-    ids = [str(r[0]) for r in first[:FIRST_OFFENDERS]]
-    more = f" (and {n - FIRST_OFFENDERS} more)" if n > FIRST_OFFENDERS else ""
-    return ", ".join(ids) + more
+def _ids(rows: _Offenders) -> str:
+    """The first offending ids of ``rows``, and how many more there are."""
+    more = f" (and {rows.n - FIRST_OFFENDERS} more)" if rows.n > FIRST_OFFENDERS else ""
+    return ", ".join(str(r[0]) for r in rows.first) + more
 
 
 def release_kind_gate(con, kind: str) -> GateResult:
@@ -82,12 +80,12 @@ def synthetic_cap_gate(con, shares: dict[str, dict]) -> GateResult:
     detail = None
     if bad:
         split_list = [s for s in bad if s != "overall"] or list(SPLITS)
-        rows = con.execute(f"""
+        rows = _Offenders(con, f"""
             SELECT session_id, count(*) FILTER (WHERE origin = 'synthetic') AS syn,
                    count(*) FILTER (WHERE origin IN {HUMAN_ORIGINS}) AS hum
             FROM rel_counterfactuals WHERE split IN (SELECT unnest(?::VARCHAR[]))
-            GROUP BY session_id HAVING syn > {SYNTHETIC_CAP} * hum ORDER BY syn - {SYNTHETIC_CAP} * hum DESC, session_id""",
-            [split_list]).fetchall()
+            GROUP BY session_id HAVING syn > {SYNTHETIC_CAP} * hum""", f"syn - {SYNTHETIC_CAP} * hum DESC, session_id",
+            [split_list])
         detail = f"over the cap in: {', '.join(bad)}; first offending sessions: {_ids(rows) or 'none singly'}"
     return GateResult(name="synthetic_cap", passed=not bad, figure=figure or "no counterfactuals",
                       bar=f"synthetic <= {SYNTHETIC_CAP:g} x human, per split and overall", detail=detail)

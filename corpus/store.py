@@ -36,7 +36,6 @@ __all__ = ["DB_NAME", "STORE_FORMAT_VERSION", "Corpus", "init_corpus", "resolve_
 
 DB_NAME = "corpus.duckdb"
 STORE_FORMAT_VERSION = "3"
-#: DuckDB's own memory bound for ingest and queries; above it, it spills to disk.
 
 
 def resolve_corpus_dir(arg: str | os.PathLike | None) -> Path:
@@ -349,7 +348,8 @@ def _sql_path(p: Path) -> str:
 
 @contextmanager
 def scratch_connection(spill_dir: Path | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-    """An in-memory DuckDB connection bounded by ``TRB_DUCKDB_MEMORY`` (:func:`schemas.duck_memory.memory_limit`); past it, DuckDB spills to ``spill_dir``.
+    """An in-memory DuckDB connection bounded by ``TRB_DUCKDB_MEMORY`` (:func:`schemas.duck_memory.memory_limit`);
+    past it, DuckDB spills to ``spill_dir``.
 
     The spill directory is removed afterwards.
     """

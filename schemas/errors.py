@@ -13,7 +13,6 @@ Each package derives its own errors from :class:`ToolkitError` (``corpus.errors`
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -106,7 +105,9 @@ def run_cli(command, argv: Sequence[str] | None, prog_name: str, *, interrupted:
         return int(ExitCode.INTERRUPTED)
     except Exception as e:  # noqa: BLE001 - the one place a bug becomes an exit code
         if _duckdb_out_of_memory(e):  # a limit too low for the work, not a bug: the setting named, no traceback
-            say(f"{prog_name}: DuckDB ran out of the memory it may use ({os.environ.get('TRB_DUCKDB_MEMORY', '256MB')}, "
+            from schemas.duck_memory import memory_limit  # (it imports this module)
+
+            say(f"{prog_name}: DuckDB ran out of the memory it may use ({memory_limit()}, "
                 f"set by TRB_DUCKDB_MEMORY): {str(e).strip().splitlines()[0]}; run it again with a higher limit, "
                 "e.g. TRB_DUCKDB_MEMORY=4GB")
             return int(ExitCode.USAGE)

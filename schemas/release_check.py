@@ -512,18 +512,22 @@ def _compare_splits(facts: _Rows, m: dict, diffs: list[str]) -> None:
                                                            pa.string())}))
     facts.con.register("transfer_contexts", pa.table({"context_id": pa.array(sorted(contexts, key=str), pa.string())}))
     try:
-        in_transfer = ("(s.context_id IN (SELECT context_id FROM transfer_contexts) OR (s.context_id IS NULL AND "
-                       "EXISTS (SELECT 1 FROM transfer_contexts WHERE context_id IS NULL)))")
-        wrong_transfer = facts.offenders(f"SELECT s.session_id FROM session s WHERE coalesce(s.split = 'transfer', "
-                                         f"false) <> coalesce({in_transfer}, false)", "session_id")
+        # each session: in the transfer split, and of a transfer context (a context id of None included)
+        flagged = """
+            SELECT s.*, coalesce(s.split = 'transfer', false) AS is_transfer,
+                   coalesce(s.context_id IN (SELECT context_id FROM transfer_contexts) OR (s.context_id IS NULL
+                            AND EXISTS (SELECT 1 FROM transfer_contexts WHERE context_id IS NULL)), false) AS of_transfer
+            FROM session s"""
+        wrong_transfer = facts.offenders(f"SELECT session_id FROM ({flagged}) WHERE is_transfer <> of_transfer",
+                                         "session_id")
+        pinned = " AND s.split IS DISTINCT FROM 'eval'" if parent else ""  # a parent may have pinned subjects to eval
         wrong = facts.offenders(f"""
             SELECT coalesce(s.session_id, 'None') || ' (' || coalesce(s.split, 'None') || ', the rule gives '
                    || r.split || ')' AS what,
                    s.session_id
-            FROM session s JOIN rule r USING (subject_id)
-            WHERE coalesce(s.split = 'transfer', false) = coalesce({in_transfer}, false)
-              AND s.split IS DISTINCT FROM 'transfer' AND s.split IS DISTINCT FROM r.split
-              AND NOT coalesce(s.split = 'eval' AND {'true' if parent else 'false'}, false)""", "session_id")
+            FROM ({flagged}) s JOIN rule r USING (subject_id)
+            WHERE NOT s.is_transfer AND NOT s.of_transfer AND s.split IS DISTINCT FROM r.split{pinned}""",
+                                "session_id")
     finally:
         facts.con.unregister("rule")
         facts.con.unregister("transfer_contexts")

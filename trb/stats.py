@@ -100,14 +100,12 @@ def _session_index(sessions: Sequence, n: int) -> tuple[np.ndarray, int]:
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"sessions has {arr.shape[0] if arr.ndim else 0} entries for {n} items; they must align")
     if arr.dtype == object:
+        if any(s is None for s in arr):
+            raise ValueError("every item needs a session id (found None)")
         # np.unique of the ids as text, without its fixed-width copy and sort of every item's id: each distinct id
         # numbered as met, then the numbers ranked by the ids' sorted order (the same codes as np.unique's)
         seen: dict[str, int] = {}
-        try:
-            met = np.fromiter((seen.setdefault(s if type(s) is str else _session_text(s), len(seen)) for s in arr),
-                              dtype=np.int64, count=n)
-        except _NoSession:
-            raise ValueError("every item needs a session id (found None)") from None
+        met = np.fromiter((seen.setdefault(str(s), len(seen)) for s in arr), dtype=np.int64, count=n)
         ids = list(seen)
         rank = np.empty(len(ids), dtype=np.int64)
         rank[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids), dtype=np.int64)
@@ -115,16 +113,6 @@ def _session_index(sessions: Sequence, n: int) -> tuple[np.ndarray, int]:
     _, codes = np.unique(arr, return_inverse=True)
     codes = codes.reshape(-1)
     return codes, int(codes.max()) + 1
-
-
-class _NoSession(Exception):
-    pass
-
-
-def _session_text(s) -> str:
-    if s is None:
-        raise _NoSession
-    return str(s)
 
 
 def _scores(values: Sequence[float], name: str) -> np.ndarray:
