@@ -14,8 +14,9 @@ reads of a results store are still opened with their own (sandboxed) ``duckdb.co
 two threads reading one file would otherwise attach it twice to one instance.
 
 The instance may hold ``TRB_DUCKDB_MEMORY`` (default 256MB, as the corpus store) and spills past it to a
-scratch folder of its own (removed when the process exits): the Track 1 work list of a release of a million
-sessions is one sorted read of 1.5M counterfactuals, which DuckDB would otherwise hold whole in memory.
+scratch folder of its own (made at the first spill, removed when the process exits): the Track 1 work list of a
+release of a million sessions is one sorted read of 1.5M counterfactuals, which DuckDB would otherwise hold whole
+in memory.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import os
+import secrets
 import shutil
 import tempfile
 import threading
@@ -45,7 +47,10 @@ def _shared() -> duckdb.DuckDBPyConnection:
     with _lock:
         if _instance is None or _owner_pid != os.getpid():
             limit = memory_limit()  # checked before anything is made
-            spill = tempfile.mkdtemp(prefix="trb-duckdb-")
+            # named, not made: DuckDB makes the folder at its first spill and removes it when the instance closes,
+            # so a process that never spills leaves nothing, even one that ends without running atexit (a forked
+            # worker's os._exit, a killed Ray actor)
+            spill = os.path.join(tempfile.gettempdir(), f"trb-duckdb-{os.getpid()}-{secrets.token_hex(6)}")
             atexit.register(_remove, spill, os.getpid())
             _instance = duckdb.connect(":memory:", config={"threads": min(4, os.cpu_count() or 1),
                                                            "memory_limit": limit, "temp_directory": spill})

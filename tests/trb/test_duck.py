@@ -110,3 +110,37 @@ def test_a_bad_trb_duckdb_memory_is_refused_before_the_instance_is_made():
     env = {**os.environ, "TRB_DUCKDB_MEMORY": "lots"}
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
     assert out.startswith("2 TRB_DUCKDB_MEMORY='lots' is not a memory size"), out
+
+
+_WORKERS_PROBE = """
+import multiprocessing, os
+from trb import duck
+
+def work(_):
+    con = duck.attach()  # each worker makes its own instance and ends by os._exit, without atexit
+    try:
+        return con.execute("SELECT sum(range) FROM range(1000)").fetchall()[0][0]
+    finally:
+        duck.detach(con)
+
+if __name__ == "__main__":
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        print(sum(pool.map(work, range(8))))
+"""
+
+
+def test_worker_processes_that_never_spill_leave_no_scratch_folder(tmp_path):
+    """A parse or scoring worker ends without running atexit; its instance's scratch folder is made only at a spill
+    (before, every worker left an empty ``trb-duckdb-*`` folder in the temp directory)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "probe.py"
+    script.write_text(_WORKERS_PROBE)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(8 * 499500)
+    assert not list(scratch.iterdir())
