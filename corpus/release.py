@@ -398,8 +398,11 @@ _SAMPLE_ROWS = 1000
 def _croissant_sample(release: Path) -> Iterator[Path]:
     """A folder laid out as ``release``'s data, each config's first shard cut to its first :data:`_SAMPLE_ROWS` rows
     (same schema, same file name): mlcroissant reads a whole file into memory before its first record, and a shard
-    holds up to 500,000 rows, so the read-back check reads these instead (flat in the release's size)."""
-    with tempfile.TemporaryDirectory(prefix="trb-croissant-sample-") as d:
+    holds up to 500,000 rows, so the read-back check reads these instead (flat in the release's size).
+
+    The folder is inside ``release`` (the staging directory) and removed on the way out; a cut killed meanwhile
+    leaves it in the staging directory, which the next cut removes (:func:`corpus.ledger.remove_stale`)."""
+    with tempfile.TemporaryDirectory(prefix=".croissant-sample-", dir=release) as d:
         for config_dir in sorted((release / "data").iterdir()):
             shards = sorted(config_dir.glob("*.parquet"))
             if not shards:

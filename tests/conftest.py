@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -16,6 +18,15 @@ os.environ["HF_DATASETS_CACHE"] = os.path.join(_HF_HOME, "datasets")
 os.environ.setdefault("TRB_LOCK_WAIT", "60")
 # Releases checked in full by the engine are remembered here, not in the user's ~/.cache/trb (trb/verified.py).
 os.environ["TRB_CACHE"] = tempfile.mkdtemp(prefix="trb-tests-cache-")
+_OWNER = os.getpid()
+
+
+@atexit.register
+def _remove_test_homes() -> None:  # not a forked child's exit: the folders are the test session's
+    if os.getpid() == _OWNER:
+        shutil.rmtree(_HF_HOME, ignore_errors=True)
+        shutil.rmtree(os.environ["TRB_CACHE"], ignore_errors=True)
+
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
