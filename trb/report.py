@@ -22,6 +22,7 @@ import io
 import json
 import math
 import textwrap
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -137,6 +138,78 @@ def _numpy(column: pa.ChunkedArray) -> np.ndarray:
     return values[indices]
 
 
+class _ItemColumns(Mapping):
+    """One track's item columns of one run, as numpy arrays (:func:`_numpy`; ``session_id`` as
+    :func:`_session_codes`), each read from the store the first time a figure asks for it.
+
+    A figure reads two or three of a track's dozen columns. Reading them all at once, as one Arrow table and then
+    as numpy, held a million sessions' items twice over (Track 1's 1.46M items); now ``metric`` and
+    ``session_id`` (which every figure reads) are kept, and the other columns read so far while they fit in
+    ``keep_bytes``, the least recently read dropped first (read again if a later figure asks: the same values)."""
+
+    _KEPT = ("metric", "session_id")
+
+    def __init__(self, store: ResultsStore, run_id: str, track_id: str, names: list[str], *,
+                 keep_bytes: int = 64 << 20):
+        self._store, self._run_id, self._track_id, self._names = store, run_id, track_id, names
+        self._keep_bytes = keep_bytes
+        self._read: dict[str, np.ndarray] = {}  # in the order last asked for
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._names:
+            raise KeyError(name)
+        if name in self._read:
+            self._read[name] = self._read.pop(name)  # the most recently asked for, last
+            return self._read[name]
+        column = self._store.items(self._run_id, track=self._track_id, columns=[name]).column(0)
+        values = _session_codes(column) if name == "session_id" else _numpy(column)
+        del column
+        others = [n for n in self._read if n not in self._KEPT] if name not in self._KEPT else []
+        while others and sum(self._read[n].nbytes for n in others) + values.nbytes > self._keep_bytes:
+            del self._read[others.pop(0)]
+        self._read[name] = values
+        return values
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+class _Selected(Mapping):
+    """``columns`` at the rows ``mask`` selects, each column cut the first time it is asked for."""
+
+    def __init__(self, columns: Mapping[str, np.ndarray], mask: np.ndarray):
+        self._columns, self._mask = columns, mask
+        self._cut: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._cut:
+            self._cut[name] = self._columns[name][self._mask]
+        return self._cut[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+
+def _session_codes(column: pa.ChunkedArray) -> np.ndarray:
+    """Each item's session as an int64 code, the codes numbered in the order of the ids: what a track's figures
+    need of a session (to group its items, and the order the bootstrap draws them in: ``np.unique`` of the codes
+    orders them as of the ids), without a Python ``str`` per session (a million sessions' ids took about 100 MB).
+    Arrow orders strings by their UTF-8 bytes, which is the order of their code points, Python's order of ``str``.
+    A null id stays a string column, for the statistics' own error."""
+    coded = pc.dictionary_encode(column).combine_chunks()
+    if coded.null_count:
+        return _numpy(column)
+    rank = np.empty(len(coded.dictionary), dtype=np.int64)
+    rank[pc.sort_indices(coded.dictionary).to_numpy()] = np.arange(len(coded.dictionary), dtype=np.int64)
+    return rank[coded.indices.to_numpy()]
+
+
 def _has_values(column: np.ndarray | None) -> bool:
     if column is None or column.size == 0:
         return False
@@ -168,13 +241,13 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
     run_tracks = {str(t) for t in (run.get("tracks") or [])}
     summary = _timings(run).get("summary") or {}
     out: dict[str, dict] = {}
-    loaded: dict[str, dict[str, np.ndarray]] = {}  # one track's items at a time, and only its own columns
+    loaded: dict[str, _ItemColumns] = {}  # one track's items at a time, and only its own columns
 
-    def track_columns(track_id: str) -> dict[str, np.ndarray]:
+    def track_columns(track_id: str) -> _ItemColumns:
         if track_id not in loaded:
             loaded.clear()
             names = list(dict.fromkeys(["metric", "session_id", "score", *(c.name for c in tracks[track_id].columns)]))
-            loaded[track_id] = _columns(store.items(run["run_id"], track=track_id, columns=names), names)
+            loaded[track_id] = _ItemColumns(store, run["run_id"], track_id, names)
         return loaded[track_id]
 
     by_track = sorted(_metrics(), key=lambda m: m.track)  # each track's items read once (sorted() is stable)
@@ -200,7 +273,7 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
                 note = "run on this track but no items scored" if m.track in run_tracks else "not run"
                 out[m.key] = _track_entry(None, m.definition, note=note)
             continue
-        sub = cols if n == mask.size else {k: v[mask] for k, v in cols.items()}  # no copy when every item is of m
+        sub = cols if n == mask.size else _Selected(cols, mask)  # no copy when every item is of m
         if m.requires is not None and not _has_values(sub.get(m.requires)):
             continue  # items scored before this figure's column existed (or with nothing in it)
         if "score" in sub and m.metric != "attribution":

@@ -68,9 +68,9 @@ CI_METHOD = "percentile"
 # scipy >= 1.15 takes ``rng``; 1.14 takes ``random_state`` (a Generator works for both).
 _RNG_KW = "rng" if "rng" in inspect.signature(_sps.bootstrap).parameters else "random_state"
 # Bound the memory of one batch of resamples: about this many session indices at once (scipy holds the indices
-# and each data array drawn by them, 8 bytes a cell: 2M cells is about 50 MB for two arrays). The batch does not
+# and each data array drawn by them, 8 bytes a cell: 1M cells is about 25 MB for two arrays). The batch does not
 # change the figures (the generator's draws are the same however they are batched) and, smaller, is no slower.
-_BATCH_CELLS = 2_000_000
+_BATCH_CELLS = 1_000_000
 
 
 @dataclass(frozen=True)

@@ -768,3 +768,50 @@ def test_track6_names_proxy_tier_grounding_too(tmp_path):
     assert trans["figures"]["1"]["title"] == "Track 1 — governance G"
     row = next(ln for ln in render_markdown(rep, None).splitlines() if ln.startswith("| trans |"))
     assert "proxy-tier grounding (detection AUC vs no injection): " in row and "Track 2" not in row
+
+
+def test_the_reports_session_codes_number_sessions_as_their_ids_do():
+    # the report hands the tracks each item's session as a number, not its id: the numbers must order the sessions
+    # as the ids do (the bootstrap draws sessions in that order), whatever the ids' script and however Arrow chunks
+    # them, so every figure is the one the ids give
+    import pyarrow as pa
+
+    from trb.report import _session_codes
+    from trb.stats import _session_index, mean_by_session
+
+    rng = np.random.default_rng(11)
+    alphabet = ["a", "B", "é", "日", "0", "_", "ß", "\U0001F600", "z", "s-10", "s-9"]
+    for _ in range(30):
+        ids = ["".join(rng.choice(alphabet, rng.integers(1, 4))) for _ in range(rng.integers(2, 40))]
+        items = [ids[i] for i in rng.integers(0, len(ids), 300)]
+        cut = int(rng.integers(1, 299))
+        codes = _session_codes(pa.chunked_array([items[:cut], items[cut:]], pa.string()))
+        assert codes.dtype == np.int64
+        assert _session_index(codes, codes.size)[0].tolist() == _session_index(np.array(items, dtype=object), 300)[0].tolist()
+        scores = rng.random(300)
+        assert mean_by_session(scores, codes, n_resamples=200, seed=2) == mean_by_session(
+            scores, np.array(items, dtype=object), n_resamples=200, seed=2)
+
+
+def test_the_report_reads_a_tracks_columns_as_asked_and_keeps_only_what_fits(tmp_path):
+    # a million sessions' items are read a column at a time, and columns past the budget are dropped and read
+    # again when asked: the values are the store's every time
+    from trb.report import _ItemColumns
+
+    store = hand_store(tmp_path)
+    names = ["metric", "session_id", "score", "origin", "adversarial", "ood"]
+    cols = _ItemColumns(store, "full", "1", names, keep_bytes=0)
+    want = store.items("full", track="1", columns=names)
+    assert list(cols) == names and "score" in cols and "label" not in cols
+    with pytest.raises(KeyError):
+        cols["label"]
+    for _ in range(2):
+        for n in ("score", "origin", "adversarial", "metric"):
+            assert list(cols[n]) == want.column(n).to_pylist()
+        assert cols._read.keys() == {"metric", "adversarial"}  # the kept ones read so far, and the last other
+    assert cols["session_id"].tolist() == [0, 0, 1, 2, 2]  # s1 s1 s2 s3 s3, numbered in the ids' order
+    assert cols._read.keys() == {"metric", "session_id", "adversarial"}
+    roomy = _ItemColumns(store, "full", "1", names)
+    for n in names:
+        roomy[n]
+    assert roomy._read.keys() == set(names)  # a small run's columns all fit

@@ -376,3 +376,27 @@ def test_a_task_set_with_fewer_seeds_is_its_own_and_is_re_created_from_its_recor
     assert _recorded_taskset(record).sha == one.sha
     with pytest.raises(TaskSetInvalid):
         TS.with_seeds(eval=0)
+
+
+def test_pairs_are_the_same_whether_sessions_come_as_ids_or_as_the_reports_codes():
+    # the report hands a track its sessions as numbers in the ids' order: the pairs, their order (the bootstrap's)
+    # and so the figures must be those of the ids; "t/10" sorts before "t/9" as text, and so must its code
+    import pyarrow as pa
+
+    from trb.report import _session_codes
+    from trb.stats import paired_delta_by_session
+    from trb.tracks.rollouts import paired
+
+    rng = np.random.default_rng(4)
+    ids = [f"t/{k}" for k in range(12) for _ in ("full", "ablated")]
+    cond = np.array(["full", "ablated"] * 12, dtype=object)
+    keep = np.ones(24, dtype=bool)
+    keep[[5, 16]] = False  # two episodes missing: their tasks have no pair
+    as_ids = {"condition": cond[keep], "session_id": np.array(ids, dtype=object)[keep], "score": rng.random(24)[keep]}
+    as_codes = {**as_ids, "session_id": _session_codes(pa.chunked_array([list(as_ids["session_id"])]))}
+    sa, va = paired(as_ids, "full", "ablated")
+    sc, vc = paired(as_codes, "full", "ablated")
+    assert len(sa) == len(sc) == 10 and list(sa)[:3] == ["t/0", "t/1", "t/10"]
+    assert np.array_equal(va["score"][0], vc["score"][0]) and np.array_equal(va["score"][1], vc["score"][1])
+    assert paired_delta_by_session(*va["score"], sa, n_resamples=300, seed=1) == paired_delta_by_session(
+        *vc["score"], sc, n_resamples=300, seed=1)

@@ -76,15 +76,15 @@ def episode_row(track: str, metric: str, trace: EpisodeTrace, condition: str, sp
 
 def paired(columns: Mapping[str, np.ndarray], a: str, b: str, fields: tuple[str, ...] = ("score",)):
     """The pairs (sessions) that have both condition ``a`` and ``b``: (sessions, {field: (values_a, values_b)})."""
-    cond, sess = columns["condition"], columns["session_id"]
-    where: dict[str, dict[str, int]] = {}
+    cond, sess = columns["condition"], np.asarray(columns["session_id"])
+    where: dict = {}  # a session's id, or its code (the report's): grouped and ordered as they are
     for i, (c, s) in enumerate(zip(cond, sess)):
         if c in (a, b):
-            where.setdefault(str(s), {})[c] = i
+            where.setdefault(s, {})[c] = i
     keys = sorted(k for k, v in where.items() if a in v and b in v)
     ia = np.asarray([where[k][a] for k in keys], dtype=int)
     ib = np.asarray([where[k][b] for k in keys], dtype=int)
     out = {f: (np.asarray(columns[f], dtype=float)[ia], np.asarray(columns[f], dtype=float)[ib]) for f in fields}
     if not keys:
         raise ValueError(f"no task-and-seed pair has both a {a!r} and an {b!r} episode")
-    return np.asarray(keys, dtype=object), out
+    return np.asarray(keys, dtype=sess.dtype if sess.dtype.kind in "iu" else object), out

@@ -328,7 +328,9 @@ def _present(columns, name: str, *, allow_missing: bool = False) -> np.ndarray:
     """A reference column as floats; an older run without it is an error the report states, not a zero."""
     if name not in columns:
         raise ValueError(f"the run's items have no {name} column (scored before this toolkit recorded it)")
-    values = np.asarray([np.nan if v is None else v for v in columns[name]], dtype=float)
+    column = np.asarray(columns[name])
+    values = (column.astype(float) if column.dtype != object  # a float column, null as nan
+              else np.asarray([np.nan if v is None else v for v in column], dtype=float))
     if not allow_missing and np.isnan(values).any():
         raise ValueError(f"{int(np.isnan(values).sum())} items lack {name} (scored before this toolkit recorded it)")
     return values
