@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parents[1]
 USER = os.environ.get("TRB_LS_TEST_USER", "admin@trb.test")
@@ -273,10 +274,13 @@ def running(backend: str, base: Path) -> Iterator[Server]:
     """A Label Studio server on ``backend`` with its files under ``base`` (made here), stopped on exit."""
     binary = _binary()
     pg = None
-    if backend == "postgresql":
-        _prepare_pg_template(binary)
-    else:
-        _prepare_template(binary)
+    # made once for every test process: a second pytest worker waits for the first to finish making it
+    TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(TEMPLATE.parent / f".trb-test-template-{backend}.lock")):
+        if backend == "postgresql":
+            _prepare_pg_template(binary)
+        else:
+            _prepare_template(binary)
     t0 = time.monotonic()
     base.mkdir(parents=True, exist_ok=True)
     (base / "home").mkdir()
