@@ -170,6 +170,9 @@ class _ItemColumns(Mapping):
         self._read[name] = values
         return values
 
+    def __contains__(self, name: object) -> bool:  # a column the track has, not read for asking
+        return name in self._names
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
 
@@ -188,6 +191,9 @@ class _Selected(Mapping):
         if name not in self._cut:
             self._cut[name] = self._columns[name][self._mask]
         return self._cut[name]
+
+    def __contains__(self, name: object) -> bool:  # not cut for asking
+        return name in self._columns
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._columns)
