@@ -173,6 +173,46 @@ def test_items_reads_only_the_columns_asked_for_in_the_order_asked(tmp_path):
         store.items(rid, columns=["score", "nonsense"])
 
 
+def test_items_come_in_the_order_recorded_across_row_groups_runs_and_parts(tmp_path):
+    """items() reads without sorting: the order must still be the order the items were recorded in, over many row
+    groups (read by DuckDB's threads in parallel), another run's items stored before, between and after, and a run
+    stored part by part."""
+    import random
+
+    store = ResultsStore(tmp_path / "r.duckdb")
+    rng = random.Random(5)
+
+    def table(n: int, prefix: str) -> pa.Table:
+        ids = [f"{prefix}{i}" for i in range(n)]
+        rng.shuffle(ids)  # neither id nor insertion order is sorted: a reorder by either would show
+        tracks = [rng.choice("13") for _ in range(n)]
+        return pa.table({"track": tracks, "metric": ["tv" if t == "1" else "attribution" for t in tracks],
+                         "item_id": ids, "session_id": [f"s{rng.randrange(5000)}" for _ in range(n)],
+                         "score": pa.array([rng.random() for _ in range(n)], pa.float64())})
+
+    before = store.record_run(run_row(), table(1_000, "b"))
+    big_table = table(300_000, "x")  # three row groups of 122,880 rows
+    big = store.record_run(run_row(), big_table)
+    run_id = store.begin_run(run_row())
+    parts = [table(n, f"p{k}-") for k, n in enumerate([70_000, 5, 130_000])]
+    store.record_parts(run_id, [{"track": "1", "part": 0, "first_key": "s", "n_input": 1, "items": parts[0],
+                                 "summary": {}, "timings": {}}])
+    store.record_run(run_row(), table(2_000, "m"))  # another run between the parts
+    store.finish_run(run_id, timings={}, n_items=sum(p.num_rows for p in parts),
+                     parts=[{"track": "1", "part": k, "first_key": "s", "n_input": 1, "items": p, "summary": {},
+                             "timings": {}} for k, p in enumerate(parts[1:], start=1)])
+    for rid, recorded in [(big, big_table), (run_id, pa.concat_tables(parts)), (before, None)]:
+        by_rowid = [r[0] for r in plain(store.path, f"SELECT item_id FROM item_scores WHERE run_id = '{rid}' "
+                                                    "ORDER BY rowid")]
+        assert store.items(rid, columns=["item_id"]).column(0).to_pylist() == by_rowid
+        if recorded is not None:
+            assert by_rowid == recorded.column("item_id").to_pylist()
+            for track in "13":
+                want = [i for i, t in zip(recorded.column("item_id").to_pylist(), recorded.column("track").to_pylist())
+                        if t == track]
+                got = store.items(rid, track=track, columns=["item_id", "score"])
+                assert got.column("item_id").to_pylist() == want
+
 def test_query_returns_columns_and_rows(tmp_path):
     store = ResultsStore(tmp_path / "r.duckdb")
     rid = store.record_run(run_row(), [item(i) for i in range(4)])
