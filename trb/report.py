@@ -283,7 +283,7 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
         if m.requires is not None and not _has_values(sub.get(m.requires)):
             continue  # items scored before this figure's column existed (or with nothing in it)
         if "score" in sub and m.metric != "attribution":
-            scores = sub["score"].astype(float)
+            scores = sub["score"].astype(float, copy=False)  # read only: no copy of a float column
             if np.isnan(scores).any():
                 out[m.key] = _track_entry(None, m.definition, note=f"{int(np.isnan(scores).sum())} items lack a score",
                                           extra={"n_items": n})
@@ -307,7 +307,7 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
                 share, source = _num(run.get("synthetic_share")), "release"
             extra["synthetic_share_source"] = source if share is not None else None
             slices = {}
-            scores = sub["score"].astype(float)
+            scores = sub["score"].astype(float, copy=False)  # read only: no copy of a float column
             for flag in ("adversarial", "ood") if m.headline else ():
                 if flag in sub:
                     sel = sub[flag] == True  # noqa: E712  (elementwise on an object array)

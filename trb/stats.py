@@ -110,6 +110,12 @@ def _session_index(sessions: Sequence, n: int) -> tuple[np.ndarray, int]:
         rank = np.empty(len(ids), dtype=np.int64)
         rank[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids), dtype=np.int64)
         return rank[met], len(ids)
+    if arr.dtype.kind in "iu" and n and 0 <= arr.min() and arr.max() < 4 * n + 65_536:
+        # small non-negative integers (the report's session codes): np.unique's numbering without its sort, each
+        # code ranked among the codes present (O(n); a few arrays of the largest code's length, not copies of n)
+        present = np.bincount(arr) > 0
+        rank = np.cumsum(present) - 1
+        return rank[arr], int(rank[-1]) + 1
     _, codes = np.unique(arr, return_inverse=True)
     codes = codes.reshape(-1)
     return codes, int(codes.max()) + 1

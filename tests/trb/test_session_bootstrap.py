@@ -203,6 +203,23 @@ def test_sessions_are_numbered_in_the_sorted_order_of_their_ids_as_numpy_does():
         _session_index(np.array(["s1", None], dtype=object), 2)
 
 
+
+def test_integer_session_codes_are_numbered_as_numpy_unique_numbers_them():
+    # the report passes sessions as int64 codes (a subset of a track's items leaves gaps in them): they are numbered
+    # by a count of the codes present, not a sort; the numbering must be np.unique's, gaps, large codes and all
+    from trb.stats import _session_index
+
+    rng = np.random.default_rng(11)
+    cases = [rng.integers(0, hi, size) for hi, size in [(1, 5), (7, 40), (1000, 300), (10, 100_000)]]
+    cases += [np.array([5, 3, 3, 900_000, 5], dtype=np.int64),  # a large code beside few items: np.unique's own path
+              np.array([0]), np.arange(50)[::-1].copy(), rng.integers(0, 2**40, 64),
+              np.array([2, 2, 7], dtype=np.uint32), np.array([-3, 4, -3], dtype=np.int64)]
+    for arr in cases:
+        codes, k = _session_index(arr, arr.size)
+        uniq, want = np.unique(arr, return_inverse=True)
+        assert k == uniq.size and codes.tolist() == want.reshape(-1).tolist(), arr[:10]
+        assert codes.dtype.kind == "i"
+
 def test_session_resampling_is_wider_than_item_resampling_on_clustered_data():
     # 20 sessions of 10 identical items: there are 20 independent values, not 200
     rng = np.random.default_rng(0)

@@ -299,7 +299,7 @@ class Track1:
         opts = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
         sessions = columns["session_id"]
         if metric.key in ("1", "1-llr"):
-            return mean_by_session(columns["score"].astype(float), sessions, **opts)
+            return mean_by_session(columns["score"].astype(float, copy=False), sessions, **opts)
         if metric.key in ("1-uniform", "1-own"):
             ref = _present(columns, "g_uniform" if metric.key == "1-uniform" else "g_own")
             return mean_by_session(ref, sessions, **opts)
@@ -307,7 +307,7 @@ class Track1:
             return _mean_where_defined(columns, "g_ceiling", "no item states how many annotators its Φ came from",
                                        opts)
         if metric.key == "1-norm":
-            return normalised_gain_by_session(columns["score"].astype(float), _present(columns, "g_own"), sessions,
+            return normalised_gain_by_session(columns["score"].astype(float, copy=False), _present(columns, "g_own"), sessions,
                                               **opts)
         if metric.key == "1-sens":
             return _mean_where_defined(columns, "r_sensitive",
@@ -329,7 +329,7 @@ def _present(columns, name: str, *, allow_missing: bool = False) -> np.ndarray:
     if name not in columns:
         raise ValueError(f"the run's items have no {name} column (scored before this toolkit recorded it)")
     column = np.asarray(columns[name])
-    values = (column.astype(float) if column.dtype != object  # a float column, null as nan
+    values = (column.astype(float, copy=False) if column.dtype != object  # a float column (null: nan), read only
               else np.asarray([np.nan if v is None else v for v in column], dtype=float))
     if not allow_missing and np.isnan(values).any():
         raise ValueError(f"{int(np.isnan(values).sum())} items lack {name} (scored before this toolkit recorded it)")
