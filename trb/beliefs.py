@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse as _sparse
 
-from trb.stats import Estimate, _bootstrap, _session_index
+from trb.stats import Estimate, _bootstrap, _session_index, session_array
 
 __all__ = [
     "MISSING_BELIEF",
@@ -86,7 +86,7 @@ def _beliefs(values: Sequence, n: int | None = None) -> np.ndarray:
 def _labelled(labels: Sequence, beliefs: Sequence, sessions: Sequence, positive: str, negative: str):
     """The labelled items: (is_pos bool, beliefs with missing ones as 0.5, n_missing, session codes, k)."""
     lab = np.asarray(labels, dtype=object).reshape(-1)
-    sess = np.asarray(sessions, dtype=object).reshape(-1)
+    sess = session_array(sessions)
     b = _beliefs(beliefs)
     if not (lab.size == b.size == sess.size):
         raise ValueError(f"labels ({lab.size}), beliefs ({b.size}) and sessions ({sess.size}) must align")
@@ -338,7 +338,7 @@ def belief_distribution(beliefs: Sequence, sessions: Sequence, *, threshold: flo
     Raises:
         ValueError: ``beliefs`` and ``sessions`` not aligned; no belief reported; a belief outside [0, 1].
     """
-    sess = np.asarray(sessions, dtype=object).reshape(-1)
+    sess = session_array(sessions)
     b = _beliefs(beliefs)
     if b.size != sess.size:
         raise ValueError(f"beliefs ({b.size}) and sessions ({sess.size}) must align")

@@ -54,6 +54,7 @@ __all__ = [
     "CI_METHOD",
     "Estimate",
     "balanced_accuracy_by_session",
+    "session_array",
     "mean_by_session",
     "paired_delta_by_session",
     "normalised_gain_by_session",
@@ -92,6 +93,17 @@ class Estimate:
     @property
     def has_ci(self) -> bool:
         return not (math.isnan(self.ci_low) or math.isnan(self.ci_high))
+
+
+def session_array(sessions: Sequence) -> np.ndarray:
+    """``sessions`` as a 1-d array to select from and number (:func:`_session_index`): integer session codes (the
+    report's, numbered in the order of the ids) kept as integers, anything else (ids) as an object array.
+
+    Integer codes made into an object array would be numbered as text ("10" before "9"), not in the ids' order:
+    another draw of sessions than the ids give, and other intervals."""
+    if isinstance(sessions, np.ndarray) and sessions.dtype.kind in "iu":
+        return sessions.reshape(-1)
+    return np.asarray(sessions, dtype=object).reshape(-1)
 
 
 def _session_index(sessions: Sequence, n: int) -> tuple[np.ndarray, int]:
@@ -210,7 +222,7 @@ def balanced_accuracy_by_session(labels: Sequence, predicted: Sequence, sessions
     """
     lab = np.asarray(labels, dtype=object).reshape(-1)
     pred = np.asarray(predicted, dtype=object).reshape(-1)
-    sess = np.asarray(sessions, dtype=object).reshape(-1)
+    sess = session_array(sessions)
     if not (lab.size == pred.size == sess.size):
         raise ValueError(f"labels ({lab.size}), predicted ({pred.size}) and sessions ({sess.size}) must align")
     is_pos = lab == positive
@@ -310,7 +322,7 @@ def paired_balanced_accuracy_delta_by_session(labels: Sequence, predicted_a: Seq
     lab = np.asarray(labels, dtype=object).reshape(-1)
     pa_ = np.asarray(predicted_a, dtype=object).reshape(-1)
     pb_ = np.asarray(predicted_b, dtype=object).reshape(-1)
-    sess = np.asarray(sessions, dtype=object).reshape(-1)
+    sess = session_array(sessions)
     if not (lab.size == pa_.size == pb_.size == sess.size):
         raise ValueError("labels, predicted_a, predicted_b and sessions must align")
     is_pos, is_neg = lab == positive, lab == negative

@@ -793,25 +793,71 @@ def test_the_reports_session_codes_number_sessions_as_their_ids_do():
             scores, np.array(items, dtype=object), n_resamples=200, seed=2)
 
 
-def test_the_report_reads_a_tracks_columns_as_asked_and_keeps_only_what_fits(tmp_path):
-    # a million sessions' items are read a column at a time, and columns past the budget are dropped and read
-    # again when asked: the values are the store's every time
+def test_the_report_reads_a_tracks_columns_as_asked_and_each_once(tmp_path, monkeypatch):
+    # a million sessions' items are read a column at a time, only the columns a figure asks for, and each once
+    # however often it is asked for: the values are the store's
     from trb.report import _ItemColumns
 
     store = hand_store(tmp_path)
     names = ["metric", "session_id", "score", "origin", "adversarial", "ood"]
-    cols = _ItemColumns(store, "full", "1", names, keep_bytes=0)
     want = store.items("full", track="1", columns=names)
-    assert list(cols) == names and "score" in cols and "label" not in cols
+    reads = []
+    items = type(store).items
+
+    def counted(self, *a, **k):
+        reads.append(k.get("columns"))
+        return items(self, *a, **k)
+
+    monkeypatch.setattr(type(store), "items", counted)
+    cols = _ItemColumns(store, "full", "1", names)
+    assert list(cols) == names and "score" in cols and "label" not in cols and not reads
     with pytest.raises(KeyError):
         cols["label"]
-    for _ in range(2):
+    for _ in range(3):
         for n in ("score", "origin", "adversarial", "metric"):
             assert list(cols[n]) == want.column(n).to_pylist()
-        assert cols._read.keys() == {"metric", "adversarial"}  # the kept ones read so far, and the last other
+    assert reads == [["score"], ["origin"], ["adversarial"], ["metric"]]
     assert cols["session_id"].tolist() == [0, 0, 1, 2, 2]  # s1 s1 s2 s3 s3, numbered in the ids' order
-    assert cols._read.keys() == {"metric", "session_id", "adversarial"}
-    roomy = _ItemColumns(store, "full", "1", names)
-    for n in names:
-        roomy[n]
-    assert roomy._read.keys() == set(names)  # a small run's columns all fit
+    assert cols._read.keys() == {"score", "origin", "adversarial", "metric", "session_id"}  # never "ood"
+
+
+def test_every_session_bootstrap_gives_the_same_figure_from_the_reports_codes_as_from_the_ids():
+    # the report hands every track's figures its sessions as int64 codes; each estimator must draw the same sessions
+    # from them as from the ids (a code turned into text would number "s-10" before "s-9" as "10" before "9"): the
+    # same value and interval, bit for bit
+    import pyarrow as pa
+
+    from trb.beliefs import belief_distribution, brier_by_session, calibration_by_session, roc_auc_by_session
+    from trb.grounding import detection_auc_by_session
+    from trb.report import _session_codes
+    from trb.stats import (balanced_accuracy_by_session, brier_quality_ratio_by_session, mean_by_session,
+                           normalised_gain_by_session, paired_balanced_accuracy_delta_by_session,
+                           paired_delta_by_session, ratio_by_session)
+
+    rng = np.random.default_rng(3)
+    n = 400
+    ids = np.array([f"s-{i}" for i in rng.integers(0, 60, n)], dtype=object)  # s-10 .. s-59 beside s-2 .. s-9
+    codes = _session_codes(pa.chunked_array([ids.tolist()], pa.string()))
+    labels = np.array(rng.choice(["self", "exogenous", None], n), dtype=object)
+    pred_a = np.array(rng.choice(["self", "exogenous"], n), dtype=object)
+    pred_b = np.array(rng.choice(["self", "exogenous", "unsure"], n), dtype=object)
+    beliefs = np.where(rng.random(n) < 0.1, np.nan, rng.random(n))
+    a, b = rng.random(n), rng.random(n)
+    strata = np.array(rng.choice(["c1", "c2"], n), dtype=object)
+    figures = {
+        "mean": lambda s: mean_by_session(a, s, n_resamples=300, seed=1),
+        "paired delta": lambda s: paired_delta_by_session(a, b, s, n_resamples=300, seed=1),
+        "normalised gain": lambda s: normalised_gain_by_session(a, b, s, n_resamples=300, seed=1),
+        "ratio": lambda s: ratio_by_session(a, b + 0.1, s, n_resamples=300, seed=1),
+        "brier quality ratio": lambda s: brier_quality_ratio_by_session(a, b + 1, b, a + 1, s, n_resamples=300, seed=1),
+        "balanced accuracy": lambda s: balanced_accuracy_by_session(labels, pred_a, s, n_resamples=300, seed=1),
+        "paired BA delta": lambda s: paired_balanced_accuracy_delta_by_session(labels, pred_a, pred_b, s,
+                                                                              n_resamples=300, seed=1),
+        "ROC AUC": lambda s: roc_auc_by_session(labels, beliefs, s, n_resamples=300, seed=1),
+        "Brier": lambda s: brier_by_session(labels, beliefs, s, n_resamples=300, seed=1),
+        "ECE": lambda s: calibration_by_session(labels, beliefs, s, n_resamples=300, seed=1).ece,
+        "self share": lambda s: belief_distribution(beliefs, s, n_resamples=300, seed=1).share_self,
+        "detection AUC": lambda s: detection_auc_by_session(a, b > 0.5, strata, s, n_resamples=300, seed=1),
+    }
+    for name, figure in figures.items():
+        assert figure(codes) == figure(ids), name
