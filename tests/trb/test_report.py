@@ -830,9 +830,15 @@ def test_every_session_bootstrap_gives_the_same_figure_from_the_reports_codes_as
     from trb.beliefs import belief_distribution, brier_by_session, calibration_by_session, roc_auc_by_session
     from trb.grounding import detection_auc_by_session
     from trb.report import _session_codes
-    from trb.stats import (balanced_accuracy_by_session, brier_quality_ratio_by_session, mean_by_session,
-                           normalised_gain_by_session, paired_balanced_accuracy_delta_by_session,
-                           paired_delta_by_session, ratio_by_session)
+    from trb.stats import (
+        balanced_accuracy_by_session,
+        brier_quality_ratio_by_session,
+        mean_by_session,
+        normalised_gain_by_session,
+        paired_balanced_accuracy_delta_by_session,
+        paired_delta_by_session,
+        ratio_by_session,
+    )
 
     rng = np.random.default_rng(3)
     n = 400
