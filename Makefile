@@ -27,11 +27,11 @@ demo: install
 	$(BIN)/trb-demo --workdir $(DEMO_DIR) --seed 1
 
 # The Label Studio server the annotate tests start: its own venv (its pins clash with ours), with the PostgreSQL
-# driver it needs to run on PostgreSQL (DJANGO_DB=default). The stamp names what is in the venv, so a venv made
-# before psycopg2-binary was added gets it on the next make.
+# driver it needs to run on PostgreSQL (DJANGO_DB=default) and gunicorn, to serve it by several worker processes as
+# a team does. The stamp names what is in the venv, so a venv made before one of them was added gets it on the next make.
 LS_VENV := .venv-ls
-LS_PINS := label-studio==1.23.2 psycopg2-binary==2.9.13
-LS_STAMP := $(LS_VENV)/.installed-ls-1.23.2-psycopg2-2.9.13
+LS_PINS := label-studio==1.23.2 psycopg2-binary==2.9.13 gunicorn==23.0.0
+LS_STAMP := $(LS_VENV)/.installed-ls-1.23.2-psycopg2-2.9.13-gunicorn-23.0.0
 
 install-label-studio: $(LS_STAMP)
 

@@ -55,7 +55,7 @@ def _timed(fn):
     return time.perf_counter() - t0, out
 
 
-def run(backend: str, items: int) -> None:
+def run(backend: str, items: int, workers: int | None = None) -> None:
     from ls import label_studio
 
     from annotate.pull import OVERLAP_SECONDS, pull
@@ -63,7 +63,7 @@ def run(backend: str, items: int) -> None:
     from annotate.status import status
     from annotate.tasks import ITEM_KEY
 
-    with label_studio(backend) as (url, client, work):
+    with label_studio(backend, workers) as (url, client, work):
         _ = client.sdk  # import label_studio_sdk (about 2 s, once per process) before the clock starts
         corpus = _corpus(work, items)
         t_push, rep = _timed(lambda: push(corpus, client, "attribution", title="bench push"))
@@ -104,7 +104,8 @@ def run(backend: str, items: int) -> None:
                                                                "list annotations")))
         assert st[0].annotations == pr.new == sum(len(t.get("annotations") or []) for t in listed)
         n_ann = sum(len(t.get("annotations") or []) for t in data)
-        print(f"items: {items}; Label Studio 1.23.2 on 127.0.0.1, {backend}; batches of 500")
+        served = f"gunicorn, {workers} worker processes" if workers else "label-studio start (one process)"
+        print(f"items: {items}; Label Studio 1.23.2 on 127.0.0.1, {backend}, {served}; batches of 500")
         print(f"push {rep.imported} tasks: {t_push:.1f} s ({rep.imported / t_push:,.0f} tasks/s)")
         print(f"re-push (0 imported, {rep2.already} already there): {t_repush:.1f} s")
         print(f"making {pr.new} annotations by import ({n_tasks} tasks x 3, embedded): {t_make:.1f} s")
@@ -126,9 +127,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--items", type=int, default=10_000)
     ap.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="serve Label Studio by gunicorn with this many worker processes, as a team deploys it "
+                         "(default: `label-studio start`, Django's own one-process server)")
     args = ap.parse_args()
     for backend in (["sqlite", "postgresql"] if args.backend == "both" else [args.backend]):
-        run(backend, args.items)
+        run(backend, args.items, args.workers)
 
 
 if __name__ == "__main__":

@@ -234,6 +234,7 @@ class Server:
     backend: str = "sqlite"  # or "postgresql"
     postgres: Postgres | None = None
     started_s: float = 0.0  # seconds from a copied template to a server that answers
+    workers: int | None = None  # served by gunicorn with this many worker processes (None: `label-studio start`)
 
 
 def _wait_up(url: str, proc: subprocess.Popen, log: Path, timeout: float = 180) -> None:
@@ -269,9 +270,30 @@ def backends() -> list[str]:
     return wanted
 
 
+def _serve_command(binary: Path, port: int, workers: int | None) -> list[str]:
+    """How the server is started: ``label-studio start`` (Django's own server: one process, one request at a time
+    doing Python work), or, with ``workers``, Label Studio's WSGI application under gunicorn with that many worker
+    processes, as a team deploys it (Label Studio's own docker-compose serves it by uwsgi with four processes)."""
+    if workers is None:
+        return [str(binary), "start", "--no-browser", "--internal-host", "127.0.0.1", "--port", str(port)]
+    package = next(binary.parent.parent.glob("lib/python*/site-packages/label_studio"), None)
+    gunicorn = binary.parent / "gunicorn"
+    if package is None or not gunicorn.exists():
+        pytest.fail(f"no gunicorn or label_studio package beside {binary}: run `make install-label-studio`")
+    # request lines as long as Label Studio's own uwsgi takes (buffer-size 65535): gunicorn's default of 4,094 bytes
+    # refuses an export of 500 task ids ("Request Line is too large"); 0 is no limit
+    return [str(gunicorn), "--workers", str(workers), "--threads", "1", "--timeout", "300", "--limit-request-line",
+            "0", "--pythonpath", str(package), "--bind", f"127.0.0.1:{port}", "label_studio.core.wsgi:application"]
+
+
+#: Server variants a test module may add to the back ends (``LS_SERVERS``): name -> (back end, gunicorn workers).
+VARIANTS = {"sqlite": ("sqlite", None), "postgresql": ("postgresql", None), "sqlite-2-workers": ("sqlite", 2)}
+
+
 @contextmanager
-def running(backend: str, base: Path) -> Iterator[Server]:
-    """A Label Studio server on ``backend`` with its files under ``base`` (made here), stopped on exit."""
+def running(backend: str, base: Path, workers: int | None = None) -> Iterator[Server]:
+    """A Label Studio server on ``backend`` with its files under ``base`` (made here), stopped on exit; with
+    ``workers``, served by that many gunicorn worker processes (:func:`_serve_command`)."""
     binary = _binary()
     pg = None
     # made once for every test process: a second pytest worker waits for the first to finish making it
@@ -295,12 +317,12 @@ def running(backend: str, base: Path) -> Iterator[Server]:
         port = free_port()
         log = base / "server.log"
         with open(log, "wb") as out:
-            proc = subprocess.Popen([str(binary), "start", "--no-browser", "--internal-host", "127.0.0.1",
-                                     "--port", str(port)], env=_env(base / "home", base / "data",
-                                                                    pg.settings if pg else None),
-                                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
-        server = Server(f"http://127.0.0.1:{port}", TOKEN, proc, log, backend, pg)
+            env = _env(base / "home", base / "data", pg.settings if pg else None)
+            if workers is not None:
+                env["DJANGO_SETTINGS_MODULE"] = "label_studio.core.settings.label_studio"
+            proc = subprocess.Popen(_serve_command(binary, port, workers), env=env, stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        server = Server(f"http://127.0.0.1:{port}", TOKEN, proc, log, backend, pg, workers=workers)
         try:
             _wait_up(server.url, proc, log)
             server.started_s = time.monotonic() - t0
@@ -314,16 +336,21 @@ def running(backend: str, base: Path) -> Iterator[Server]:
 
 
 def pytest_generate_tests(metafunc):
-    """Every test that uses ``ls_server`` runs on each back end (its id says which: ``[sqlite]``, ``[postgresql]``)."""
+    """Every test that uses ``ls_server`` runs on each back end (its id says which: ``[sqlite]``, ``[postgresql]``),
+    and on the server variants its module names in ``LS_SERVERS`` (``[sqlite-2-workers]``: :data:`VARIANTS`) whose
+    back end is tested."""
     if "ls_server" in metafunc.fixturenames:
-        metafunc.parametrize("ls_server", backends(), indirect=True, scope="session")
+        wanted = backends()
+        extra = [v for v in getattr(metafunc.module, "LS_SERVERS", ()) if v not in BACKENDS and VARIANTS[v][0] in wanted]
+        metafunc.parametrize("ls_server", wanted + extra, indirect=True, scope="session")
 
 
 @pytest.fixture(scope="session")
 def ls_server(request, tmp_path_factory) -> Iterator[Server]:
     """A running Label Studio server for the whole test session on one back end (stopped at its end)."""
-    backend = getattr(request, "param", "sqlite")
-    with running(backend, tmp_path_factory.mktemp(f"label-studio-{backend}")) as server:
+    variant = getattr(request, "param", "sqlite")
+    backend, workers = VARIANTS[variant]
+    with running(backend, tmp_path_factory.mktemp(f"label-studio-{variant}"), workers) as server:
         yield server
 
 

@@ -20,6 +20,9 @@ from factories import attribution, session, write_jsonl
 from ls_server import signup
 
 pytestmark = pytest.mark.label_studio
+#: Also on Label Studio served by two gunicorn worker processes (SQLite), as a team serves it: requests then run
+#: side by side, and a pull's exports and listings interleave with the annotators' writes in other processes.
+LS_SERVERS = ("sqlite-2-workers",)
 
 EMAILS = ["inc.one@trb.test", "inc.two@trb.test", "inc.three@trb.test"]
 ITEMS = [f"s{s}.t{t}.attr" for s in (1, 2) for t in range(1, 5)]

@@ -11,6 +11,9 @@ from factories import attribution, session, write_jsonl
 from load_annotators import check, run_load
 
 pytestmark = pytest.mark.label_studio
+#: Also on Label Studio served by two gunicorn worker processes (SQLite), as a team serves it: requests then run
+#: side by side, and a pull's exports and listings interleave with the annotators' writes in other processes.
+LS_SERVERS = ("sqlite-2-workers",)
 
 
 def test_twenty_annotators_while_pull_runs_lose_nothing_and_duplicate_nothing(ls_server, tmp_path):
