@@ -353,16 +353,15 @@ def test_a_writer_waits_for_the_holder_then_proceeds(tmp_path, capfd):
     assert f"in use by pid {proc.pid}" in capfd.readouterr().err
 
 
-def test_bulk_insert_of_many_items_is_fast(tmp_path):
+def test_a_bulk_insert_of_many_items_stores_every_one(tmp_path):
+    # (its speed is measured in bench/engine.py, not asserted here)
     store = ResultsStore(tmp_path / "r.duckdb")
     n = 200_000
     table = pa.table({"track": pa.array(["1"] * n), "metric": pa.array(["tv"] * n),
                       "item_id": pa.array([f"i{i}" for i in range(n)]),
                       "session_id": pa.array([f"s{i % 997}" for i in range(n)]),
                       "score": pa.array([(i % 100) / 100 for i in range(n)], pa.float64())})
-    t0 = time.monotonic()
     rid = store.record_run(run_row(), table)
-    assert time.monotonic() - t0 < 10
     assert plain(store.path, "SELECT count(*), count(DISTINCT session_id) FROM item_scores") == [(n, 997)]
     assert store.items(rid).num_rows == n
     assert os.path.getsize(store.path) > 0
