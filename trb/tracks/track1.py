@@ -307,8 +307,8 @@ class Track1:
             return _mean_where_defined(columns, "g_ceiling", "no item states how many annotators its Φ came from",
                                        opts)
         if metric.key == "1-norm":
-            return normalised_gain_by_session(columns["score"].astype(float, copy=False), _present(columns, "g_own"), sessions,
-                                              **opts)
+            return normalised_gain_by_session(columns["score"].astype(float, copy=False), _present(columns, "g_own"),
+                                              sessions, **opts)
         if metric.key == "1-sens":
             return _mean_where_defined(columns, "r_sensitive",
                                        "no item where r′ plans another action of the step than the recorded r_t", opts)
