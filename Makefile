@@ -1,13 +1,30 @@
-# Two commands: `make demo` (install, then run the main job) and `make test`
-# (install, then the whole suite). Every install step lives here.
+# `make demo` (install, then the main job) and `make test` (install, then the whole suite); `make check` is the
+# fast tier a developer runs between two changes; `make help` lists every target. Every install step lives here.
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= demo-work
 
-.PHONY: install demo test bench clean install-label-studio install-browser install-inspect install-llama-server \
-	install-postgresql
+# The tests write bytecode (this machine sets PYTHONDONTWRITEBYTECODE=1): without it every pytest worker re-compiles
+# the assertion rewrites of ~250 test modules (collection 36 s -> 7 s) and every Python a test starts re-compiles
+# the project's modules. The caches go to __pycache__/ (ignored by git and left out of the wheel).
+unexport PYTHONDONTWRITEBYTECODE
+
+.PHONY: help install install-all demo check test bench-suite test-fast test-integration test-e2e bench clean install-label-studio \
+	install-browser install-inspect install-llama-server install-postgresql install-system
+
+help:
+	@echo "make demo              install, then the whole pipeline on the simulated world (a SMOKE TEST)"
+	@echo "make check             ruff, then the fast tier: every test that carries no marker of tests/markers.py"
+	@echo "make test              install everything, ruff, then the whole suite on $(TEST_WORKERS) workers (what CI runs)"
+	@echo "make test-fast         the fast tier alone (no ruff)"
+	@echo "make test-integration  real servers, models and heavy work: $(INTEGRATION_TESTS)"
+	@echo "make test-e2e          whole journeys in fresh processes: the demo, the wheel and plug-in venvs, SIGKILLs"
+	@echo "make bench             the benchmarks (figures in bench/README.md)"
+	@echo "make bench-suite       the suite's wall and CPU time per tier, and its slowest tests"
+	@echo "one marker:            .venv/bin/python -m pytest -m label_studio   (markers: .venv/bin/python -m pytest --markers)"
+	@echo "options:               TEST_WORKERS=1 runs the suite in one process; PYTEST_ARGS='-x -k name' adds pytest options"
 
 install: $(STAMP)
 
@@ -78,14 +95,46 @@ install-browser:
 	command -v chromium >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
 		|| (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
-# Worker processes for the suite (pytest-xdist): 1 runs it in one process, as CI does; `make test TEST_WORKERS=2`
-# spreads its files over two (a file's tests and fixtures stay on one worker). On the 2-core project machine the
-# suite took 25 min on two workers against 34 min on one (2026-12-03): its long tests compete for the same cores.
-TEST_WORKERS ?= 1
+# The tiers (tests/markers.py defines the markers; tests/test_markers.py checks that these lines match it).
+FAST_TESTS := not (label_studio or postgresql or browser or llama or ray or smollm2 or e2e or slow)
+INTEGRATION_TESTS := (label_studio or postgresql or browser or llama or ray or smollm2 or slow) and not e2e
 
-test: install $(LS_STAMP) $(INSPECT_STAMP) $(LLAMA_STAMP) install-browser install-postgresql
+# The suite on every core: pytest-xdist workers take whole test files (a file's module fixtures are built once), the
+# heaviest files first (tests/markers.py orders them; --no-loadscope-reorder keeps that order instead of xdist's
+# "most tests first"). TEST_WORKERS=1 runs it in one process.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+PYTEST = $(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS)
+
+# Every install the suite needs, side by side: llama.cpp's build (the longest, some minutes) runs while the others
+# download; the Debian packages are installed one after the other (one apt lock).
+install-all:
+	$(MAKE) --no-print-directory -j4 install $(LS_STAMP) $(INSPECT_STAMP) $(LLAMA_STAMP) install-system
+
+install-system:
+	$(MAKE) --no-print-directory install-browser
+	$(MAKE) --no-print-directory install-postgresql
+
+check: install $(INSPECT_STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
+	$(PYTEST) -m "$(FAST_TESTS)"
+
+test-fast: install $(INSPECT_STAMP)
+	$(PYTEST) -m "$(FAST_TESTS)"
+
+test: install-all
+	$(BIN)/ruff check .
+	$(PYTEST) --durations=25
+
+test-integration: install-all
+	$(PYTEST) -m "$(INTEGRATION_TESTS)" --durations=25
+
+test-e2e: install-all
+	$(PYTEST) -m e2e --durations=25
+
+# The suite's wall and CPU time tier by tier, and its slowest tests (bench/README.md, "bench/suite.py").
+bench-suite: install-all
+	$(BIN)/python bench/suite.py --workers $(TEST_WORKERS)
 
 bench: install $(LS_STAMP) $(LLAMA_STAMP) install-browser install-postgresql
 	$(BIN)/python bench/ingest.py

@@ -31,8 +31,10 @@ def _remove_test_homes() -> None:  # not a forked child's exit: the folders are 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# The Label Studio server fixture and --skip-label-studio (tests marked label_studio); a headless Chromium.
-pytest_plugins = ["ls_server", "browser"]
+# The Label Studio server fixture and --skip-label-studio (tests marked label_studio); a headless Chromium; the
+# tiers' markers and the check that a test starting a real part carries its marker; heavy fixtures built once per
+# run and shared read-only; pytester, for the tests of those checks.
+pytest_plugins = ["ls_server", "browser", "markers", "shared", "pytester"]
 
 
 @pytest.fixture

@@ -342,7 +342,10 @@ def pytest_generate_tests(metafunc):
     if "ls_server" in metafunc.fixturenames:
         wanted = backends()
         extra = [v for v in getattr(metafunc.module, "LS_SERVERS", ()) if v not in BACKENDS and VARIANTS[v][0] in wanted]
-        metafunc.parametrize("ls_server", wanted + extra, indirect=True, scope="session")
+        # a variant on PostgreSQL starts a PostgreSQL server too, and carries its marker (tests/markers.py)
+        params = [pytest.param(v, marks=pytest.mark.postgresql) if VARIANTS[v][0] == "postgresql" else v
+                  for v in wanted + extra]
+        metafunc.parametrize("ls_server", params, indirect=True, scope="session")
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,9 @@ import pytest
 
 from wheelenv import ROOT, fresh_venv, run_in, site_packages
 
+# builds the wheel and installs it into fresh virtual environments
+pytestmark = pytest.mark.e2e
+
 #: The project's top-level packages (pyproject.toml's [tool.setuptools.packages.find] include).
 PACKAGES = ["schemas", "corpus", "simworld", "annotate", "trb", "tui", "pipeline", "collect", "environments"]
 SCRIPTS = ["trb-corpus", "trb", "trb-annotate", "trb-review", "trb-demo", "trb-collect"]
@@ -51,7 +54,6 @@ def test_the_wheel_holds_every_file_of_the_packages(trb_wheel):
     assert set(re.findall(r"^([a-z-]+) = ", groups["trb.importers"], re.M)) == {"mcq", "inspect"}
 
 
-@pytest.mark.slow
 def test_the_installed_wheel_runs_from_outside_the_checkout(trb_wheel, tmp_path):
     """validate the packaged example, cut a smoke release, calibrate: the venv's own copy, in a cwd outside the checkout."""
     assert not tmp_path.resolve().is_relative_to(ROOT)

@@ -31,6 +31,9 @@ from schemas.errors import ExitCode
 from schemas.urls import redact_url, url_secrets
 from tests_paths import ROOT
 
+# waits out deadlines against hung and slow local servers (seconds per test)
+pytestmark = pytest.mark.slow
+
 PASSWORD = "hunter2-pw-5eed"
 TOKEN = "tok-0123456789abcdef"
 KEY = "trbkey0123456789abcdef"

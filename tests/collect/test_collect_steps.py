@@ -15,6 +15,9 @@ from collect.widgets.choice import ChoiceBar
 from collect.widgets.slider import Slider
 from collect_helpers import drafts, drive, play_sessions, screen_lines, screen_text
 
+# drives the subject's app through whole studies (seconds per test)
+pytestmark = pytest.mark.slow
+
 
 def _flat(app) -> str:
     return " ".join(screen_text(app).split())

@@ -4,6 +4,7 @@ pair, the revisions; ingested; a ``trb`` release cut from it; Track 1 run on the
 from __future__ import annotations
 
 import duckdb
+import pytest
 
 from collect.app import CollectApp
 from collect.screens.between import BetweenScreen
@@ -12,6 +13,9 @@ from collect.screens.save import SaveScreen
 from collect.screens.step import StepScreen
 from collect.scripted import Answer, agree, answer_step, revise_step, settle, skip_revision
 from collect_helpers import drafts, drive, screen_text, store_rows
+
+# drives the subject's app through whole studies (seconds per test)
+pytestmark = pytest.mark.slow
 
 ACTIONS = ("up", "down", "left", "right", "wait")
 #: The scripted subject: session a walks right toward E2, session b up toward B5 (plan = move, option numbers).

@@ -32,6 +32,9 @@ from factories import (
 )
 from tests_paths import EXAMPLE_7F3A
 
+# ingests large or faulty inputs, several in worker processes (seconds per test)
+pytestmark = pytest.mark.slow
+
 
 def _examples() -> list[dict]:
     return [json.loads(x) for x in EXAMPLE_7F3A.read_text().splitlines() if x.strip()]

@@ -17,6 +17,9 @@ from corpus.stats import corpus_stats
 from corpus.store import Corpus
 from trb.releases import Release
 
+# reads inspect_ai logs through its own venv (.venv-inspect) in a subprocess
+pytestmark = pytest.mark.slow
+
 WRITER = Path(__file__).with_name("inspect_log_writer.py")
 
 

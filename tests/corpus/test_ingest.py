@@ -25,6 +25,9 @@ from factories import (
     write_jsonl,
 )
 
+# ingests large or faulty inputs, several in worker processes (seconds per test)
+pytestmark = pytest.mark.slow
+
 
 def test_ingest_writes_every_record_and_step(corpus_dir, tmp_path):
     recs = small_corpus()

@@ -27,6 +27,9 @@ from factories import small_corpus, store_counts, write_jsonl
 from schemas.locking import WaitSecondsError, check_wait_seconds, default_wait_seconds
 from tests_paths import ROOT
 
+# ingests large or faulty inputs, several in worker processes (seconds per test)
+pytestmark = pytest.mark.slow
+
 ingest_module = importlib.import_module("corpus.ingest")
 
 

@@ -56,6 +56,7 @@ def setup(tmp_path_factory):
             "unchanged": _counts(base.dir), "complete": _counts(full)}
 
 
+@pytest.mark.e2e
 def test_random_sigkills_leave_the_store_unchanged_or_complete(setup, tmp_path):
     unchanged, complete = setup["unchanged"], setup["complete"]
     assert dict(complete)["session"] == dict(unchanged)["session"] + SESSIONS

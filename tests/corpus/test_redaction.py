@@ -16,6 +16,9 @@ from corpus.store import Corpus, init_corpus
 from corpus.verify import verify_release
 from factories import mutated, session, small_corpus, transfer_context, write_jsonl
 
+# cuts many releases, one or more per test
+pytestmark = pytest.mark.slow
+
 ADDRESS = "jane.roe@example.org"
 MASK = "j***@e***.org"
 

@@ -19,6 +19,9 @@ from factories import annotation, counterfactual, mutated, session, small_corpus
 from schemas.ceiling import oracle_g
 from tests_paths import EXAMPLE_7F3A
 
+# cuts many releases, one or more per test
+pytestmark = pytest.mark.slow
+
 
 def _corpus(tmp_path: Path, records: list, name: str = "corpus") -> Corpus:
     c = Corpus(init_corpus(tmp_path / name))

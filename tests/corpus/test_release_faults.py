@@ -29,6 +29,9 @@ from factories import session, small_corpus, write_jsonl
 from schemas.locking import FileLock
 from tests_paths import ROOT
 
+# cuts many releases, one or more per test
+pytestmark = pytest.mark.slow
+
 CLI = "from corpus.cli import main; raise SystemExit(main())"
 
 
@@ -152,7 +155,7 @@ def test_a_staging_directory_is_never_listed_and_the_next_release_removes_it(tmp
     assert [x["version"] for x in list_releases(c)] == ["0.1.0", "0.2.0"]
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_sigkill_at_random_points_of_a_release_leaves_nothing_half_and_the_next_release_succeeds(tmp_path):
     from corpus.simulate import write_simulation
 

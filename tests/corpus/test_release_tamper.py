@@ -21,6 +21,9 @@ from corpus.verify import verify_release
 from schemas.release_check import check_release
 from schemas.release_format import CONTENT_FORMAT, claims_digest
 
+# cuts a release per tamper (about 400 cases with test_run_tamper.py): seconds of work in all
+pytestmark = pytest.mark.slow
+
 FORGEABLE = [n for n in rt.TAMPERS if n not in rt.DIGEST_ONLY]
 
 

@@ -16,7 +16,7 @@ from wheelenv import fresh_venv, run_in
 PLUGIN = ROOT / "tests" / "plugins" / "trb-toy-adapter"
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_third_party_adapter_package_registers_runs_and_reruns(trb_wheel, tmp_path):
     release = make_release(tmp_path / "rel", sessions=120, seed=4)
     plugin = tmp_path / "plugin-src"

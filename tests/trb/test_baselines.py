@@ -12,6 +12,9 @@ from trb.baselines import BASELINE_RUNS, BaselineSettings, train_baseline, train
 from trb.errors import UsageError
 from trb.releases import Release
 
+# trains the LM baselines on a simulated release
+pytestmark = pytest.mark.slow
+
 SMALL = dict(n_embd=64, n_layer=2, n_head=2, vocab_size=1024, batch_size=16, lr=3e-3, warmup_steps=10, history=1)
 
 

@@ -22,6 +22,9 @@ from trb.errors import AdapterError, CalibrationFailed
 from trb.tracks.track1 import Track1Item, score_track1, total_variation
 from trb.tracks.track3 import Track3Item, score_track3
 
+# runs the scripted agents of trb calibrate on every track
+pytestmark = pytest.mark.slow
+
 
 def test_total_variation_hand_worked():
     assert total_variation({"x": 0.5, "y": 0.5}, {"x": 1.0}) == 0.5

@@ -14,6 +14,9 @@ from engine_helpers import make_reference, make_release, make_tiny_lm
 from trb.adapters.capabilities import BatchedAct, RAblation, bind
 from trb.errors import AdapterError, CheckFailed, ReleaseError, UsageError
 
+# trains native reference models on a simulated release
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory) -> Path:

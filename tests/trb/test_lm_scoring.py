@@ -12,6 +12,9 @@ import time
 
 import pytest
 
+# trains a tiny GPT-2 here (seconds of torch on the CPU)
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")

@@ -23,6 +23,9 @@ from trb.reference import train_reference  # noqa: E402
 from trb.reference.model import file_sha256  # noqa: E402
 from trb.releases import Release  # noqa: E402
 
+# trains native reference models on a simulated release
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -12,6 +12,9 @@ import random
 
 import pytest
 
+# trains a tiny GPT-2 here (seconds of torch on the CPU)
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
@@ -95,7 +98,10 @@ def _build_model(d, steps=None):
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    return _build_model(tmp_path_factory.mktemp("tiny_proxy_lm"))
+    """The tiny GPT-2, trained once per test run for this file and test_proxy_batched.py (read-only)."""
+    from shared import built_once
+
+    return built_once(tmp_path_factory, "tiny_proxy_lm", _build_model)
 
 
 STEPS = 400

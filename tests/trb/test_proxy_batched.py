@@ -11,6 +11,9 @@ import random
 
 import pytest
 
+# trains a tiny GPT-2 here (seconds of torch on the CPU)
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
@@ -30,7 +33,9 @@ MODES = ("prompt_fill", "free_cot")
 def model_dir(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HF_HUB_OFFLINE", "1")
-        yield _build_model(tmp_path_factory.mktemp("tiny_proxy_batched"))
+        from shared import built_once
+
+        yield built_once(tmp_path_factory, "tiny_proxy_lm", _build_model)  # shared with test_proxy_adapter.py
 
 
 def _load(model_dir, **options) -> ProxyAdapter:

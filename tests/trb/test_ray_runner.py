@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from run_helpers import env, kill_after, run_args, scores, start, stored_parts
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.ray
 RAY = Path(sys.executable).with_name("ray")
 
 
@@ -29,7 +29,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def ray_cluster():
     """A real Ray head node with 2 CPUs on loopback (its socket paths need a short temp dir)."""
     temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
     port = _free_port()
@@ -57,7 +57,7 @@ def _where(results: Path) -> list[str]:
     return [json.loads(t)["where"] for (t,) in rows]
 
 
-def test_the_ray_runner_gives_the_local_runners_item_scores(resume_setup, cluster, tmp_path, capsys):
+def test_the_ray_runner_gives_the_local_runners_item_scores(resume_setup, ray_cluster, tmp_path, capsys):
     from trb.cli import main
     from trb.results import ResultsStore
 
@@ -65,7 +65,7 @@ def test_the_ray_runner_gives_the_local_runners_item_scores(resume_setup, cluste
     local = tmp_path / "local.duckdb"
     assert main(run_args(release, model, local, "--part-items", "2")) == 0
     ray_results = tmp_path / "ray.duckdb"
-    assert main(_ray_args(release, model, ray_results, cluster)) == 0
+    assert main(_ray_args(release, model, ray_results, ray_cluster)) == 0
     (a,), (b,) = ResultsStore(local, create=False).runs(), ResultsStore(ray_results, create=False).runs()
     assert scores(ray_results, b["run_id"]) == scores(local, a["run_id"])
     assert b["timings"]["summary"] == a["timings"]["summary"]
@@ -76,12 +76,13 @@ def test_the_ray_runner_gives_the_local_runners_item_scores(resume_setup, cluste
     assert not (tmp_path / "ray.duckdb.parts").exists(), "every part file was stored and removed"
 
 
-def test_a_worker_killed_mid_run_is_restarted_and_nothing_is_scored_twice(resume_setup, cluster, uninterrupted_run, tmp_path):
+@pytest.mark.e2e
+def test_a_worker_killed_mid_run_is_restarted_and_nothing_is_scored_twice(resume_setup, ray_cluster, uninterrupted_run, tmp_path):
     from trb.results import ResultsStore
 
     release, model = resume_setup
     results = tmp_path / "results.duckdb"
-    proc = start(_ray_args(release, model, results, cluster))
+    proc = start(_ray_args(release, model, results, ray_cluster))
     deadline = time.monotonic() + 240
     while stored_parts(results) < 2:
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else "slow"
@@ -100,7 +101,8 @@ def test_a_worker_killed_mid_run_is_restarted_and_nothing_is_scored_twice(resume
     assert sorted(got) == sorted(scores(whole_results, whole["run_id"]))
 
 
-def test_a_killed_ray_driver_resumes_to_the_same_item_scores(resume_setup, cluster, tmp_path, capsys):
+@pytest.mark.e2e
+def test_a_killed_ray_driver_resumes_to_the_same_item_scores(resume_setup, ray_cluster, tmp_path, capsys):
     from trb.cli import main
     from trb.results import ResultsStore
 
@@ -108,12 +110,12 @@ def test_a_killed_ray_driver_resumes_to_the_same_item_scores(resume_setup, clust
     local = tmp_path / "local.duckdb"
     assert main(run_args(release, model, local, "--part-items", "2")) == 0
     results = tmp_path / "results.duckdb"
-    proc = start(_ray_args(release, model, results, cluster))
+    proc = start(_ray_args(release, model, results, ray_cluster))
     kill_after(proc, results, 3)
     store = ResultsStore(results, create=False)
     (unfinished,) = store.unfinished_runs()
     assert main(["run", "--resume", unfinished["run_id"], "--results", str(results), "--runner", "ray",
-                 "--address", cluster, "--workers", "2", "-q"]) == 0
+                 "--address", ray_cluster, "--workers", "2", "-q"]) == 0
     (done,) = store.runs()
     (ref,) = ResultsStore(local, create=False).runs()
     assert scores(results, done["run_id"]) == scores(local, ref["run_id"])

@@ -15,6 +15,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+# trains native reference models on a simulated release
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 from safetensors.torch import load_file  # noqa: E402
 

@@ -19,6 +19,9 @@ from trb.report import SMOKE_BANNER, _figure, build_report, plot_tracks, render_
 from trb.results import ResultsError, ResultsStore
 from trb.stats import mean_by_session, paired_delta_by_session
 
+# simulates and releases corpora, and bootstraps every figure of the report
+pytestmark = pytest.mark.slow
+
 B = 1000
 SHA = "c0ffee" + "0" * 58
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -17,6 +17,9 @@ import pytest
 from tests_paths import ROOT
 from trb.results import ITEM_SCHEMA, RESULTS_FORMAT_VERSION, ResultsBusy, ResultsError, ResultsStore
 
+# writes and reads results stores of hundreds of thousands of items
+pytestmark = pytest.mark.slow
+
 
 def item(i: int, **over) -> dict:
     row = {"track": "1", "metric": "tv", "item_id": f"cf{i}", "session_id": f"s{i % 3}", "t": i, "split": "eval",

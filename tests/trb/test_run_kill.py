@@ -78,7 +78,7 @@ def _whole_runs(results: Path) -> list[str]:
     return [r["run_id"] for r in runs]
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_sigkill_at_random_points_of_trb_run_leaves_whole_runs_only(release, tmp_path, capsys):
     from trb.cli import main
 

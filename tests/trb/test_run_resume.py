@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
 from run_helpers import kill_after, run_args, scores, start, stored_parts
 
 from schemas.errors import ExitCode
 
 
+@pytest.mark.e2e
 def test_a_run_killed_several_times_resumes_to_the_uninterrupted_item_scores(resume_setup, uninterrupted_run, tmp_path,
                                                                                 capsys):
     from trb.cli import main
@@ -73,6 +75,7 @@ def test_resume_refuses_a_complete_run_an_unknown_one_and_options_the_record_fix
     assert "--adapter" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 def test_a_killed_run_is_listed_as_unfinished_beside_finished_ones_and_the_report_says_so(resume_setup, uninterrupted_run,
                                                                                           tmp_path, capsys):
     import shutil

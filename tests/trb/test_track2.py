@@ -18,6 +18,9 @@ from trb.errors import AdapterError, UsageError  # noqa: E402
 from trb.grounding import detection_auc_by_session, load_concepts, write_concepts  # noqa: E402
 from trb.reference import train_reference  # noqa: E402
 
+# trains native reference models on a simulated release
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory) -> Path:

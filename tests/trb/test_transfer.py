@@ -19,6 +19,9 @@ from trb.run import ROLLOUT_NO_TRANSFER, run_tracks
 from trb.tracks.base import get_track, metric_by_key
 from trb.transfer import HIGH_LEVEL, LARGE_DROP, anti_goodhart, collapse_check, transfer_estimate
 
+# trains native reference models on a simulated release
+pytestmark = pytest.mark.slow
+
 B = 400
 
 

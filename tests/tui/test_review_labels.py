@@ -6,6 +6,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from corpus.labels import UNDO_METHOD
 from corpus.review import short_time
 from review_helpers import drive, settle, status_text, store_rows
@@ -15,6 +17,9 @@ from tui.screens.confirm import ConfirmScreen
 from tui.screens.note import NoteScreen
 from tui.screens.session import SessionScreen
 from tui.widgets.timeline import Timeline
+
+# drives the review app over simulated corpora and runs (seconds per test)
+pytestmark = pytest.mark.slow
 
 HOLDER = """
 import sys, time

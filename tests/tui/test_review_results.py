@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from review_helpers import drive, settle, table_rows
 from trb.results import ResultsStore
 from tui.app import ReviewApp
@@ -12,6 +14,9 @@ from tui.screens.results import ResultsScreen
 from tui.screens.session import SessionScreen
 from tui.widgets.fit_table import FitTable
 from tui.widgets.timeline import Timeline
+
+# drives the review app over simulated corpora and runs (seconds per test)
+pytestmark = pytest.mark.slow
 
 RUN = {"run_id": "run-a-0001", "created_at": "2026-11-20T10:00:00+00:00", "release_sha": "b" * 64,
        "release_version": "0.1.0", "release_kind": "smoke", "smoke_test": True, "baseline": "trace-full",

@@ -6,11 +6,16 @@ and look at the SVGs under ``__snapshots__/`` before committing them.
 
 from __future__ import annotations
 
+import pytest
+
 from review_helpers import settle
 from test_review_queue import fill_queue
 from test_review_results import make_results
 from tui.app import ReviewApp
 from tui.widgets.timeline import Timeline
+
+# drives the review app over simulated corpora and runs (seconds per test)
+pytestmark = pytest.mark.slow
 
 SIZE = (80, 24)
 
