@@ -5,7 +5,7 @@ it (the first to take its lock builds it, the others wait and then read it), so 
 several test files is converted or trained once. Each shared folder is fingerprinted when built (every file's
 path, size and sha256) and checked again when the session ends: a test that wrote into a shared fixture fails
 the session, naming the folder and the files that changed (the tests run as root on CI, so file modes would not
-stop it). A test that needs to write copies the folder first (:func:`private_copy`).
+stop it). A test that needs to write copies the folder first.
 """
 
 from __future__ import annotations
@@ -60,12 +60,6 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], object]) -> 
     return target
 
 
-def private_copy(folder: Path, dest: Path) -> Path:
-    """A copy of a shared folder that a test may write to."""
-    shutil.copytree(folder, dest, ignore=shutil.ignore_patterns(_READY, "*.lock"), symlinks=True)
-    return dest
-
-
 def changed_files(folder: Path, before: dict[str, list]) -> list[str]:
     """The files of ``folder`` that were added, removed or changed since ``before``."""
     now = _fingerprint(folder)
@@ -77,4 +71,4 @@ def _shared_folders_stay_as_built():
     yield
     broken = {str(folder): changed for folder, before in _HANDED.items()
               if folder.exists() and (changed := changed_files(folder, before))}
-    assert not broken, f"a test wrote into a shared read-only fixture (copy it with shared.private_copy): {broken}"
+    assert not broken, f"a test wrote into a shared read-only fixture (copy it first): {broken}"
