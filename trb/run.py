@@ -117,13 +117,20 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
     """
     from trb.results import ResultsStore
 
+    for t in tracks or ():
+        derived = get_track(str(t))
+        if getattr(derived, "derived", False):
+            raise UsageError(f"Track {derived.id} ({derived.name}) is not run on its own: `trb report` computes it "
+                             "from a baseline's runs on the eval split and on the transfer split "
+                             "(`trb run --split transfer --trained-by ORG`)")
     store = ResultsStore(Path(results), create=False)  # an existing store is checked now, before any scoring
     bound = bind(adapter)
     if part_items < 1:
         raise UsageError(f"--part-items must be at least 1, not {part_items}")
     flush_seconds = _check_flush(flush_seconds)
     the_runner = get_runner(runner, **(runner_options or {}))
-    wanted = tuple(registered_tracks()) if tracks is None else tuple(str(t) for t in tracks)
+    wanted = (tuple(k for k, t in registered_tracks().items() if not getattr(t, "derived", False)) if tracks is None
+              else tuple(str(t) for t in tracks))
     if not wanted:
         raise UsageError("no track requested")
     chosen = [get_track(t) for t in wanted]

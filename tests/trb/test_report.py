@@ -15,7 +15,8 @@ import pytest
 from PIL import Image
 
 from tests_paths import ROOT
-from trb.report import SMOKE_BANNER, _figure, build_report, plot_tracks, render_html, render_json, render_markdown
+from trb.report import SMOKE_BANNER, build_report, plot_tracks, render_html, render_json, render_markdown
+from trb.report.figures import _figure
 from trb.results import ResultsError, ResultsStore
 from trb.stats import mean_by_session, paired_delta_by_session
 
@@ -677,7 +678,7 @@ def test_profile_vector_ground_needs_recorded_activation_access(t2):
 
 
 def test_the_profile_plot_has_a_panel_per_baseline_with_six_entries(t2, tmp_path):
-    from trb.report import _profiles_figure, plot_profiles
+    from trb.report.figures import _profiles_figure, plot_profiles
 
     rep, _ = t2
     fig, panels = _profiles_figure(rep)
@@ -748,7 +749,7 @@ def test_track2_interval_holds_its_point_when_a_sessions_trials_move_together(tm
 
 def test_a_point_outside_its_interval_is_flagged():
     """Any figure whose point lies outside its own interval says so, in every format."""
-    from trb.report import _track_entry
+    from trb.report.profile import _track_entry
     from trb.stats import Estimate
 
     entry = _track_entry(Estimate(0.55, 0.56, 0.64, 80, 10), "a figure")
@@ -779,7 +780,7 @@ def test_the_reports_session_codes_number_sessions_as_their_ids_do():
     # them, so every figure is the one the ids give
     import pyarrow as pa
 
-    from trb.report import _session_codes
+    from trb.report.columns import _session_codes
     from trb.stats import _session_index, mean_by_session
 
     rng = np.random.default_rng(11)
@@ -799,7 +800,7 @@ def test_the_reports_session_codes_number_sessions_as_their_ids_do():
 def test_the_report_reads_a_tracks_columns_as_asked_and_each_once(tmp_path, monkeypatch):
     # a million sessions' items are read a column at a time, only the columns a figure asks for, and each once
     # however often it is asked for: the values are the store's
-    from trb.report import _ItemColumns
+    from trb.report.columns import _ItemColumns
 
     store = hand_store(tmp_path)
     names = ["metric", "session_id", "score", "origin", "adversarial", "ood"]
@@ -832,7 +833,7 @@ def test_every_session_bootstrap_gives_the_same_figure_from_the_reports_codes_as
 
     from trb.beliefs import belief_distribution, brier_by_session, calibration_by_session, roc_auc_by_session
     from trb.grounding import detection_auc_by_session
-    from trb.report import _session_codes
+    from trb.report.columns import _session_codes
     from trb.stats import (
         balanced_accuracy_by_session,
         brier_quality_ratio_by_session,

@@ -14,7 +14,8 @@ import pytest
 from PIL import Image
 from test_report import WITH_ACCESS, run, t1_rows, t2_rows, t3_rows
 
-from trb.report import _figure, build_report, render_html
+from trb.report import build_report, render_html
+from trb.report.figures import _figure
 from trb.results import ResultsStore
 
 pytestmark = pytest.mark.browser

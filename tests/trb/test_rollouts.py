@@ -383,7 +383,7 @@ def test_pairs_are_the_same_whether_sessions_come_as_ids_or_as_the_reports_codes
     # and so the figures must be those of the ids; "t/10" sorts before "t/9" as text, and so must its code
     import pyarrow as pa
 
-    from trb.report import _session_codes
+    from trb.report.columns import _session_codes
     from trb.stats import paired_delta_by_session
     from trb.tracks.rollouts import paired
 

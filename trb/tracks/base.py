@@ -24,7 +24,14 @@ A track declares:
 * optionally ``unavailable(bound_adapter)``: why an adapter that has the track's capabilities still
   cannot run it now (Track 2: no concept directions); the run records it as not applicable with that reason;
 * optionally ``describe(metric, columns)``: what the report shows beside a figure (e.g.
-  ``flags`` for a degenerate predictor, a belief distribution, a reliability table).
+  ``flags`` for a degenerate predictor, a belief distribution, a reliability table);
+* optionally ``report``: its report section, as ``"package.module:NAME"`` (its own sections, pass bars, JSON
+  block and what its figures carry; :mod:`trb.report.sections`), loaded by the report only: a track module
+  never imports the report.
+
+A **derived** track (``derived = True``: Track 6) scores no item of its own; the report computes it from other
+tracks' runs through its ``report`` section. It has ``id``, ``name``, ``section`` and ``report`` (and empty
+``needs``, ``metrics`` and ``columns``); ``trb run`` never runs it, and refuses it by name.
 
 Several metrics may read the same items (``Metric.metric``): Track 1's G, its reference
 points and its ceiling are all figures of the ``tv`` items, each from its own column
@@ -215,8 +222,8 @@ _TRACKS: dict[str, Track] = {}
 
 def register_track(track: Track) -> Track:
     """Add ``track`` to the registry (its id and metric keys must be new). Returns it, so it can decorate."""
-    if not isinstance(track, Track):
-        raise TypeError(f"{track!r} does not implement the Track protocol")
+    if not isinstance(track, Track) and not (getattr(track, "derived", False) and getattr(track, "report", None)):
+        raise TypeError(f"{track!r} does not implement the Track protocol (nor is it a derived track with a report)")
     if track.id in _TRACKS and _TRACKS[track.id] is not track:
         raise ValueError(f"track {track.id!r} is already registered")
     keys = {m.key for t in _TRACKS.values() if t is not track for m in t.metrics}
@@ -284,3 +291,4 @@ def _load_builtins() -> None:
     import trb.tracks.track3  # noqa: F401
     import trb.tracks.track4  # noqa: F401
     import trb.tracks.track5  # noqa: F401
+    import trb.tracks.track6  # noqa: F401

@@ -246,6 +246,14 @@ def choose_strength(columns) -> dict:
     return {"strength": best, "split": CHOICE_SPLIT, "rule": CHOICE_RULE, "dev_auc_random": aucs}
 
 
+#: How proxy-tier Track 2 figures are labelled in every output.
+PROXY_GROUNDING = "proxy-tier grounding"
+PROXY_GROUNDING_NOTE = ("spec §3 defines Track 2 on native models only (activation-level access to an r_t "
+                        "pathway); proxy-tier grounding adds the concept's vector to a causal LM's residual stream and "
+                        "reads the slot it elicits: this toolkit's extension, reported apart from native-tier grounding "
+                        "and never compared with it")
+
+
 def _null(metric: Metric) -> str:
     return "random" if metric.key == "ground-rand" else "zero"
 
@@ -284,6 +292,9 @@ class Track2:
         if access is not None and access.concept_directions() is None:
             return "no concept directions: make them from the train split with `trb concepts MODEL --release DIR`"
         return None
+
+    #: Its part of the report: the pass bar's gap, the ``track2`` block, its sections and its figures' tier labels.
+    report = "trb.tracks.track2_report:SECTION"
 
     #: Options a run may set (``run_tracks(track_options={"2": {...}})``), recorded with the run.
     options = {"max_contexts": "the trial budget: at most this many step contexts of each split (eval and dev), a "

@@ -1,0 +1,151 @@
+"""One run's figures: every registered metric with its session-bootstrap interval, its notes and flags.
+
+:func:`run_profile` is the one computation of a run's figures: ``trb report`` and the review app's results screen
+both call it. What a track adds to a figure's entry beyond its estimate comes from the track itself
+(``describe``, and its report section's ``entry_extra`` and ``entry_label``: :mod:`trb.report.sections`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from trb.report.columns import _has_values, _ItemColumns, _Selected
+from trb.report.common import CONFIDENCE, _metrics, _num, _timings
+from trb.report.sections import section_of
+from trb.results import ResultsStore
+from trb.stats import Estimate
+from trb.tracks.base import registered_tracks
+
+__all__ = ["run_profile"]
+
+
+def _track_entry(est: Estimate | None, metric: str, *, synthetic_share: float | None = None,
+                 note: str | None = None, extra: dict | None = None) -> dict:
+    entry = {"score": None, "ci_low": None, "ci_high": None, "n_items": 0, "n_sessions": 0,
+             "synthetic_share": synthetic_share, "metric": metric}
+    if est is not None:
+        entry.update(score=_num(est.value), ci_low=_num(est.ci_low), ci_high=_num(est.ci_high),
+                     n_items=est.n_items, n_sessions=est.n_sessions)
+        if est.n_skipped:
+            entry["n_resamples_undefined"] = est.n_skipped
+        if est.n_sessions < 2:
+            note = note or "one session: no between-session interval can be estimated"
+    if note:
+        entry["note"] = note
+    if extra:
+        entry.update(extra)
+    if est is not None and est.n_sessions >= 2 and est.has_ci and math.isclose(est.ci_low, est.ci_high, abs_tol=1e-12):
+        entry["flags"] = [*entry.get("flags", []), "zero-width interval: every resample gave the same value (a "
+                          "degenerate predictor or a constant score), not a certain one"]
+    elif est is not None and est.has_ci and not est.ci_low - 1e-12 <= est.value <= est.ci_high + 1e-12:
+        entry["flags"] = [*entry.get("flags", []), "point outside its interval: the resampled values are shifted "
+                          "from the point value (the statistic is biased under session resampling), so the "
+                          "percentile interval's coverage is in doubt"]
+    return entry
+
+
+def _synthetic_share(origin: np.ndarray) -> float | None:
+    known = origin[origin != None]  # noqa: E711  (elementwise on an object array)
+    if known.size == 0:
+        return None
+    return float(np.mean(known == "synthetic"))
+
+
+def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed: int = 0,
+                confidence: float = CONFIDENCE) -> dict[str, dict]:
+    """Every registered metric of one run: report key -> entry (score, CI, items, sessions, note).
+
+    This is the one computation of a run's figures: ``trb report`` and the review app's
+    results screen both call it (``n_resamples=0`` gives the point values without intervals).
+    A headline metric of a track the run did not score is "not run"; one the adapter could
+    not run is "not applicable (needs X)".
+    """
+    tracks = registered_tracks()
+    run_tracks = {str(t) for t in (run.get("tracks") or [])}
+    summary = _timings(run).get("summary") or {}
+    out: dict[str, dict] = {}
+    loaded: dict[str, _ItemColumns] = {}  # one track's items at a time, and only its own columns
+
+    def track_columns(track_id: str) -> _ItemColumns:
+        if track_id not in loaded:
+            loaded.clear()
+            names = list(dict.fromkeys(["metric", "session_id", "score", *(c.name for c in tracks[track_id].columns)]))
+            loaded[track_id] = _ItemColumns(store, run["run_id"], track_id, names)
+        return loaded[track_id]
+
+    by_track = sorted(_metrics(), key=lambda m: m.track)  # each track's items read once (sorted() is stable)
+    for m in by_track:
+        track = tracks[m.track]
+        s = summary.get(m.track) or {}
+        if s.get("status") == "not_applicable":
+            if m.headline:
+                reason = s.get("reason") or f"needs {', '.join(s['needs'])}"
+                out[m.key] = _track_entry(None, m.definition, note=f"not applicable ({reason})",
+                                          extra={"not_applicable": True, "needs": s.get("needs") or []})
+            continue
+        cols = track_columns(m.track)
+        mask = cols["metric"] == m.metric
+        n = int(mask.sum())
+        na = (s.get("not_applicable") or {}).get(m.key)
+        if n == 0:
+            if na:
+                out[m.key] = _track_entry(None, m.definition, note=f"not applicable (needs {', '.join(na['needs'])}; "
+                                          f"{na['n_items']} items not scored)",
+                                          extra={"not_applicable": True, "needs": na["needs"]})
+            elif m.headline:
+                note = "run on this track but no items scored" if m.track in run_tracks else "not run"
+                out[m.key] = _track_entry(None, m.definition, note=note)
+            continue
+        sub = cols if n == mask.size else _Selected(cols, mask)  # no copy when every item is of m
+        if m.requires is not None and not _has_values(sub.get(m.requires)):
+            continue  # items scored before this figure's column existed (or with nothing in it)
+        if "score" in sub and m.metric != "attribution":
+            scores = sub["score"].astype(float, copy=False)  # read only: no copy of a float column
+            if np.isnan(scores).any():
+                out[m.key] = _track_entry(None, m.definition, note=f"{int(np.isnan(scores).sum())} items lack a score",
+                                          extra={"n_items": n})
+                continue
+        try:
+            est = track.aggregate(m, sub, n_resamples=n_resamples, confidence=confidence, seed=seed)
+        except ValueError as e:
+            out[m.key] = _track_entry(None, m.definition, note=f"{m.title} undefined: {e}", extra={"n_items": n})
+            continue
+        extra: dict = {}
+        describe = getattr(track, "describe", None)
+        if describe is not None:
+            try:
+                extra.update(describe(m, sub))
+            except ValueError:  # nothing to describe (e.g. no belief reported): the figure says why
+                pass
+        if "origin" in sub:  # a track whose items carry a counterfactual origin: its synthetic share and slices
+            share = _synthetic_share(sub["origin"])
+            source = "items"
+            if share is None:
+                share, source = _num(run.get("synthetic_share")), "release"
+            extra["synthetic_share_source"] = source if share is not None else None
+            slices = {}
+            scores = sub["score"].astype(float, copy=False)  # read only: no copy of a float column
+            for flag in ("adversarial", "ood") if m.headline else ():
+                if flag in sub:
+                    sel = sub[flag] == True  # noqa: E712  (elementwise on an object array)
+                    if sel.any():
+                        slices[flag] = {"score": float(np.mean(scores[sel])), "n_items": int(sel.sum())}
+            if slices:
+                extra["slices"] = slices
+        else:
+            share = None
+        section = section_of(m.track)
+        if section is not None and hasattr(section, "entry_extra"):  # Track 2: the default site
+            extra.update(section.entry_extra(m, sub))
+        out[m.key] = _track_entry(est, m.definition, synthetic_share=share, extra=extra)
+        if na:
+            out[m.key]["n_not_applicable"] = na["n_items"]
+    loaded.clear()
+    out = {m.key: out[m.key] for m in _metrics() if m.key in out}  # in the registry's order, as before
+    for m in _metrics():  # what a track's figures name beside them (Track 2: its tier; proxy-tier grounding)
+        section = section_of(m.track) if m.key in out else None
+        if section is not None and hasattr(section, "entry_label"):
+            out[m.key].update(section.entry_label(m, run))
+    return out

@@ -1,0 +1,248 @@
+"""Track 6 in the report: each baseline's transfer figures (eval against each transfer context, the drop to the
+worst one, the collapse and anti-Goodhart rules), the profile vector's ``trans`` entry, the ``track6`` block and the
+Track 6 section. Loaded by the report through Track 6's ``report`` attribute (:mod:`trb.tracks.track6`)."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import replace
+
+import numpy as np
+import pyarrow.compute as pc
+
+from trb.report.columns import _columns
+from trb.report.common import CONFIDENCE, _ci, _f, _metrics, _timings
+from trb.report.sections import section_of
+from trb.results import ResultsStore
+from trb.tracks.base import Metric, registered_tracks
+from trb.transfer import REFERENCE_BASELINE, anti_goodhart, collapse_check, transfer_estimate
+from trb.transfer import RULES as TRANSFER_RULES
+
+__all__ = ["SECTION"]
+
+
+def _metric_columns(store: ResultsStore, run: dict, m: Metric) -> dict[str, np.ndarray]:
+    track = registered_tracks()[m.track]
+    names = ["session_id", "context_id", "score"] + sorted({c.name for c in track.columns})
+    table = store.items(run["run_id"], track=m.track, columns=["metric", *names])
+    table = table.filter(pc.equal(table.column("metric"), m.metric))
+    return _columns(table, names)
+
+
+def _transfer_figures(store: ResultsStore, name: str, ev: dict, tr: dict, ref: dict[str, dict | None], *,
+                      n_resamples: int, seed: int) -> dict:
+    """Track 6 for one baseline: every headline figure of a release track, on eval and on each transfer context."""
+    from trb.run import not_applicable_text
+
+    figures: dict[str, dict] = {}
+    summary = _timings(tr).get("summary") or {}
+    for m in _metrics():
+        if not m.headline:
+            continue
+        section = section_of(m.track)
+        title = section.tier_title(m, tr.get("adapter_tier")) if hasattr(section, "tier_title") else None
+        if title:  # proxy-tier grounding under its own name, here as everywhere
+            m = replace(m, title=title)
+        s = summary.get(m.track) or {}
+        if s.get("status") == "not_applicable":
+            figures[m.key] = {"title": m.title, "status": "not applicable", "note": not_applicable_text(s)}
+            continue
+        e_cols, t_cols = _metric_columns(store, ev, m), _metric_columns(store, tr, m)
+        if not len(e_cols["session_id"]) or not len(t_cols["session_id"]):
+            which = "the eval run" if not len(e_cols["session_id"]) else "the transfer run"
+            if m.track in {str(t) for t in (tr.get("tracks") or [])} | {str(t) for t in (ev.get("tracks") or [])}:
+                figures[m.key] = {"title": m.title, "status": "not run", "note": f"not run: no items in {which}"}
+            continue
+        try:
+            est = transfer_estimate(registered_tracks()[m.track], m, e_cols, t_cols, n_resamples=n_resamples,
+                                    confidence=CONFIDENCE, seed=seed)
+        except ValueError as err:
+            figures[m.key] = {"title": m.title, "status": "undefined", "note": f"undefined: {err}"}
+            continue
+        est["status"] = "ok"
+        est["collapse"] = collapse_check(est, ref.get(m.key), baseline=name)
+        est["anti_goodhart"] = anti_goodhart(est, m)
+        flags = []
+        if est["anti_goodhart"]["flagged"]:
+            flags.append(f"{m.title}: {est['anti_goodhart']['reason']}")
+        if est["collapse"].get("collapsed"):
+            flags.append(f"{m.title}: COLLAPSE to {REFERENCE_BASELINE} off-distribution on "
+                         f"{', '.join(est['collapse']['contexts'])} (spec §3 Track 6 pass bar)")
+        est["flags"] = flags
+        figures[m.key] = est
+    return figures
+
+
+def _trans_entry(store: ResultsStore, name: str, ev: dict | None, tr: dict | None, ref: dict[str, dict | None], *,
+                 n_resamples: int, seed: int) -> dict:
+    if tr is None:
+        return {"status": "not run", "note": "not run: no transfer-split run", "figures": {}, "flags": []}
+    if ev is None:
+        return {"status": "not run", "note": "not run: no eval-split run to measure the drop from", "figures": {},
+                "flags": []}
+    figures = _transfer_figures(store, name, ev, tr, ref, n_resamples=n_resamples, seed=seed)
+    ok = {k: f for k, f in figures.items() if f.get("status") == "ok"}
+    out = {"status": "ok" if ok else "not run", "figures": figures,
+           "flags": [fl for f in figures.values() for fl in f.get("flags") or ()],
+           "anti_goodhart": any(f["anti_goodhart"]["flagged"] for f in ok.values()),
+           "collapsed": any(bool(f["collapse"].get("collapsed")) for f in ok.values()),
+           "n_contexts": max((f["n_contexts"] for f in ok.values()), default=0),
+           "eval_run_id": ev["run_id"], "transfer_run_id": tr["run_id"],
+           "trained_by": tr.get("trained_by")}
+    if not ok:
+        out["note"] = "not run: no figure was scored on both the eval and the transfer split"
+    return out
+
+
+def _track6_rules_lines() -> list[str]:
+    return [f"What is resampled: {TRANSFER_RULES['resampled']}.",
+            f"Collapse rule: {TRANSFER_RULES['collapse']}.",
+            f"Anti-Goodhart rule: {TRANSFER_RULES['anti_goodhart']}.",
+            "Transfer provenance: a transfer-split run records who trained the model (--trained-by, or the adapter "
+            "spec's trained_by) and refuses a release whose transfer contexts that organisation collected; a "
+            "transfer run with no trainer recorded is refused (spec §5)."]
+
+
+def _track6_rows(report: dict) -> list[tuple[dict, dict, dict]]:
+    """(profile, figure key, figure) for every Track 6 figure with numbers."""
+    return [(p, k, f) for p in report.get("profile_vectors") or () for k, f in p["vector"]["trans"]["figures"].items()
+            if f.get("status") == "ok"]
+
+
+def _context_text(f: dict) -> str:
+    return "; ".join(f"{c['context_id']}: {_f(c['score'])} {_ci(c)} ({c['n_sessions']} sessions)"
+                     for c in f["contexts"])
+
+
+def _collapse_text(f: dict) -> str:
+    c = f["collapse"]
+    if not c["checked"]:
+        return f"not checked ({c['note']})"
+    if c["collapsed"]:
+        return f"COLLAPSED on {', '.join(c['contexts'])}"
+    return "no" + (f" ({c['note']})" if c.get("note") else "")
+
+
+def _track6_markdown(report: dict) -> list[str]:
+    lines = ["", "## Track 6 — transfer and the anti-Goodhart line", ""]
+    lines += [f"- {line}" for line in _track6_rules_lines()] + [""]
+    rows = _track6_rows(report)
+    if rows:
+        lines += ["| figure | baseline | eval [95% CI] | per transfer context [95% CI] | min over contexts [95% CI] | "
+                  "drop eval − min [95% CI] | collapse | anti-Goodhart |", "|" + "---|" * 8]
+        for p, _, f in rows:
+            ag = f["anti_goodhart"]
+            flag = ("⚠ **FLAGGED, not celebrated**: " if ag["flagged"] else "") + ag["reason"]
+            cells = [f["title"], p["name"], f"{_f(f['eval']['score'])} {_ci(f['eval'])} ({f['eval']['n_sessions']} "
+                     "sessions)", _context_text(f), f"{_f(f['min']['score'])} {_ci(f['min'])} on "
+                     f"{f['min']['context_id']}", f"{_f(f['drop']['value'], True)} {_ci(f['drop'], True)}",
+                     _collapse_text(f), flag]
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    else:
+        lines.append("No baseline has both an eval-split and a transfer-split run on this release: no Track 6 "
+                     "figure (run `trb run --split transfer --trained-by ORG`).")
+    lines.append("")
+    return lines
+
+
+def _track6_html(report: dict) -> str:
+    e = html.escape
+    parts = []
+    parts.append("<h2>Track 6 — transfer and the anti-Goodhart line</h2><ul>"
+                 + "".join(f"<li>{e(line)}</li>" for line in _track6_rules_lines()) + "</ul>")
+    rows = _track6_rows(report)
+    if not rows:
+        parts.append("<p>No baseline has both an eval-split and a transfer-split run on this release: no Track 6 "
+                     "figure.</p>")
+        return "\n".join(parts)
+    head = "".join(f"<th>{e(h)}</th>" for h in ["baseline", "figure", "eval [95% CI]", "per transfer context",
+                                               "min over contexts", "drop eval − min", "collapse", "anti-Goodhart"])
+    body = []
+    for p, _, f in rows:
+        ag = f["anti_goodhart"]
+        flag = e(ag["reason"])
+        if ag["flagged"]:
+            flag = f'<span class="red">⚠ FLAGGED, not celebrated: {flag}</span>'
+        collapse = e(_collapse_text(f))
+        if f["collapse"].get("collapsed"):
+            collapse = f'<span class="red">{collapse}</span>'
+        drop = e(f"{_f(f['drop']['value'], True)} {_ci(f['drop'], True)}")
+        if ag["flagged"]:
+            drop = f'<span class="red">{drop}</span>'
+        cells = [e(p["name"]), e(f["title"]), e(f"{_f(f['eval']['score'])} {_ci(f['eval'])}"),
+                 "<br>".join(e(t) for t in _context_text(f).split("; ")),
+                 e(f"{_f(f['min']['score'])} {_ci(f['min'])} on {f['min']['context_id']}"), drop, collapse, flag]
+        body.append("<tr>" + "".join(f'<td style="white-space:normal">{c}</td>' for c in cells) + "</tr>")
+    parts.append(f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
+    return "\n".join(parts)
+
+
+def _vector_text(entry: dict) -> str:
+    """The profile vector's ``trans`` entry in one line: each figure's worst context and drop, and the flags."""
+    parts = []
+    for f in entry["figures"].values():
+        if f.get("status") != "ok":
+            parts.append(f"{f['title']}: {f.get('note')}")
+            continue
+        parts.append(f"{f['title']}: min {_f(f['min']['score'])} {_ci(f['min'])} on {f['min']['context_id']}, "
+                     f"drop {_f(f['drop']['value'], True)} {_ci(f['drop'], True)} ({f['n_contexts']} contexts)")
+    text = "; ".join(parts)
+    if entry.get("anti_goodhart"):
+        text += " · ⚠ ANTI-GOODHART FLAG"
+    if entry.get("collapsed"):
+        text += " · ⚠ COLLAPSE"
+    return text
+
+
+class Track6Report:
+    """Track 6's part of the report (:mod:`trb.report.sections`): the profile vector's ``trans`` entry, the
+    ``track6`` block, and its section after the profile vector."""
+
+    key = "track6"
+    position = 60
+    vector_entry = "trans"
+
+    def vectors(self, ctx, names: list[str]) -> dict[str, dict]:
+        """Each baseline's ``trans`` entry; a collapse is read against the reference baseline's figures."""
+        ref: dict[str, dict | None] = {}
+        ref_ev, ref_tr = ctx.latest.get((REFERENCE_BASELINE, "eval")), ctx.latest.get((REFERENCE_BASELINE, "transfer"))
+        if ref_ev is not None and ref_tr is not None:
+            figs = _transfer_figures(ctx.store, REFERENCE_BASELINE, ref_ev, ref_tr, {}, n_resamples=0, seed=ctx.seed)
+            ref = {k: f for k, f in figs.items() if f.get("status") == "ok"}
+        return {name: _trans_entry(ctx.store, name, ctx.latest.get((name, "eval")), ctx.latest.get((name, "transfer")),
+                                   ref, n_resamples=ctx.n_resamples, seed=ctx.seed) for name in names}
+
+    def vector_text(self, entry: dict) -> str:
+        return _vector_text(entry)
+
+    def vector_alarm(self, entry: dict) -> bool:
+        return bool(entry.get("anti_goodhart") or entry.get("collapsed"))
+
+    def profile_point(self, entry: dict) -> dict:
+        """What the profile plot draws for ``trans``: the drop eval − min over contexts of the first figure computed."""
+        from trb.report.vector import PROFILE_VECTOR
+
+        figs = {k: f for k, f in entry["figures"].items() if f.get("status") == "ok"}
+        fkey, f = next(iter(figs.items()))
+        name = next((n for n, k in PROFILE_VECTOR if k == fkey), fkey)
+        return {"value": f["drop"]["value"], "lo": f["drop"]["ci_low"], "hi": f["drop"]["ci_high"], "null": 0.0,
+                "label": f"trans\n({name} drop)", "open": False}
+
+    def build(self, ctx) -> dict:
+        profile_vectors = ctx.report["profile_vectors"]
+        return {"rules": dict(TRANSFER_RULES),
+                "anti_goodhart_flagged": [f"{p['name']}: {f['anti_goodhart']['reason']}" for p in profile_vectors
+                                          for f in p["vector"]["trans"]["figures"].values()
+                                          if f.get("status") == "ok" and f["anti_goodhart"]["flagged"]],
+                "collapsed": [f"{p['name']}: {f['title']} on {', '.join(f['collapse']['contexts'])}"
+                              for p in profile_vectors for f in p["vector"]["trans"]["figures"].values()
+                              if f.get("status") == "ok" and f["collapse"].get("collapsed")]}
+
+    def markdown(self, report: dict, **_) -> list[str]:
+        return _track6_markdown(report)
+
+    def html(self, report: dict, **_) -> str:
+        return _track6_html(report)
+
+
+SECTION = Track6Report()
