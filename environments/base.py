@@ -19,13 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Literal, Protocol, runtime_checkable
 
 from schemas.errors import ExitCode, ToolkitError
 
 __all__ = ["ENTRY_POINT_GROUP", "StepOutcome", "Episode", "Environment", "EnvironmentRefused",
-           "register_environment", "get_environment", "environment_names"]
+           "register_environment", "get_environment", "environment_names", "environment_problems"]
 
 ENTRY_POINT_GROUP = "trb.environments"
 Cause = Literal["self", "exogenous", "both", "none"]
@@ -103,39 +102,57 @@ class Environment(Protocol):
         ...
 
 
-_BUILTIN: dict[str, Environment] = {}
+_REGISTERED: dict[str, Environment] = {}
+_PLUGINS: dict = {"loaded": False, "problems": ()}
 
 
 def register_environment(env: Environment) -> Environment:
-    """Add a built-in environment (by its ``name``)."""
-    _BUILTIN[env.name] = env
+    """Add an environment in-process (by its ``name``); the entry-point group is the usual way, built-ins included."""
+    _REGISTERED.setdefault(env.name, env)
     return env
 
 
-def _entry_points() -> dict[str, metadata.EntryPoint]:
-    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+def _load_entry(name: str, value: str, source: str) -> Environment:
+    from schemas.plugins import PluginError, import_object
+
+    try:
+        env = import_object(value)
+    except Exception as e:  # a broken plug-in must not break the others
+        raise PluginError(f"environment {name!r} ({value}, from {source}) cannot be loaded: "
+                          f"{type(e).__name__}: {e}") from e
+    if not isinstance(env, Environment):
+        raise PluginError(f"entry point {name!r} ({value}) is not an environment (it lacks the protocol's name, "
+                          "languages, check_task, goals and start)")
+    _REGISTERED.setdefault(name, env)
+    return env
+
+
+def _load_plugins() -> None:
+    """Every environment of the entry-point group, once (the built-in grid world is one of them)."""
+    if _PLUGINS["loaded"]:
+        return
+    from schemas.plugins import discover
+
+    _, problems = discover(ENTRY_POINT_GROUP, _load_entry, "environment")
+    _PLUGINS.update(loaded=True, problems=problems)
+
+
+def environment_problems() -> tuple[str, ...]:
+    """Environments that were found but could not be loaded, as messages."""
+    _load_plugins()
+    return _PLUGINS["problems"]
 
 
 def environment_names() -> list[str]:
-    _load_builtins()
-    return sorted(set(_BUILTIN) | set(_entry_points()))
+    _load_plugins()
+    return sorted(_REGISTERED)
 
 
 def get_environment(name: str) -> Environment:
-    """The environment registered as ``name``; EnvironmentRefused naming the known ones otherwise."""
-    _load_builtins()
-    if name in _BUILTIN:
-        return _BUILTIN[name]
-    ep = _entry_points().get(name)
-    if ep is None:
-        raise EnvironmentRefused(f"no environment named {name!r}; known: {', '.join(environment_names())}")
-    env = ep.load()
-    if not isinstance(env, Environment):
-        raise EnvironmentRefused(f"entry point {name!r} ({ep.value}) is not an environment (it lacks the protocol's "
-                                "name, languages, check_task, goals and start)")
-    return env
-
-
-def _load_builtins() -> None:
-    if not _BUILTIN:
-        import environments.grid  # noqa: F401 - registers itself
+    """The environment registered as ``name``; EnvironmentRefused naming the known ones (and any that failed to
+    load) otherwise."""
+    _load_plugins()
+    if name not in _REGISTERED:
+        problems = "".join(f"; {p}" for p in _PLUGINS["problems"])
+        raise EnvironmentRefused(f"no environment named {name!r}; known: {', '.join(environment_names())}{problems}")
+    return _REGISTERED[name]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from environments.base import StepOutcome, register_environment
+from environments.base import StepOutcome
 from simworld import STIMULUS_SETS
 from simworld.render import LANGUAGES
 from simworld.world import ACTIONS, GridWorld, cell_name, parse_cell
@@ -126,4 +126,5 @@ class GridEnvironment:
         return None
 
 
-ENVIRONMENT = register_environment(GridEnvironment())
+#: The entry point ``trb.environments: grid`` (pyproject.toml): loaded by the registry like a lab's environment.
+ENVIRONMENT = GridEnvironment()

@@ -1,20 +1,22 @@
-"""Plug-in discovery shared by the toolkit's registries (adapters, importers).
+"""Plug-in discovery shared by the toolkit's registries: tracks, adapters, runners, environments, importers.
 
-A registry names its built-ins as entry points of its group (so that a bare checkout
-works) and reads the same group from the installed packages' metadata, so a lab's
-package registers its own exactly as the toolkit does. :func:`discover` merges the
-two, keeps the first of two clashing names, loads each object and collects, as
-messages, the entry points that could not be loaded, for the registry to show.
+Each registry is one entry-point group (``trb.tracks``, ``trb.adapters``, ``trb.runners``,
+``trb.environments``, ``trb.importers``). The toolkit's own plug-ins are listed once, as entry
+points of its group in ``pyproject.toml``, and are found and loaded exactly as a lab's package's
+are: :func:`discover` reads the group from the installed packages' metadata, puts the toolkit's
+own (source ``"built-in"``) first, keeps the first of two clashing names, loads each object and
+collects, as messages, the entry points that could not be loaded, for the registry to show. A
+registry never imports its built-ins itself.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from importlib import metadata
 from typing import TypeVar
 
-__all__ = ["PluginError", "discover", "import_object"]
+__all__ = ["PluginError", "TOOLKIT_DISTRIBUTION", "discover", "import_object"]
 
 T = TypeVar("T")
 
@@ -32,27 +34,39 @@ def import_object(value: str):
     return obj
 
 
-def discover(group: str, builtin: Mapping[str, str], load: Callable[[str, str, str], T],
-             what: str) -> tuple[dict[str, T], tuple[str, ...]]:
-    """Every plug-in of entry-point ``group``: the built-ins first, then the installed ones.
+#: The toolkit's own distribution: its entry points are the built-ins.
+TOOLKIT_DISTRIBUTION = "trb-toolkit"
+
+
+def _normalise(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def discover(group: str, load: Callable[[str, str, str], T], what: str) -> tuple[dict[str, T], tuple[str, ...]]:
+    """Every plug-in of entry-point ``group``: the toolkit's own (the built-ins) first, then the installed ones.
 
     Args:
         group: the entry-point group (``"trb.adapters"``).
-        builtin: name -> entry-point value of the toolkit's own plug-ins (source ``"built-in"``).
         load: ``load(name, value, source)`` -> the plug-in; raises :class:`PluginError` (or the
             registry's own error type, whose ``message``/str is kept) for one that cannot be used.
+            ``source`` is ``"built-in"`` for the toolkit's own, else ``"<distribution> <version>"``.
         what: the plug-in's kind in messages (``"adapter"``).
     Returns:
         ``(plug-ins by name, problems)``: an entry point that clashes with an earlier one of the same
         name (the first is kept) or fails to load is left out and described in ``problems``.
     """
-    found: dict[str, tuple[str, str]] = {n: (v, "built-in") for n, v in builtin.items()}
-    problems: list[str] = []
+    eps = []
     for ep in metadata.entry_points(group=group):
         dist = getattr(ep, "dist", None)
-        source = f"{dist.name} {dist.version}" if dist is not None else "installed"
+        own = dist is not None and _normalise(dist.name) == TOOLKIT_DISTRIBUTION
+        source = "built-in" if own else f"{dist.name} {dist.version}" if dist is not None else "installed"
+        eps.append((not own, ep, source))
+    eps.sort(key=lambda x: x[0])  # stable: the built-ins first, each side in the metadata's order
+    found: dict[str, tuple[str, str]] = {}
+    problems: list[str] = []
+    for _, ep, source in eps:
         if ep.name in found:
-            if found[ep.name][0] == ep.value:  # the built-in, listed by the toolkit's own metadata
+            if found[ep.name][0] == ep.value:  # the same entry point listed twice (two copies of one package)
                 continue
             problems.append(f"{what} {ep.name!r} from {source} ({ep.value}) clashes with {found[ep.name][0]} "
                             f"({found[ep.name][1]}); the first one is kept")

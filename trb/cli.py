@@ -17,6 +17,29 @@ from schemas.versions import TOOLKIT_VERSION
 _RESULTS_HELP = "Results store (a DuckDB file; default results.duckdb)."
 
 
+
+def _runner_names() -> list[str]:
+    from trb.runners.base import registered_runners
+
+    return list(registered_runners())
+
+
+class _RegistryChoice(click.Choice):
+    """A choice among a registry's names, read when the option is parsed or its help shown (a plug-in's too)."""
+
+    def __init__(self, names):
+        self._names = names
+        super().__init__((), case_sensitive=True)
+
+    @property
+    def choices(self):
+        return tuple(self._names())
+
+    @choices.setter
+    def choices(self, _value):  # click.Choice.__init__ assigns it; the registry is the source
+        pass
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(TOOLKIT_VERSION, prog_name="trb")
 def cli() -> None:
@@ -134,8 +157,10 @@ def _grounding_options(contexts: int | None, concepts: int | None) -> dict | Non
 @click.option("--grounding-concepts", type=click.IntRange(min=1), default=None, metavar="K",
               help="Track 2's trial budget: inject at most K concepts of each slot into each context, a fixed hash "
                    "sample; recorded with the run (default: every concept).")
-@click.option("--runner", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="Where the parts are scored: this process, or the workers of a Ray cluster.")
+@click.option("--runner", type=_RegistryChoice(lambda: _runner_names()),
+              default="local", show_default=True,
+              help="Where the parts are scored (the runner registry, entry-point group trb.runners): local, this "
+                   "process; ray, the workers of a Ray cluster; or a runner a lab's package registers.")
 @click.option("--address", default=None, metavar="ADDR",
               help="[ray] The Ray cluster (host:port, or auto); default: a new local one of --workers CPUs.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",

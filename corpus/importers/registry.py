@@ -7,8 +7,7 @@ under that group exactly as a lab's package lists its own::
     [project.entry-points."trb.importers"]
     my-format = "my_package.trb_import:IMPORTER"
 
-and, so that a bare checkout works too, :data:`BUILTIN` names the same entry points
-(loaded through the same code, as :mod:`trb.adapters.registry` does for adapters).
+and are found and loaded through the same code (:func:`schemas.plugins.discover`), as adapters are.
 ``trb-corpus import KIND`` builds one subcommand per registered importer.
 """
 
@@ -20,14 +19,9 @@ from corpus.errors import UsageError
 from corpus.importers.base import Importer
 from schemas.plugins import PluginError, discover, import_object
 
-__all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "available_importers", "get_importer", "registry_problems"]
+__all__ = ["ENTRY_POINT_GROUP", "available_importers", "get_importer", "registry_problems"]
 
 ENTRY_POINT_GROUP = "trb.importers"
-#: The built-in importers, as entry points of the same group.
-BUILTIN = {
-    "mcq": "corpus.importers.mcq:IMPORTER",
-    "inspect": "corpus.importers.inspect_log:IMPORTER",
-}
 
 
 def _load(name: str, value: str, source: str) -> Importer:
@@ -45,7 +39,7 @@ def _load(name: str, value: str, source: str) -> Importer:
 
 @cache
 def _registry() -> tuple[dict[str, Importer], tuple[str, ...]]:
-    return discover(ENTRY_POINT_GROUP, BUILTIN, _load, "importer")
+    return discover(ENTRY_POINT_GROUP, _load, "importer")
 
 
 def available_importers() -> dict[str, Importer]:

@@ -7,8 +7,8 @@ group ``trb.adapters``. The built-ins (``native``, ``proxy``, ``served``) are li
     [project.entry-points."trb.adapters"]
     my-model = "my_package.trb_adapter:ADAPTER"
 
-and, so that a bare checkout works too, :data:`BUILTIN` names the same entry points
-(loaded through the same code). ``trb run --adapter NAME`` and ``trb adapters``
+and are found and loaded through the same code (:func:`schemas.plugins.discover`). ``trb run --adapter NAME``
+and ``trb adapters``
 read this registry; every kind declares the CLI options it takes and what
 ``--model`` it accepts (a path, a URL, a name).
 """
@@ -29,7 +29,6 @@ from trb.errors import AdapterError, UsageError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
-    "BUILTIN",
     "AdapterOption",
     "AdapterKind",
     "available_adapters",
@@ -40,12 +39,6 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "trb.adapters"
-#: The built-in adapters, as entry points of the same group (datasette's DEFAULT_PLUGINS pattern).
-BUILTIN = {
-    "native": "trb.adapters.native:ADAPTER",
-    "proxy": "trb.adapters.proxy:ADAPTER",
-    "served": "trb.adapters.served:ADAPTER",
-}
 #: The keys :func:`load_adapter` adds to an adapter's own spec: enough to re-create it.
 RECREATE_KEYS = ("adapter", "model", "options")
 _ACCEPTS = ("path", "url", "name")
@@ -133,7 +126,7 @@ def _load_entry(name: str, value: str, source: str) -> AdapterKind:
 
 @cache
 def _registry() -> tuple[dict[str, AdapterKind], tuple[str, ...]]:
-    return discover(ENTRY_POINT_GROUP, BUILTIN, _load_entry, "adapter")
+    return discover(ENTRY_POINT_GROUP, _load_entry, "adapter")
 
 
 def available_adapters() -> dict[str, AdapterKind]:

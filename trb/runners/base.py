@@ -21,7 +21,8 @@ from trb.errors import UsageError
 from trb.parts import Part, part_seed
 from trb.tracks.timing import AdapterTimer
 
-__all__ = ["PartResult", "Runner", "RunJob", "get_runner", "register_runner", "registered_runners", "score_part",
+__all__ = ["PartResult", "Runner", "RunJob", "get_runner", "register_runner", "registered_runners", "runner_problems",
+           "ENTRY_POINT_GROUP", "score_part",
            "seed_everything", "diff_emit", "diff_cot_edit"]
 
 
@@ -128,18 +129,56 @@ def score_part(bound, part: Part, *, seed: int, kwargs: dict, progress: Callable
     return PartResult(part.track, part.index, part.first_key, part.n_input, rows, summary, timings)
 
 
+#: The entry-point group of runners: the built-ins (local, ray) are listed under it in pyproject.toml, as a lab's
+#: package lists its own (``[project.entry-points."trb.runners"] my-cluster = "my_pkg.runner:RUNNER"``, a class or
+#: factory taking the CLI's runner options as keywords: ``address``, ``workers``, ``max_restarts``, each only when
+#: given; one it cannot use is a UsageError).
+ENTRY_POINT_GROUP = "trb.runners"
 _RUNNERS: dict[str, Callable[..., Runner]] = {}
+_PLUGINS: dict[str, Any] = {"loaded": False, "problems": ()}
 
 
 def register_runner(name: str, factory: Callable[..., Runner]) -> None:
-    """Register a runner kind: ``factory(**options)`` makes one (options from the CLI: ``address``, ``workers``...)."""
+    """Register a runner kind in-process: ``factory(**options)`` makes one (the entry-point group is the usual way)."""
     if name in _RUNNERS and _RUNNERS[name] is not factory:
         raise ValueError(f"runner {name!r} is already registered")
     _RUNNERS[name] = factory
 
 
+def _load_entry(name: str, value: str, source: str):
+    from schemas.plugins import PluginError, import_object
+
+    try:
+        factory = import_object(value)
+    except Exception as e:  # a broken plug-in must not break the others
+        raise PluginError(f"runner {name!r} ({value}, from {source}) cannot be loaded: {type(e).__name__}: {e}") from e
+    if not callable(factory):
+        raise PluginError(f"runner {name!r} ({value}, from {source}) is not a class or factory of runners")
+    try:
+        register_runner(name, factory)
+    except ValueError as e:
+        raise PluginError(f"runner {name!r} ({value}, from {source}): {e}") from e
+    return factory
+
+
+def _load_plugins() -> None:
+    if _PLUGINS["loaded"]:
+        return
+    from schemas.plugins import discover
+
+    _, problems = discover(ENTRY_POINT_GROUP, _load_entry, "runner")
+    _PLUGINS.update(loaded=True, problems=problems)
+
+
+def runner_problems() -> tuple[str, ...]:
+    """Runners that were found but could not be loaded, as messages."""
+    _load_plugins()
+    return _PLUGINS["problems"]
+
+
 def registered_runners() -> dict[str, Callable[..., Runner]]:
-    _load_builtins()
+    """Every runner kind by name, sorted (the entry-point group's, loaded on first use)."""
+    _load_plugins()
     return dict(sorted(_RUNNERS.items()))
 
 
@@ -153,8 +192,3 @@ def get_runner(name: str, **options) -> Runner:
     if name not in runners:
         raise UsageError(f"runner {name!r} is not available (available: {', '.join(runners)})")
     return runners[name](**options)
-
-
-def _load_builtins() -> None:
-    import trb.runners.local  # noqa: F401
-    import trb.runners.ray_runner  # noqa: F401

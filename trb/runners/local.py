@@ -6,9 +6,9 @@ from collections.abc import Iterable
 
 from trb.errors import UsageError
 from trb.parts import Part
-from trb.runners.base import RunJob, register_runner, score_part
+from trb.runners.base import RunJob, score_part
 
-__all__ = ["LocalRunner"]
+__all__ = ["LocalRunner", "RUNNER"]
 
 
 class LocalRunner:
@@ -32,4 +32,5 @@ class LocalRunner:
             job.store(score_part(adapter, part, seed=job.seed, kwargs=job.kwargs[part.track], progress=job.progress))
 
 
-register_runner("local", LocalRunner)
+#: The entry point ``trb.runners: local`` (pyproject.toml): the runner kind, made with the CLI's runner options.
+RUNNER = LocalRunner

@@ -30,9 +30,9 @@ from pathlib import Path
 from schemas.errors import ToolkitError
 from trb.errors import RunnerError, UsageError
 from trb.parts import Part
-from trb.runners.base import PartResult, RunJob, register_runner, score_part
+from trb.runners.base import PartResult, RunJob, score_part
 
-__all__ = ["RayRunner", "PartScorer", "DEFAULT_WORKERS", "DEFAULT_MAX_RESTARTS", "DEFAULT_TASK_RETRIES"]
+__all__ = ["RayRunner", "RUNNER", "PartScorer", "DEFAULT_WORKERS", "DEFAULT_MAX_RESTARTS", "DEFAULT_TASK_RETRIES"]
 
 DEFAULT_WORKERS = 2
 DEFAULT_MAX_RESTARTS = 3
@@ -267,4 +267,5 @@ def _keep(job: RunJob, result: PartResult) -> None:
         job.progress(result.n_input)
 
 
-register_runner("ray", RayRunner)
+#: The entry point ``trb.runners: ray`` (pyproject.toml).
+RUNNER = RayRunner

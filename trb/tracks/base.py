@@ -62,6 +62,8 @@ __all__ = [
     "all_metrics",
     "metric_by_key",
     "item_columns",
+    "track_problems",
+    "ENTRY_POINT_GROUP",
 ]
 
 
@@ -242,8 +244,9 @@ def unregister_track(track_id: str) -> None:
 
 
 def registered_tracks() -> dict[str, Track]:
-    """Every registered track by id, in id order."""
-    _load_builtins()
+    """Every registered track by id, in id order (the entry-point group's, loaded on first use, and any
+    registered in-process)."""
+    _load_plugins()
     return {k: _TRACKS[k] for k in sorted(_TRACKS, key=lambda k: (len(k), k))}
 
 
@@ -284,11 +287,36 @@ def item_columns() -> tuple[Column, ...]:
     return tuple(out)
 
 
-def _load_builtins() -> None:
-    """Import the built-in track modules (each registers itself on import)."""
-    import trb.tracks.track1  # noqa: F401
-    import trb.tracks.track2  # noqa: F401
-    import trb.tracks.track3  # noqa: F401
-    import trb.tracks.track4  # noqa: F401
-    import trb.tracks.track5  # noqa: F401
-    import trb.tracks.track6  # noqa: F401
+#: The entry-point group of tracks: the built-ins (Tracks 1–6) are listed under it in pyproject.toml, as a lab's
+#: package lists its own (``[project.entry-points."trb.tracks"] my-track = "my_pkg.track:TRACK"``).
+ENTRY_POINT_GROUP = "trb.tracks"
+_PLUGINS: dict[str, Any] = {"loaded": False, "problems": ()}
+
+
+def _load_entry(name: str, value: str, source: str):
+    from schemas.plugins import PluginError, import_object
+
+    try:
+        track = import_object(value)
+    except Exception as e:  # a broken plug-in must not break the others
+        raise PluginError(f"track {name!r} ({value}, from {source}) cannot be loaded: {type(e).__name__}: {e}") from e
+    try:
+        return register_track(track)
+    except (TypeError, ValueError) as e:
+        raise PluginError(f"track {name!r} ({value}, from {source}) cannot be registered: {e}") from e
+
+
+def _load_plugins() -> None:
+    """Load every track of the entry-point group once (each registers as it loads)."""
+    if _PLUGINS["loaded"]:
+        return
+    from schemas.plugins import discover
+
+    _, problems = discover(ENTRY_POINT_GROUP, _load_entry, "track")
+    _PLUGINS.update(loaded=True, problems=problems)
+
+
+def track_problems() -> tuple[str, ...]:
+    """Tracks that were found but could not be loaded or registered, as messages."""
+    _load_plugins()
+    return _PLUGINS["problems"]

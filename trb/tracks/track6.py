@@ -9,7 +9,7 @@ as a derived track (``derived = True``: ``trb run`` does not run it), and it add
 
 from __future__ import annotations
 
-from trb.tracks.base import Metric, register_track
+from trb.tracks.base import Metric
 
 __all__ = ["Track6", "TRACK"]
 
@@ -27,4 +27,5 @@ class Track6:
     report = "trb.tracks.track6_report:SECTION"
 
 
-TRACK = register_track(Track6())
+#: The entry point ``trb.tracks: 6`` (pyproject.toml): registered by the registry when it loads it.
+TRACK = Track6()

@@ -1,0 +1,28 @@
+"""A runner that scores a run's parts in this process, last part first (a toy stand-in for a lab's cluster)."""
+
+from __future__ import annotations
+
+from trb.errors import UsageError
+from trb.runners.base import score_part
+
+
+class ReverseRunner:
+    name = "reverse"
+
+    def __init__(self, **options) -> None:
+        if options:
+            raise UsageError(f"the reverse runner takes no {', '.join(sorted(options))}")
+
+    def start(self, adapter_spec: dict) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def execute(self, job, adapter, parts) -> None:
+        job.facts.update({"runner": self.name, "workers": 1})
+        for part in reversed(list(parts)):
+            job.store(score_part(adapter, part, seed=job.seed, kwargs=job.kwargs[part.track], progress=job.progress))
+
+
+RUNNER = ReverseRunner
