@@ -35,11 +35,11 @@ Peers, in the same process: a plain DuckDB ``SELECT run_id, track, metric, avg(s
 ... GROUP BY`` over the same table, and the same report on a store of ``--peer-items`` rows
 (the same shape, fewer sessions) to show how it scales.
 
-**Resamples.** ``trb report`` draws 2,000 per figure; this bench defaults to 200. Track 6's
-figure for Track 2 has no vectorised bootstrap (``trb.transfer`` has one for G and balanced
-accuracy only): every resample runs Track 2's own ``aggregate`` on the resampled rows, so that
-part of the report grows with resamples × Track 2 rows: at 2,000 resamples on 1M rows, about 40
-minutes on a 2-core machine (bench/README.md). ``--resamples 2000`` measures it.
+**Resamples.** ``trb report`` draws 2,000 per figure; this bench defaults to 200. Before Track 6's
+figure for Track 2 had a vectorised bootstrap (``Track2.weighted_figure``), every resample ran
+Track 2's own ``aggregate`` on the resampled rows, and the 1M report at 2,000 resamples was
+estimated at about 40 minutes on a 2-core machine (bench/README.md); it has not been measured at
+2,000 since. ``--resamples 2000`` measures it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """An independent reference of the release content SHA, format 2, written from its definition alone.
 
 Plain Python, one value at a time, slow: what another implementer would write from the text in
-``schemas/release_format.py`` (and README "Releases"). It shares no code with the vectorised
+``schemas/release_format.py`` (and docs/reference/release-format.md). It shares no code with the vectorised
 implementation there; from the contract it takes only the data the definition names (the configs'
 columns and types, the added columns, the key columns). ``release_sha_1`` does the same for format 1.
 """

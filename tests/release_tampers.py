@@ -507,7 +507,7 @@ TAMPERS: dict[str, tuple[Callable[[Path], None], str]] = {
 
 #: Tampers caught only by the claims digest: when the forger also recomputes it (:func:`forge`), these pass; every
 #: other tamper is still caught, by the files, the rows, or the card and Croissant file that the file list binds
-#: (README "Releases": which claim is bound how).
+#: (docs/reference/release-format.md: which claim is bound how).
 DIGEST_ONLY = {
     "manifest: a gate figure", "manifest: trainer_orgs cleared", "manifest: PII hits and redactions zeroed",
     "manifest: parent replaced", "manifest: parent removed", "manifest: excluded count", "manifest: trb_version",

@@ -1,4 +1,4 @@
-"""The five command lines share one exit-code table: README lists it, and a typed error gives its code
+"""The command lines share one exit-code table: docs/reference/exit-codes.md lists it, and a typed error gives its code
 and one clean line on stderr, never a traceback, in every tool."""
 
 from __future__ import annotations
@@ -17,16 +17,15 @@ from tests_paths import ROOT
 CLIS = {"trb-corpus", "trb-annotate", "trb", "trb-review", "trb-demo"}
 
 
-def _readme_table() -> dict[int, tuple[str, str]]:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
+def _docs_table() -> dict[int, tuple[str, str]]:
+    section = (ROOT / "docs" / "reference" / "exit-codes.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| (\d+) \| `([A-Z_]+)` \| [^|]+ \| ([^|]+) \|$", section, re.M)
     assert len(rows) == len(re.findall(r"^\| \d", section, re.M)), "a row of the table does not parse"
     return {int(code): (name, who.strip()) for code, name, who in rows}
 
 
-def test_readme_lists_exactly_the_codes_of_the_enum():
-    table = _readme_table()
+def test_the_docs_list_exactly_the_codes_of_the_enum():
+    table = _docs_table()
     assert {code: name for code, (name, _) in table.items()} == {int(c): c.name for c in ExitCode}
     for code, (_, who) in table.items():
         named = {w.strip(" `") for w in who.split(",")}

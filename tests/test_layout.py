@@ -1,4 +1,4 @@
-"""The headless core stays headless, and the README keeps step with the CLI."""
+"""The headless core stays headless, and the documentation (docs/) keeps step with the CLI."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from docs_pages import docs_text
 from tests_paths import ROOT
 
 HEADLESS = ["schemas", "schemas.models", "schemas.rules", "corpus.cli", "corpus.ingest", "corpus.stats",
@@ -139,23 +140,26 @@ def test_simworld_does_not_depend_on_the_corpus():
     assert out.strip() == ""
 
 
+def _readme() -> str:
+    return (ROOT / "README.md").read_text(encoding="utf-8")
+
+
 def _commands() -> list[str]:
     from corpus.cli import cli
 
     return sorted(cli.commands)
 
 
-def test_every_command_is_documented_in_the_readme():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_every_command_is_documented_in_the_docs():
+    docs = docs_text()
     for name in _commands():
-        assert f"`trb-corpus {name}" in readme, f"trb-corpus {name} is not in README.md"
+        assert f"`trb-corpus {name}" in docs, f"trb-corpus {name} is not in docs/"
 
 
-def test_every_command_the_readme_names_exists():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    named = set(re.findall(r"trb-corpus ([a-z][a-z-]+)", readme))
-    assert named, "README names no trb-corpus command"
-    assert named <= set(_commands()), f"README names commands that do not exist: {named - set(_commands())}"
+def test_every_command_the_docs_name_exists():
+    named = set(re.findall(r"trb-corpus ([a-z][a-z-]+)", docs_text() + _readme()))
+    assert named, "the docs name no trb-corpus command"
+    assert named <= set(_commands()), f"the docs name commands that do not exist: {named - set(_commands())}"
 
 
 def test_readme_quick_start_is_two_make_commands_that_exist():
@@ -180,24 +184,24 @@ def test_every_option_in_help_is_in_the_cli_not_invented():
         assert result.exit_code == 0 and "Usage:" in result.output
 
 
-def test_every_trb_command_is_documented_in_the_readme():
+def test_every_trb_command_is_documented_in_the_docs():
     from trb.cli import cli
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    docs = docs_text()
     for name in cli.commands:
-        assert f"`trb {name}" in readme, f"trb {name} is not in README.md"
-    named = set(re.findall(r"`trb ([a-z][a-z-]+)", readme))
-    assert named <= set(cli.commands), f"README names trb commands that do not exist: {named - set(cli.commands)}"
+        assert f"`trb {name}" in docs, f"trb {name} is not in docs/"
+    named = set(re.findall(r"`trb ([a-z][a-z-]+)", docs + _readme()))
+    assert named <= set(cli.commands), f"the docs name trb commands that do not exist: {named - set(cli.commands)}"
 
 
-def test_every_trb_annotate_command_is_documented_in_the_readme():
+def test_every_trb_annotate_command_is_documented_in_the_docs():
     from annotate.cli import cli
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    docs = docs_text()
     for name in cli.commands:
-        assert f"`trb-annotate {name}" in readme, f"trb-annotate {name} is not in README.md"
-    named = set(re.findall(r"`trb-annotate ([a-z][a-z-]+)", readme))
-    assert named <= set(cli.commands), f"README names trb-annotate commands that do not exist: {named - set(cli.commands)}"
+        assert f"`trb-annotate {name}" in docs, f"trb-annotate {name} is not in docs/"
+    named = set(re.findall(r"`trb-annotate ([a-z][a-z-]+)", docs + _readme()))
+    assert named <= set(cli.commands), f"the docs name trb-annotate commands that do not exist: {named - set(cli.commands)}"
 
 
 def test_every_trb_annotate_command_renders_its_help():
@@ -227,8 +231,8 @@ def test_no_corpus_module_imports_textual_or_tui():
         assert not re.search(r"^\s*(from|import)\s+(textual|tui)\b", text, re.M), f"{path.name} imports textual/tui"
 
 
-def test_trb_review_is_documented_in_the_readme():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "`trb-review" in readme
+def test_trb_review_is_documented_in_the_docs():
+    guide = docs_text("guides/curators.md")
+    assert "`trb-review" in guide
     for option in ("--results", "--reviewer", "TRB_REVIEWER"):
-        assert option in readme, f"README does not mention {option} of trb-review"
+        assert option in guide, f"docs/guides/curators.md does not mention {option} of trb-review"

@@ -70,15 +70,15 @@ def test_serve_runs_one_app_per_connection_with_this_python(study_path, corpus):
                     str(corpus.dir.resolve()), "--context", "ctx-mini-en"]
 
 
-def test_every_trb_collect_command_is_in_the_readme_and_no_other():
+def test_every_trb_collect_command_is_in_the_docs_and_no_other():
     import re
 
     from collect.cli import cli
+    from docs_pages import docs_text
     from tests_paths import ROOT
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## `trb-collect`", 1)[1].split("\n## ", 1)[0]
+    guide = docs_text("guides/subjects.md")
     for name in cli.commands:
-        assert f"`trb-collect {name}" in section, f"trb-collect {name} is not in README.md"
-    named = set(re.findall(r"`trb-collect ([a-z][a-z-]+)", readme))
-    assert named <= set(cli.commands), f"README names trb-collect commands that do not exist: {named - set(cli.commands)}"
+        assert f"`trb-collect {name}" in guide, f"trb-collect {name} is not in docs/guides/subjects.md"
+    named = set(re.findall(r"`trb-collect ([a-z][a-z-]+)", docs_text() + (ROOT / "README.md").read_text()))
+    assert named <= set(cli.commands), f"the docs name trb-collect commands that do not exist: {named - set(cli.commands)}"

@@ -26,7 +26,7 @@ REVISE = [(3, 3), (5, 5), None, (2, 4)]
 
 
 class ScriptedAdapter:
-    """Puts weight 3 on the action r' plans and 1 on the others (the README's example adapter)."""
+    """Puts weight 3 on the action r' plans and 1 on the others (the docs' example adapter, docs/examples/adapter)."""
 
     tier = "proxy"
     capabilities = ()

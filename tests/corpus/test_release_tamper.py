@@ -5,7 +5,7 @@ Each tamper (tests/release_tampers.py) edits one copy of a release with every ki
 attribution labels, a redacted e-mail, a trainer organisation, a parent). A data or card edit
 reseals the file list and the Croissant file's sha256s, so only the rows can tell; a manifest edit
 leaves the claims digest stale, and the forged variant recomputes it too: then the claims the rows
-determine are still caught, and only :data:`release_tampers.DIGEST_ONLY` pass (README "Releases").
+determine are still caught, and only :data:`release_tampers.DIGEST_ONLY` pass (docs/reference/release-format.md).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def test_verify_catches_the_tamper_when_the_claims_digest_is_forged_too(release,
 
 @pytest.mark.parametrize("name", sorted(rt.DIGEST_ONLY))
 def test_claims_only_the_digest_binds_pass_when_it_is_forged(release, tmp_path, name):
-    """The boundary the README states: these claims follow from nothing in the rows (caught above, unforged)."""
+    """The boundary the docs state (docs/reference/release-format.md): these claims follow from nothing in the rows (caught above, unforged)."""
     d = rt.apply(release, name, tmp_path / "rel", forged=True)
     assert check_release(d).ok
 

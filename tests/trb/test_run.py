@@ -1,4 +1,4 @@
-"""trb run / query / report on a real simulated release, through the README's own example adapter."""
+"""trb run / query / report on a real simulated release, through the docs' own example adapter."""
 
 from __future__ import annotations
 
@@ -26,14 +26,16 @@ def release(tmp_path_factory):
 
 
 def _readme_adapter():
-    """Execute the README's "Wrapping your own model" example (minus its run line) and return the class."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = readme.split("### Wrapping your own model", 1)[1].split("```python", 1)[1].split("```", 1)[0]
-    code = "\n".join(line for line in block.splitlines() if not line.startswith(("run =", "print(")))
-    ns: dict = {}
-    exec(compile(code, "README.md", "exec"), ns)
-    assert re.search(r"^run = run_tracks\(", block, re.M), "the README example must end by running the tracks"
-    return ns["MyAdapter"]
+    """The documentation's example adapter (docs/examples/adapter/, docs/extending/adapter.md), imported from its
+    file; its run script (which tests/test_docs.py runs) ends by running the tracks."""
+    import importlib.util
+
+    example = ROOT / "docs" / "examples" / "adapter"
+    assert re.search(r"^    run = run_tracks\(", (example / "run_my_adapter.py").read_text(encoding="utf-8"), re.M)
+    spec = importlib.util.spec_from_file_location("my_lab_adapter", example / "my_lab_adapter" / "__init__.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.MyAdapter
 
 
 def test_the_readme_adapter_runs_and_its_scores_are_right(release, tmp_path):

@@ -29,7 +29,7 @@ FORGEABLE = [n for n in rt.TAMPERS if n not in rt.DIGEST_ONLY]
 
 
 class Adapter:
-    """The README's example adapter: weight 3 on r'.planned_next."""
+    """The docs' example adapter (docs/examples/adapter): weight 3 on r'.planned_next."""
 
     tier = "proxy"
     capabilities = ()

@@ -6,7 +6,7 @@ on a free loopback port with SmolLM2's Q4_1 GGUF (tests/llama_server.py), waits 
 with the transformers path (``ProxyAdapter`` on the same GGUF dequantised to float32 by ``trb
 models fetch smollm2``) on the same prompts. They are not equal: llama.cpp computes with the
 quantised Q4_1 weights (and prepends SmolLM2's BOS token, which the transformers path does not:
-see tests/llama_server.py), so the tolerance is the one the README states, measured here:
+see tests/llama_server.py), so the tolerance is the one docs/guides/labs.md states, measured here:
 ``MAX_ABS_P`` on every action probability and ``MIN_ARGMAX_AGREEMENT`` of the argmax actions.
 Then a small Track 1 run on the 7f3a example through ``trb run --adapter served`` (Track 3's emit_r is
 held to the proxy's on the tiny served model of test_served_adapter.py; through llama-cpp-python each
@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.llama, pytest.mark.smollm2, pytest.mark.timeout(600)]
 #: The served (llama.cpp, Q4_1) and transformers (dequantised float32) action probabilities differ by at most this
 #: (measured on these 6 cases, history 0: max 0.098, mean 0.068; twice the max for margin) ...
 MAX_ABS_P = 0.2
-#: ... and name the same most probable action at least this often (see the README, "The served adapter").
+#: ... and name the same most probable action at least this often (see docs/guides/labs.md, "The served adapter").
 MIN_ARGMAX_AGREEMENT = 0.8  # measured 6 of 6; one disagreement in six allowed
 N_CASES = 6
 
