@@ -176,5 +176,7 @@ def test_each_extension_page_shows_its_example_file():
                           ("importer", "importer/lab_lines_importer/__init__.py")):
         text = (DOCS / "extending" / f"{page}.md").read_text(encoding="utf-8")
         assert f'--8<-- "docs/examples/{example}"' in text, page
+    # the runner's example is the third-party package tests/trb/test_extension_plugins.py installs and runs
     runner = (DOCS / "extending" / "runner.md").read_text(encoding="utf-8")
-    assert 'click.Choice(["local", "ray"])' in runner and "issue 38, part 2" in runner.lower()
+    for f in ("pyproject.toml", "trb_toy_extensions/runner.py"):
+        assert f'--8<-- "tests/plugins/trb-toy-extensions/{f}"' in runner, f

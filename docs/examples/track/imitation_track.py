@@ -1,7 +1,7 @@
 """A track: how much probability the model gives the action the subject actually took (imitation).
 
-Registered in-process with ``register_track``: import this module before ``run_tracks`` or ``trb report``
-(issue 38, part 2, adds an entry-point group for tracks). Its report section is named in ``report``, as
+Registered in-process with ``register_track``: import this module before ``run_tracks`` or ``build_report`` (a
+package would list it under the ``trb.tracks`` entry-point group instead, for the ``trb`` command line). Its report section is named in ``report``, as
 ``"module:NAME"``, and loaded by the report only.
 """
 
