@@ -12,9 +12,9 @@ import sys
 
 import click
 
-from schemas.errors import run_cli
-from schemas.locking import wait_seconds_callback
 from schemas.versions import TOOLKIT_VERSION
+from toolkit.errors import run_cli
+from toolkit.locking import wait_seconds_callback
 
 _CORPUS_HELP = "Corpus directory (default: $TRB_CORPUS, else the current directory)."
 

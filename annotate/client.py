@@ -3,7 +3,7 @@
 Settings come from ``LABEL_STUDIO_URL`` and ``LABEL_STUDIO_API_KEY`` (or arguments). The key
 is only ever sent in the ``Authorization`` header: it is never written to disk, logged, or put
 in an error message (:func:`annotate.errors.scrub` removes it from anything quoted). The URL is
-shown, and stored, only as :func:`schemas.urls.redact_url` gives it (``client.url``): no
+shown, and stored, only as :func:`toolkit.urls.redact_url` gives it (``client.url``): no
 ``user:password@``, no ``?token=`` value; the secret parts are scrubbed from anything quoted too.
 A key or URL that cannot be sent (a non-ASCII character, a space or newline in the key; a URL
 that is not http(s)) is refused before any request, naming the variable, never the value.
@@ -47,7 +47,7 @@ from annotate.errors import (
     remember_secret,
     scrub,
 )
-from schemas.urls import header_value_problem, redact_url, url_secrets
+from toolkit.urls import header_value_problem, redact_url, url_secrets
 
 __all__ = ["Project", "LabelStudioClient", "Attempts", "connect", "PAGE_SIZE", "PROJECT_SETTINGS",
            "DEFAULT_DEADLINE", "DEFAULT_RETRIES"]

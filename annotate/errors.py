@@ -1,8 +1,8 @@
 """Typed errors of ``trb-annotate``: Label Studio failures, rendered once at the CLI edge.
 
-They extend the corpus toolkit's hierarchy (:class:`corpus.errors.CorpusError`, itself a
-:class:`schemas.errors.ToolkitError`), so corpus errors (busy, not found, invalid records) pass
-through the same renderer; their codes (8-12) are in the one table, :class:`schemas.errors.ExitCode`.
+They derive from the one hierarchy's base, :class:`toolkit.errors.ToolkitError` (as the corpus's errors do, so
+corpus errors (busy, not found, invalid records) pass through the same renderer); their codes (8-12) are in the
+one table, :class:`toolkit.errors.ExitCode`.
 No message ever holds the API key or the credentials of ``LABEL_STUDIO_URL`` (``user:password@``,
 ``?token=``): :func:`scrub` removes them from anything quoted from a server or a library, and
 ``trb-annotate`` passes :func:`redact` over every line it prints.
@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import os
 
-from corpus.errors import CorpusError
-from schemas.errors import ExitCode
-from schemas.urls import url_secrets
+from toolkit.errors import ExitCode, ToolkitError
+from toolkit.urls import url_secrets
 
 __all__ = ["AnnotateExit", "AnnotateError", "LabelStudioUnreachable", "LabelStudioAuthFailed",
            "ProjectNotFound", "ConfigRejected", "LabelStudioFailed", "MissingSetting", "BadSetting", "redact",
@@ -25,7 +24,7 @@ __all__ = ["AnnotateExit", "AnnotateError", "LabelStudioUnreachable", "LabelStud
 AnnotateExit = ExitCode
 
 
-class AnnotateError(CorpusError):
+class AnnotateError(ToolkitError):
     """Base of the Label Studio errors."""
 
     exit_code = ExitCode.SERVER

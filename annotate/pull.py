@@ -58,7 +58,7 @@ from corpus.errors import UsageError
 from corpus.ingest import IngestReport
 from corpus.labels import add_annotations, make_annotation, now_iso
 from corpus.store import Corpus
-from schemas.urls import redact_url
+from toolkit.urls import redact_url
 
 __all__ = ["PullReport", "Unusable", "all_annotated_tasks", "pull", "annotator_id", "parse_result", "classify", "reason_category", "task_space", "who",
            "ATTRIBUTION_LABELS",

@@ -187,7 +187,7 @@ def _select_items(con, kind: str, where: str | None) -> list[tuple]:
     """The items of ``kind``, filtered by the user's SQL ``where``: run as one SELECT on a sandboxed connection."""
     import duckdb
 
-    from schemas.sql_sandbox import error_line, lock_down, single_select
+    from toolkit.sql_sandbox import error_line, lock_down, single_select
 
     sql = _ITEM_SQL[kind].format(where=f" WHERE ({where})" if where else "")
     if not where:
@@ -205,7 +205,7 @@ def render_tasks(con, kind: str, where: str | None = None) -> list[dict]:
     """Task data for every item of ``kind`` (optionally filtered by an SQL ``where`` on its table), by item id.
 
     ``con`` is an open corpus connection (``Corpus.open``). A ``where`` must keep the statement one SELECT, and
-    runs sandboxed (:mod:`schemas.sql_sandbox`): from then on ``con`` reads the databases already attached to it
+    runs sandboxed (:mod:`toolkit.sql_sandbox`): from then on ``con`` reads the databases already attached to it
     and nothing else on the machine (no file, extension or network; no SET). Raises UsageError for a bad kind or
     a ``where`` DuckDB refuses.
     """

@@ -110,9 +110,9 @@ def _format_1(release_dir: Path, files: list, repeats: int, repeats_1: int, work
     """Format 1 against format 2 on the same files, in the same run: the SHA, and a whole verify."""
     import pyarrow.parquet as pq
 
-    from schemas.hashing import sha256_file
     from schemas.release_check import check_release
     from schemas.release_format import claims_digest, read_manifest, release_sha_of_files
+    from toolkit.hashing import sha256_file
 
     old = work / "release-format-1"
     shutil.copytree(release_dir, old)

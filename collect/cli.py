@@ -124,7 +124,7 @@ def drafts_resume(corpus_dir, draft_id) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; a toolkit error is rendered once on stderr with its exit code."""
-    from schemas.errors import run_cli
+    from toolkit.errors import run_cli
 
     return run_cli(cli, argv, "trb-collect")
 

@@ -46,8 +46,8 @@ from corpus.errors import UsageError
 from corpus.ingest import IngestReport, ingest_records
 from corpus.pii import scan_text
 from corpus.store import Corpus
-from schemas.locking import LockWait
 from schemas.models import SCHEMA_VERSION
+from toolkit.locking import LockWait
 
 __all__ = ["Collection", "RInput", "PersonalData", "DraftInfo", "list_drafts", "discard_draft", "DRAFTS",
            "new_subject_id"]

@@ -47,7 +47,7 @@ from pathlib import Path
 from corpus.errors import InvalidInput, Problem
 from environments import get_environment
 from environments.base import Environment, EnvironmentRefused
-from schemas.toml_lines import TomlLines as _Lines
+from toolkit.toml_lines import TomlLines as _Lines
 
 __all__ = ["Study", "Context", "load_study", "parse_study"]
 

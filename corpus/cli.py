@@ -1,7 +1,7 @@
 """``trb-corpus``: a thin command line over the corpus library.
 
 Every command calls one library function; library errors are rendered here, once,
-as plain lines on stderr with an exit code from :class:`schemas.errors.ExitCode`.
+as plain lines on stderr with an exit code from :class:`toolkit.errors.ExitCode`.
 stdout carries data only.
 """
 
@@ -14,10 +14,10 @@ import sys
 import click
 
 from corpus.jsonl import DEFAULT_MAX_LINE_BYTES
-from schemas.errors import run_cli
-from schemas.locking import wait_seconds_callback
 from schemas.release_format import MIN_ANNOTATORS
 from schemas.versions import TOOLKIT_VERSION
+from toolkit.errors import run_cli
+from toolkit.locking import wait_seconds_callback
 
 _CORPUS_HELP = "Corpus directory (default: $TRB_CORPUS, else the current directory)."
 
@@ -367,7 +367,7 @@ def publish(directory, repo, private) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; every toolkit error is rendered once, as lines on stderr (:func:`schemas.errors.run_cli`)."""
+    """Run the CLI; every toolkit error is rendered once, as lines on stderr (:func:`toolkit.errors.run_cli`)."""
     return run_cli(cli, argv, "trb-corpus", interrupted="interrupted; nothing half-written")
 
 

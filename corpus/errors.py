@@ -1,14 +1,14 @@
 """The corpus toolkit's typed errors, rendered once at the CLI edge.
 
-They derive from the shared :class:`schemas.errors.ToolkitError` and take their codes from
-the one exit-code table, :class:`schemas.errors.ExitCode` (re-exported here as ``ExitCode``).
+They derive from the shared :class:`toolkit.errors.ToolkitError` and take their codes from
+the one exit-code table, :class:`toolkit.errors.ExitCode` (re-exported here as ``ExitCode``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas.errors import ExitCode, ToolkitError
+from toolkit.errors import ExitCode, ToolkitError, UsageError
 
 __all__ = [
     "ExitCode",
@@ -104,10 +104,6 @@ class MemoryLimit(CorpusError):
 
 
 class CorpusExists(CorpusError):
-    exit_code = ExitCode.USAGE
-
-
-class UsageError(CorpusError):
     exit_code = ExitCode.USAGE
 
 

@@ -297,7 +297,7 @@ class FastRecord:
 
 
 def _strict_json_ok(line: bytes) -> bool:
-    """The common case of :func:`schemas.strict_json.check`: finite numbers (orjson refuses the rest) and no key
+    """The common case of :func:`toolkit.strict_json.check`: finite numbers (orjson refuses the rest) and no key
     twice (a repeat leaves fewer ``:`` in the parsed value written back). False: let the reference path say."""
     try:
         value = orjson.loads(line)

@@ -8,10 +8,10 @@ immutability check run while the files are written (see :mod:`corpus.release`).
 
 from __future__ import annotations
 
-from schemas.ceiling import ceiling_by_items
 from schemas.models import GateResult
-from schemas.orgs import transfer_offences
 from schemas.release_format import HUMAN_ORIGINS, MIN_ANNOTATORS, SPLITS, SYNTHETIC_CAP
+from toolkit.ceiling import ceiling_by_items
+from toolkit.orgs import transfer_offences
 
 __all__ = ["SYNTHETIC_CAP", "MIN_ANNOTATORS", "ANNOTATOR_GATED_SPLITS", "FIRST_OFFENDERS", "release_kind_gate",
            "synthetic_cap_gate", "transfer_provenance_gate", "split_discipline_gate", "completeness_gate",
@@ -93,7 +93,7 @@ def synthetic_cap_gate(con, shares: dict[str, dict]) -> GateResult:
 
 def transfer_provenance_gate(con, trainer_orgs: list[str]) -> GateResult:
     """Every transfer context, and every session of it, was collected by an org that did not train the model
-    (names compared as organisations: :mod:`schemas.orgs`), and the context has an attestation."""
+    (names compared as organisations: :mod:`toolkit.orgs`), and the context has an attestation."""
     n = con.execute("SELECT count(*) FROM rel_transfer").fetchone()[0]
     bar = "collector (of the context and of each of its sessions) not among --trainer-org, with an attestation"
     if n == 0:
@@ -194,7 +194,7 @@ def min_annotators_gate(con, min_annotators: int) -> GateResult:
 
 def phi_annotators(con, min_annotators: int) -> dict:
     """The manifest's ``phi_annotators``: the minimum, and per split the distribution-Φ counterfactuals,
-    their annotator counts and the mean annotator-noise ceiling of Track 1 (:mod:`schemas.ceiling`, with
+    their annotator counts and the mean annotator-noise ceiling of Track 1 (:mod:`toolkit.ceiling`, with
     Φ as the plug-in truth), and the text-Φ count."""
     grouped = con.execute("""
         SELECT split, phi_type, phi_n,

@@ -2,7 +2,7 @@
 
 A version is cut once per corpus: its content SHA is fixed by the first release of it, whatever
 directory a later ``trb-corpus release --out`` names. The ledger is how the release command
-knows, and the release lock (``<corpus>/releases/.release.lock``, :mod:`schemas.locking`) makes
+knows, and the release lock (``<corpus>/releases/.release.lock``, :mod:`toolkit.locking`) makes
 one release at a time per corpus, so two releases of one version cannot both write it.
 
 Each line is one JSON object: ``version``, ``release_sha``, ``directory`` (absolute), ``state`` and
@@ -31,8 +31,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from corpus.errors import CorpusBusy
-from schemas.locking import FileLock
 from schemas.release_check import load_manifest
+from toolkit.locking import FileLock
 
 __all__ = ["LEDGER", "Released", "release_lock", "released_versions", "record", "remove_stale", "same_directory",
            "staging_name"]

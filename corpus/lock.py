@@ -1,4 +1,4 @@
-"""Who may use a corpus now: ``corpus.lock`` in the corpus directory, held through :mod:`schemas.locking`.
+"""Who may use a corpus now: ``corpus.lock`` in the corpus directory, held through :mod:`toolkit.locking`.
 
 Writers take the lock exclusively, readers shared. A process that finds the corpus
 held says who holds it (pid, command, since when) on stderr and waits, up to a
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from corpus.errors import CorpusBusy
-from schemas.locking import DEFAULT_WAIT_SECONDS, FileLock, LockHolder, LockWait
+from toolkit.locking import DEFAULT_WAIT_SECONDS, FileLock, LockHolder, LockWait
 
 __all__ = ["DEFAULT_WAIT_SECONDS", "CorpusLock", "LockHolder", "LockWait"]
 

@@ -16,9 +16,9 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
-from schemas import strict_json
 from schemas.models import RECORD_MODELS, Record
 from schemas.rules import record_rule_errors
+from toolkit import strict_json
 
 __all__ = ["ParsedRecord", "parse_record", "canonical_json", "content_hash", "record_id"]
 
@@ -159,7 +159,7 @@ def _validation_problems(exc: ValidationError, data: Any) -> list[tuple[str, str
 def parse_record(line: bytes) -> ParsedRecord | list[tuple[str, str]]:
     """Parse and check one JSONL line: a :class:`ParsedRecord`, or every problem found.
 
-    The line must be strict JSON (:mod:`schemas.strict_json`: no NaN, Infinity or number beyond a double's range,
+    The line must be strict JSON (:mod:`toolkit.strict_json`: no NaN, Infinity or number beyond a double's range,
     no key twice in one object), then a valid record."""
     try:
         strict_json.check(line)  # what it parses is dropped at once: validate_json is faster on the bytes

@@ -46,7 +46,6 @@ from corpus.labels import decisions_sql
 from corpus.redaction import DocumentScan, refuse_personal_data
 from corpus.splits import DEFAULT_SALT, HELD_OUT, assign_subjects, pinned_subjects
 from corpus.store import Corpus
-from schemas.hashing import sha256_file
 from schemas.models import GateResult, ReleaseManifest
 from schemas.release_check import check_release, load_manifest
 from schemas.release_format import (
@@ -61,6 +60,7 @@ from schemas.release_format import (
     shard_name,
 )
 from schemas.versions import SCHEMA_VERSION, TOOLKIT_VERSION, TRB_VERSION
+from toolkit.hashing import sha256_file
 
 __all__ = ["ReleaseResult", "cut_release", "read_manifest", "list_releases", "TOOLKIT_VERSION", "ANNOTATED_PHI_SQL",
            "POOLED_PHI_SQL"]

@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from corpus.errors import CorpusBusy, CorpusError
+from corpus.errors import CorpusBusy
 from corpus.labels import (
     DECIDING_REVIEWER_LABELS,
     UNDO_METHOD,
@@ -35,6 +35,7 @@ from corpus.labels import (
 )
 from corpus.lock import LockWait
 from corpus.store import Corpus
+from toolkit.errors import ToolkitError
 
 __all__ = ["ATTRIBUTION_LABELS", "SaveOutcome", "ItemState", "LabelEffect", "reviewer_id", "review_label",
            "item_state", "state_from_labels", "label_effect", "undo_record", "describe_position", "save_label"]
@@ -235,7 +236,7 @@ def save_label(
             add_annotations(corpus, [record], wait_seconds=attempt_wait, on_wait=waiting)
         except CorpusBusy:
             continue
-        except CorpusError as e:
+        except ToolkitError as e:
             return SaveOutcome(False, attempt, f"NOT saved: {label} on {target}: {e.message}", record["annotation_id"])
         except Exception as e:  # noqa: BLE001 - whatever happened, the reviewer must hear it was not saved
             return SaveOutcome(False, attempt, f"NOT saved: {label} on {target}: {type(e).__name__}: {e}",

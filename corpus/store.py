@@ -28,8 +28,8 @@ import duckdb
 from corpus.errors import CorpusError, CorpusExists, CorpusNotFound, CorpusUnreadable, DiskFull, MemoryLimit
 from corpus.lock import CorpusLock, LockWait
 from corpus.tables import ADDED_COLUMNS, TABLES, ddl
-from schemas.duck_memory import memory_limit
 from schemas.versions import SCHEMA_VERSION, TOOLKIT_VERSION, TRB_VERSION
+from toolkit.duck_memory import memory_limit
 
 __all__ = ["DB_NAME", "STORE_FORMAT_VERSION", "Corpus", "init_corpus", "resolve_corpus_dir", "store_is_current",
            "upgrade_store", "check_store", "storage_error"]
@@ -348,7 +348,7 @@ def _sql_path(p: Path) -> str:
 
 @contextmanager
 def scratch_connection(spill_dir: Path | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-    """An in-memory DuckDB connection bounded by ``TRB_DUCKDB_MEMORY`` (:func:`schemas.duck_memory.memory_limit`);
+    """An in-memory DuckDB connection bounded by ``TRB_DUCKDB_MEMORY`` (:func:`toolkit.duck_memory.memory_limit`);
     past it, DuckDB spills to ``spill_dir``.
 
     The spill directory is removed afterwards.

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from schemas.errors import ExitCode, ToolkitError
+from toolkit.errors import ExitCode, ToolkitError
 
 __all__ = ["ENTRY_POINT_GROUP", "StepOutcome", "Episode", "Environment", "EnvironmentRefused",
            "register_environment", "get_environment", "environment_names", "environment_problems"]
@@ -113,7 +113,7 @@ def register_environment(env: Environment) -> Environment:
 
 
 def _load_entry(name: str, value: str, source: str) -> Environment:
-    from schemas.plugins import PluginError, import_object
+    from toolkit.plugins import PluginError, import_object
 
     try:
         env = import_object(value)
@@ -131,7 +131,7 @@ def _load_plugins() -> None:
     """Every environment of the entry-point group, once (the built-in grid world is one of them)."""
     if _PLUGINS["loaded"]:
         return
-    from schemas.plugins import discover
+    from toolkit.plugins import discover
 
     _, problems = discover(ENTRY_POINT_GROUP, _load_entry, "environment")
     _PLUGINS.update(loaded=True, problems=problems)

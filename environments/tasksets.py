@@ -65,8 +65,8 @@ from importlib import resources
 from pathlib import Path
 
 from environments.base import Environment, EnvironmentRefused, get_environment
-from schemas.errors import ExitCode, ToolkitError
-from schemas.toml_lines import TomlLines
+from toolkit.errors import ExitCode, ToolkitError
+from toolkit.toml_lines import TomlLines
 
 __all__ = ["TaskSet", "RolloutTask", "RolloutSeed", "TaskSetInvalid", "load_taskset", "parse_taskset",
            "default_taskset", "DEFAULT_TASKSET", "KINDS", "SPLITS", "taskset_sha"]

@@ -34,7 +34,7 @@ def cli(workdir, seed, sessions, baseline_pairs, rollout_seeds, quiet) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; any toolkit error (corpus or engine) is rendered once, as lines on stderr."""
-    from schemas.errors import run_cli
+    from toolkit.errors import run_cli
 
     return run_cli(cli, argv, "trb-demo")
 

@@ -418,7 +418,7 @@ class PhiAnnotatorSplit(_Strict):
     phi_n_max: Count | None = None
     oracle_g: Probability | None = Field(
         description="Mean annotator-noise ceiling: the expected Track 1 G of a model that outputs the true "
-        "distribution, with Φ itself as the truth (a plug-in that over-states the ceiling; schemas.ceiling). "
+        "distribution, with Φ itself as the truth (a plug-in that over-states the ceiling; toolkit.ceiling). "
         "G above it is not better than the truth. Null when no Φ states its annotators."
     )
     text_items: Annotated[int, Field(ge=0)] = Field(

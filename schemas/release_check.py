@@ -43,7 +43,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
-from schemas.ceiling import ceiling_by_items
 from schemas.models import HubRecord, ReleaseManifest
 from schemas.release_format import (
     ANNOTATOR_GATED_SPLITS,
@@ -63,6 +62,7 @@ from schemas.release_format import (
     file_differences,
     subject_split,
 )
+from toolkit.ceiling import ceiling_by_items
 
 __all__ = ["ReleaseCheck", "check_release", "load_manifest"]
 
@@ -279,13 +279,13 @@ class _Offenders:
 class _Rows:
     """What the row checks need, gathered while the release SHA is recomputed: counts in memory, every per-row fact
     (sessions, steps per session, each row's session and split, Φ) in a DuckDB database of its own that spills to
-    ``scratch`` past ``TRB_DUCKDB_MEMORY`` (:mod:`schemas.duck_memory`), so a release of millions of rows is
+    ``scratch`` past ``TRB_DUCKDB_MEMORY`` (:mod:`toolkit.duck_memory`), so a release of millions of rows is
     checked in flat memory. ``seq`` numbers the rows in the order read."""
 
     def __init__(self, scratch: Path) -> None:
         import duckdb
 
-        from schemas.duck_memory import memory_limit
+        from toolkit.duck_memory import memory_limit
 
         self.con = duckdb.connect(":memory:", config={
             "memory_limit": memory_limit(), "temp_directory": str(scratch), "threads": min(2, os.cpu_count() or 1)})

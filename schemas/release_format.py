@@ -104,7 +104,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from schemas.hashing import sha256_file
+from toolkit.hashing import sha256_file
 
 __all__ = [
     "SPLITS", "SPLIT_FRACTIONS", "ROWS_PER_SHARD", "CONFIGS", "CONFIG_DESCRIPTIONS",

@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from schemas.errors import ExitCode
 from tests_paths import ROOT
+from toolkit.errors import ExitCode
 
 CLIS = {"trb-corpus", "trb-annotate", "trb", "trb-review", "trb-demo"}
 

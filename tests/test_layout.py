@@ -39,7 +39,7 @@ ENGINE = _modules("trb")
 #: for a module's own imports; none of them loads a forbidden package (the server checks that first, and fails).
 PRELOADED = ["numpy", "scipy.stats", "duckdb", "pyarrow", "pyarrow.parquet", "pyarrow.compute", "pydantic", "click",
              "orjson", "msgspec", "tqdm", "httpx", "filelock", "jsonschema", "zoneinfo", "tomllib", "gzip",
-             "multiprocessing", "concurrent.futures", "schemas", "schemas.models", "schemas.rules", "schemas.errors"]
+             "multiprocessing", "concurrent.futures", "schemas", "schemas.models", "schemas.rules", "toolkit.errors"]
 FORBIDDEN = ("textual", "torch", "label_studio_sdk", "corpus")
 
 _IMPORT_SERVER = r"""

@@ -16,7 +16,7 @@ from wheelenv import ROOT, fresh_venv, run_in, site_packages
 pytestmark = pytest.mark.e2e
 
 #: The project's top-level packages (pyproject.toml's [tool.setuptools.packages.find] include).
-PACKAGES = ["schemas", "corpus", "simworld", "annotate", "trb", "tui", "pipeline", "collect", "environments"]
+PACKAGES = ["schemas", "toolkit", "corpus", "simworld", "annotate", "trb", "tui", "pipeline", "collect", "environments"]
 SCRIPTS = ["trb-corpus", "trb", "trb-annotate", "trb-review", "trb-demo", "trb-collect"]
 
 

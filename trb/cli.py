@@ -525,8 +525,8 @@ def models_list(as_json) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; every engine error is rendered once, as lines on stderr (:func:`schemas.errors.run_cli`)."""
-    from schemas.errors import run_cli
+    """Run the CLI; every engine error is rendered once, as lines on stderr (:func:`toolkit.errors.run_cli`)."""
+    from toolkit.errors import run_cli
 
     return run_cli(cli, argv, "trb")
 

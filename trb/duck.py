@@ -31,7 +31,7 @@ import threading
 
 import duckdb
 
-from schemas.duck_memory import memory_limit
+from toolkit.duck_memory import memory_limit
 
 __all__ = ["attach", "cursor", "detach"]
 

@@ -1,14 +1,14 @@
 """The eval engine's typed errors, rendered once at the CLI edge.
 
-They derive from the shared :class:`schemas.errors.ToolkitError` and take their codes from
-the one exit-code table, :class:`schemas.errors.ExitCode` (re-exported here as ``ExitCode``),
+They derive from the shared :class:`toolkit.errors.ToolkitError` and take their codes from
+the one exit-code table, :class:`toolkit.errors.ExitCode` (re-exported here as ``ExitCode``),
 so an engine code never means a corpus one. The results store's errors
 (:class:`trb.results.ResultsError`, :class:`trb.results.ResultsBusy`) are in the same hierarchy.
 """
 
 from __future__ import annotations
 
-from schemas.errors import ExitCode, ToolkitError
+from toolkit.errors import ExitCode, ToolkitError, UsageError
 
 __all__ = ["ExitCode", "TrbError", "ReleaseError", "AdapterError", "CheckFailed", "CalibrationFailed", "UsageError",
            "ModelError", "RunnerError"]
@@ -16,10 +16,6 @@ __all__ = ["ExitCode", "TrbError", "ReleaseError", "AdapterError", "CheckFailed"
 
 class TrbError(ToolkitError):
     """Base of the eval engine's errors."""
-
-
-class UsageError(TrbError):
-    exit_code = ExitCode.USAGE
 
 
 class ReleaseError(TrbError):

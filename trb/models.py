@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from schemas.hashing import sha256_file
+from toolkit.hashing import sha256_file
 from trb.errors import ModelError
 
 __all__ = ["KNOWN_MODELS", "PROVENANCE_FILE", "ModelSource", "FetchResult", "default_models_dir", "model_dir",

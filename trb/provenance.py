@@ -13,17 +13,17 @@ A transfer-split run refuses, before anything is scored or written:
 * a release with a transfer context collected by one of the trainers, in the context's
   record (``collector_org``) or in any of its sessions' source (``collector``); or a
   context whose collector names no one, or without an attestation. Names are compared as
-  organisations (:mod:`schemas.orgs`: Unicode-normalised, look-alike letters folded,
+  organisations (:mod:`toolkit.orgs`: Unicode-normalised, look-alike letters folded,
   punctuation and legal forms dropped, a name found inside the other at word boundaries,
   initials), by the same rule as the release gate ``transfer_provenance``
-  (:func:`schemas.orgs.transfer_offences`).
+  (:func:`toolkit.orgs.transfer_offences`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from schemas.orgs import org_key, org_tokens, transfer_offences
+from toolkit.orgs import org_key, org_tokens, transfer_offences
 from trb.errors import UsageError
 
 __all__ = ["TransferProvenanceError", "trainers", "check_transfer_provenance"]
@@ -100,6 +100,6 @@ def check_transfer_provenance(release, trained_by: list[str], who: str) -> dict:
     collectors: dict[str, list[str]] = {}
     for r in sessions:
         collectors.setdefault(r["context_id"], []).append(r["collector"])
-    return {"checked": True, "trained_by": list(trained_by), "rule": "schemas.orgs.same_org",
+    return {"checked": True, "trained_by": list(trained_by), "rule": "toolkit.orgs.same_org",
             "contexts": [{"context_id": c["context_id"], "collector_org": c["collector_org"],
                           "session_collectors": collectors.get(c["context_id"], [])} for c in contexts]}

@@ -10,7 +10,7 @@ busy waits a bounded time (``TRB_LOCK_WAIT`` seconds, default 120), saying on
 stderr which pid holds it, instead of crashing into DuckDB's own file lock.
 Connections are opened per operation and closed before the lock is released.
 
-Every read-only connection is sandboxed (:mod:`schemas.sql_sandbox`): ``trb query``'s SQL, and
+Every read-only connection is sandboxed (:mod:`toolkit.sql_sandbox`): ``trb query``'s SQL, and
 any other read, reaches the store and nothing else on the machine: no file read or written, no
 extension, no network, and no ``SET`` / ``RESET`` that undoes it. A store that does not exist is
 an error for every reader; only a writer (:meth:`ResultsStore.record_run`, or ``create=True``)
@@ -31,10 +31,10 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from schemas.errors import ExitCode, ToolkitError
-from schemas.locking import DEFAULT_WAIT_SECONDS, FileLock, LockHolder, default_wait_seconds
-from schemas.sql_sandbox import SANDBOX_CONFIG, error_line
 from schemas.versions import TOOLKIT_VERSION, TRB_VERSION
+from toolkit.errors import ExitCode, ToolkitError
+from toolkit.locking import DEFAULT_WAIT_SECONDS, FileLock, LockHolder, default_wait_seconds
+from toolkit.sql_sandbox import SANDBOX_CONFIG, error_line
 from trb import duck
 
 __all__ = [
@@ -141,7 +141,7 @@ def _describe_holder(holder: LockHolder) -> str:
 
 @contextmanager
 def _locked(path: Path, *, exclusive: bool, wait_seconds: float, purpose: str) -> Iterator[None]:
-    """Hold ``<path>.lock`` (:mod:`schemas.locking`) for the block; wait at most ``wait_seconds``, naming the holder."""
+    """Hold ``<path>.lock`` (:mod:`toolkit.locking`) for the block; wait at most ``wait_seconds``, naming the holder."""
     with FileLock(path.with_name(path.name + ".lock"), exclusive=exclusive, what=f"results store {path}",
                   busy=ResultsBusy, wait_seconds=wait_seconds, purpose=purpose, describe=_describe_holder):
         yield
@@ -719,7 +719,7 @@ class ResultsStore:
 
         Writes to the store fail (the connection is read-only); so does anything that reaches
         past it: a file read or written, another database attached, an extension installed or
-        loaded, a URL, a ``SET`` (:mod:`schemas.sql_sandbox`). A statement that returns no result
+        loaded, a URL, a ``SET`` (:mod:`toolkit.sql_sandbox`). A statement that returns no result
         set gives ``([], [])``.
 
         Raises:

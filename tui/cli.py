@@ -44,8 +44,8 @@ def cli(corpus_dir: str | None, corpus_opt: str | None, results: str | None, rev
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; a toolkit error is one line on stderr and an exit code (:func:`schemas.errors.run_cli`)."""
-    from schemas.errors import run_cli
+    """Run the CLI; a toolkit error is one line on stderr and an exit code (:func:`toolkit.errors.run_cli`)."""
+    from toolkit.errors import run_cli
 
     return run_cli(cli, argv, "trb-review")
 

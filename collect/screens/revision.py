@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from collect.screens.base import CollectScreen
 from collect.widgets.r_form import RForm, hint_for
-from schemas.errors import ToolkitError
+from toolkit.errors import ToolkitError
 
 __all__ = ["RevisionScreen", "said_text"]
 

@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from collect.screens.base import CollectScreen
 from corpus.errors import CorpusBusy
-from schemas.errors import ToolkitError
+from toolkit.errors import ToolkitError
 
 __all__ = ["SaveScreen", "recorded_summary"]
 

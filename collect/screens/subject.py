@@ -11,7 +11,7 @@ from textual.widgets import Input, Static
 from collect.recorder import Collection, new_subject_id
 from collect.screens.base import CollectScreen
 from collect.widgets.field import AnswerInput
-from schemas.errors import ToolkitError
+from toolkit.errors import ToolkitError
 
 __all__ = ["SubjectScreen"]
 

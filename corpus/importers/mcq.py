@@ -43,7 +43,7 @@ from corpus.importers.base import (
     identifier,
     item_subject,
 )
-from schemas import strict_json
+from toolkit import strict_json
 
 __all__ = ["IMPORTER", "GENERATOR", "MAPPING_VERSION", "SUGGESTION_SLOT", "convert"]
 

@@ -7,7 +7,7 @@ under that group exactly as a lab's package lists its own::
     [project.entry-points."trb.importers"]
     my-format = "my_package.trb_import:IMPORTER"
 
-and are found and loaded through the same code (:func:`schemas.plugins.discover`), as adapters are.
+and are found and loaded through the same code (:func:`toolkit.plugins.discover`), as adapters are.
 ``trb-corpus import KIND`` builds one subcommand per registered importer.
 """
 
@@ -17,7 +17,7 @@ from functools import cache
 
 from corpus.errors import UsageError
 from corpus.importers.base import Importer
-from schemas.plugins import PluginError, discover, import_object
+from toolkit.plugins import PluginError, discover, import_object
 
 __all__ = ["ENTRY_POINT_GROUP", "available_importers", "get_importer", "registry_problems"]
 

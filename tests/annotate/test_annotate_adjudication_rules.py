@@ -18,7 +18,7 @@ from corpus import Corpus, ingest, init_corpus
 from corpus.errors import UsageError
 from corpus.labels import add_annotations, make_annotation, review_queue
 from factories import attribution, session, write_jsonl
-from schemas.errors import ExitCode
+from toolkit.errors import ExitCode
 
 
 def _labels(*votes):

@@ -22,7 +22,7 @@ from corpus import Corpus, ingest, init_corpus
 from corpus.labels import add_annotations, make_annotation
 from corpus.review import ATTRIBUTION_LABELS
 from factories import attribution, counterfactual, session, write_jsonl
-from schemas.errors import ExitCode
+from toolkit.errors import ExitCode
 
 ORDER = ["self", "unsure", "exogenous"]
 

@@ -12,7 +12,7 @@ from corpus import Corpus, ingest, init_corpus
 from corpus.errors import ReleaseRefused
 from corpus.labels import add_annotations, make_annotation, review_queue
 from factories import attribution, counterfactual, session, write_jsonl
-from schemas.errors import ExitCode
+from toolkit.errors import ExitCode
 
 
 def test_alpha_and_kappa_match_a_hand_worked_case():

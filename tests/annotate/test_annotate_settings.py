@@ -27,9 +27,9 @@ from corpus import Corpus, ingest, init_corpus
 from factories import attribution, session, write_jsonl
 from hung_server import HungServer
 from ls_server import free_port
-from schemas.errors import ExitCode
-from schemas.urls import redact_url, url_secrets
 from tests_paths import ROOT
+from toolkit.errors import ExitCode
+from toolkit.urls import redact_url, url_secrets
 
 # waits out deadlines against hung and slow local servers (seconds per test)
 pytestmark = pytest.mark.slow

@@ -22,7 +22,7 @@ from corpus.errors import UsageError
 from counting_server import CountingServer
 from factories import attribution, counterfactual, session, write_jsonl
 from ls_server import free_port
-from schemas.errors import ExitCode
+from toolkit.errors import ExitCode
 
 SECRET = "TOPSECRET-9a8b7c6d"
 

@@ -8,7 +8,7 @@ import pytest
 from collect.cli import main
 from collect.recorder import RInput
 from collect_helpers import SMALL_STUDY, drafts, play_sessions, write_study
-from schemas.errors import ExitCode
+from toolkit.errors import ExitCode
 
 
 @pytest.fixture

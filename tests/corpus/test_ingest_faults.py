@@ -24,8 +24,8 @@ from corpus.errors import CorpusUnreadable, ExitCode, UsageError
 from corpus.ingest import ingest
 from corpus.store import DB_NAME, Corpus, init_corpus
 from factories import small_corpus, store_counts, write_jsonl
-from schemas.locking import WaitSecondsError, check_wait_seconds, default_wait_seconds
 from tests_paths import ROOT
+from toolkit.locking import WaitSecondsError, check_wait_seconds, default_wait_seconds
 
 # ingests large or faulty inputs, several in worker processes (seconds per test)
 pytestmark = pytest.mark.slow

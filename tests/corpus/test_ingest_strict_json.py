@@ -13,7 +13,7 @@ from corpus.errors import ExitCode, InvalidInput
 from corpus.ingest import ingest, ingest_records
 from corpus.store import Corpus
 from factories import session, store_rows, write_jsonl
-from schemas.strict_json import StrictJSONError, loads
+from toolkit.strict_json import StrictJSONError, loads
 
 PROVENANCE = ["--dataset", "BIG-Bench Hard", "--revision", "v1.0-test", "--licence", "MIT",
               "--citation", "Suzgun et al. (2022)"]

@@ -16,8 +16,8 @@ from corpus.release import TEMPLATE, cut_release, list_releases
 from corpus.store import Corpus, init_corpus
 from corpus.verify import verify_release
 from factories import annotation, counterfactual, mutated, session, small_corpus, transfer_context, write_jsonl
-from schemas.ceiling import oracle_g
 from tests_paths import EXAMPLE_7F3A
+from toolkit.ceiling import oracle_g
 
 # cuts many releases, one or more per test
 pytestmark = pytest.mark.slow

@@ -26,8 +26,8 @@ from corpus.release import cut_release, list_releases
 from corpus.store import Corpus, init_corpus
 from corpus.verify import verify_release
 from factories import session, small_corpus, write_jsonl
-from schemas.locking import FileLock
 from tests_paths import ROOT
+from toolkit.locking import FileLock
 
 # cuts many releases, one or more per test
 pytestmark = pytest.mark.slow

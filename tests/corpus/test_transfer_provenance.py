@@ -1,6 +1,6 @@
 """Transfer provenance on real corpora and releases: the release gate (--trainer-org) and the run-time check
 (trb run --split transfer --trained-by) refuse every spelling of the trainer, in a context's record and in
-its sessions' collectors, by the same rule (schemas/orgs.py)."""
+its sessions' collectors, by the same rule (toolkit/orgs.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""schemas.ceiling against independent implementations: hand-worked cases, a full enumeration of the
+"""toolkit.ceiling against independent implementations: hand-worked cases, a full enumeration of the
 multinomial outcomes, and numpy multinomial resampling."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from schemas.ceiling import Ceiling, ceiling_by_items, expected_tv, oracle_g
+from toolkit.ceiling import Ceiling, ceiling_by_items, expected_tv, oracle_g
 
 
 def _enumerated_g(p: list[float], n: int) -> float:
@@ -112,7 +112,7 @@ def test_schemas_ceiling_imports_neither_corpus_nor_trb():
     import subprocess
     import sys
 
-    code = "import sys, schemas.ceiling; bad = [m for m in sys.modules if m.split('.')[0] in ('corpus', 'trb')]; " \
+    code = "import sys, toolkit.ceiling; bad = [m for m in sys.modules if m.split('.')[0] in ('corpus', 'trb')]; " \
            "print(bad); sys.exit(1 if bad else 0)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -1,4 +1,4 @@
-"""One error hierarchy, one exit-code table, one renderer (schemas.errors) shared by every package."""
+"""One error hierarchy, one exit-code table, one renderer (toolkit.errors) shared by every package."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import inspect
 import click
 import pytest
 
-from schemas.errors import ExitCode, ToolkitError, run_cli
+from toolkit.errors import ExitCode, ToolkitError, run_cli
 
 #: Every module that defines typed errors a CLI renders.
 ERROR_MODULES = ["corpus.errors", "annotate.errors", "trb.errors", "trb.results"]
@@ -31,6 +31,43 @@ def test_every_typed_error_derives_from_the_shared_base_and_has_a_code_of_the_ta
     for cls in classes:
         assert issubclass(cls, ToolkitError), f"{cls.__module__}.{cls.__name__} is outside the hierarchy"
         assert isinstance(cls.exit_code, ExitCode), cls
+
+
+def _defined_exceptions():
+    """(module, class name) of every class any module of the packages defines with an Error/Exception base."""
+    import ast
+
+    from tests_paths import ROOT
+
+    for package in ("schemas", "toolkit", "corpus", "annotate", "trb", "tui", "collect", "pipeline", "environments",
+                    "simworld"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ClassDef) and any(
+                        (getattr(b, "id", None) or getattr(b, "attr", "")).endswith(("Error", "Exception", "Exit",
+                                                                                     "Refused", "Failed", "Busy"))
+                        for b in node.bases):
+                    module = path.relative_to(ROOT).with_suffix("").as_posix().replace("/", ".")
+                    yield module.removesuffix(".__init__"), node.name
+
+
+def test_every_exception_class_anywhere_is_in_the_one_hierarchy_with_one_usage_error():
+    import importlib
+
+    found = list(_defined_exceptions())
+    assert len(found) > 40
+    outside = []
+    for module, name in found:
+        cls = getattr(importlib.import_module(module), name)
+        if isinstance(cls, type) and issubclass(cls, BaseException) and not issubclass(cls, ToolkitError):
+            outside.append(f"{module}.{name}")
+    assert outside == []
+    assert [m for m, n in found if n == "UsageError"] == ["toolkit.errors"]
+    from corpus.errors import UsageError as CorpusUsage
+    from toolkit.errors import UsageError
+    from trb.errors import UsageError as TrbUsage
+
+    assert CorpusUsage is TrbUsage is UsageError and UsageError.exit_code == ExitCode.USAGE
 
 
 def test_the_old_names_are_the_one_table():
@@ -151,7 +188,7 @@ def test_duckdb_out_of_its_memory_is_a_usage_error_naming_the_setting_not_a_bug(
 
 
 def test_a_bad_trb_duckdb_memory_is_refused_with_the_setting_named(monkeypatch):
-    from schemas.duck_memory import DEFAULT, BadMemorySetting, memory_limit
+    from toolkit.duck_memory import DEFAULT, BadMemorySetting, memory_limit
 
     monkeypatch.delenv("TRB_DUCKDB_MEMORY", raising=False)
     assert memory_limit() == DEFAULT == "256MB"

@@ -1,4 +1,4 @@
-"""The one advisory lock (schemas.locking): the holder as data, the store's own error and wording."""
+"""The one advisory lock (toolkit.locking): the holder as data, the store's own error and wording."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from schemas.locking import FileLock, LockHolder, LockWait
 from tests_paths import ROOT
+from toolkit.locking import FileLock, LockHolder, LockWait
 
 HOLDER = """
 import sys, time
-from schemas.locking import FileLock
+from toolkit.locking import FileLock
 with FileLock(sys.argv[1], exclusive=True, what="thing", busy=RuntimeError, purpose="test holder"):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
@@ -95,7 +95,7 @@ def test_the_last_holder_removes_the_lock_file_and_a_waiter_takes_the_path_not_t
         with FileLock(path, exclusive=True, what="s", busy=Busy, wait_seconds=20, on_wait=lambda _n: None):
             assert path.exists() and LockHolder.from_file(path).pid == os.getpid()
             third = subprocess.run([sys.executable, "-c", (
-                "import sys\nfrom schemas.locking import FileLock\n"
+                "import sys\nfrom toolkit.locking import FileLock\n"
                 "try:\n    FileLock(sys.argv[1], exclusive=True, what='s', busy=RuntimeError, wait_seconds=0,"
                 " on_wait=lambda n: None).acquire()\nexcept RuntimeError:\n    sys.exit(3)\n"), str(path)],
                 cwd=ROOT, capture_output=True, text=True)

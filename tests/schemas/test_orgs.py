@@ -1,4 +1,4 @@
-"""Organisation names compared as organisations (schemas/orgs.py): the one rule of transfer provenance.
+"""Organisation names compared as organisations (toolkit/orgs.py): the one rule of transfer provenance.
 
 Every spelling a careless or hostile collector record might use for the trainer "Acme Labs" is the
 same organisation; names that only share a generic word, or a prefix inside a word, are not."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.orgs import Offence, org_key, org_tokens, same_org, transfer_offences
+from toolkit.orgs import Offence, org_key, org_tokens, same_org, transfer_offences
 
 TRAINER = "Acme Labs"
 

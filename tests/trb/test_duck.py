@@ -105,7 +105,7 @@ def test_a_bad_trb_duckdb_memory_is_refused_before_the_instance_is_made():
     import subprocess
     import sys
 
-    probe = ("from schemas.duck_memory import BadMemorySetting\nfrom trb import duck\ntry:\n    duck.attach()\n"
+    probe = ("from toolkit.duck_memory import BadMemorySetting\nfrom trb import duck\ntry:\n    duck.attach()\n"
              "except BadMemorySetting as e:\n    print(int(e.exit_code), e)\n")
     env = {**os.environ, "TRB_DUCKDB_MEMORY": "lots"}
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout

@@ -16,7 +16,7 @@ import numpy as np
 import orjson
 import pytest
 
-from schemas.ceiling import oracle_g
+from toolkit.ceiling import oracle_g
 from trb.releases import Release
 from trb.stats import mean_by_session
 from trb.tracks.track1 import score_track1, track1_items

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.oneway import anova_oneway
 
-from schemas.errors import ExitCode
+from toolkit.errors import ExitCode
 from trb.errors import UsageError
 from trb.plan import (
     anova_icc,

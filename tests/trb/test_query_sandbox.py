@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from counting_server import CountingServer
-from schemas.errors import ExitCode
+from toolkit.errors import ExitCode
 from trb.cli import main
 from trb.results import ResultsError, ResultsStore
 

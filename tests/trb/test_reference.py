@@ -99,7 +99,7 @@ def _reseal(d: Path) -> Release:
     a release whose rows differ from its manifest, and these tests change the rows on purpose."""
     import json
 
-    from schemas.hashing import sha256_file
+    from toolkit.hashing import sha256_file
 
     manifest = json.loads((d / "manifest.json").read_text())
     manifest["files"] = [{**f, "sha256": sha256_file(d / f["path"]), "bytes": (d / f["path"]).stat().st_size}

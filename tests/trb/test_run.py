@@ -8,8 +8,8 @@ import re
 import duckdb
 import pytest
 
-from schemas.errors import ExitCode
 from tests_paths import ROOT
+from toolkit.errors import ExitCode
 
 
 @pytest.fixture(scope="module")

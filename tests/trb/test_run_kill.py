@@ -23,8 +23,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from schemas.errors import ExitCode
 from tests_paths import ROOT
+from toolkit.errors import ExitCode
 
 CHILD = """
 import sys

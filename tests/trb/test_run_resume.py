@@ -14,7 +14,7 @@ import random
 import pytest
 from run_helpers import kill_after, run_args, scores, start, stored_parts
 
-from schemas.errors import ExitCode
+from toolkit.errors import ExitCode
 
 
 @pytest.mark.e2e

@@ -16,7 +16,7 @@ import shutil
 import pytest
 
 import release_tampers as rt
-from schemas.errors import ExitCode
+from toolkit.errors import ExitCode
 from trb.errors import ReleaseError
 from trb.releases import Release
 from trb.run import run_tracks

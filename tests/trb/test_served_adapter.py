@@ -24,7 +24,7 @@ pytest.importorskip("httpx")
 from completions_server import CompletionsServer  # noqa: E402
 from engine_helpers import make_release, make_tiny_lm  # noqa: E402
 
-from schemas.errors import ExitCode  # noqa: E402
+from toolkit.errors import ExitCode  # noqa: E402
 from trb.adapters.completions_client import CompletionsClient, continuation_logprob  # noqa: E402
 from trb.adapters.proxy import ProxyAdapter  # noqa: E402
 from trb.adapters.served import ServedAdapter  # noqa: E402

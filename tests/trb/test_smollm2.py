@@ -16,8 +16,8 @@ import os
 import duckdb
 import pytest
 
-from schemas.errors import ExitCode
 from tests_paths import EXAMPLE_7F3A
+from toolkit.errors import ExitCode
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")

@@ -357,7 +357,7 @@ def test_report_is_reproducible(store):
 def test_cli_refuses_a_transfer_run_without_trained_by_once_on_stderr(release, tmp_path, capsys):
     from engine_helpers import make_tiny_lm
 
-    from schemas.errors import ExitCode
+    from toolkit.errors import ExitCode
     from trb.cli import main
 
     model = make_tiny_lm(release, tmp_path / "tiny-lm")

@@ -1,7 +1,7 @@
 """`trb-review` at the command line: bad input is one line on stderr and an exit code, never a traceback.
 
 The help runs the installed entry point in a process of its own; the error cases call the same ``main``
-in this process (the rendering is :func:`schemas.errors.run_cli`'s either way).
+in this process (the rendering is :func:`toolkit.errors.run_cli`'s either way).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ sent none. It is never stored in a spec, an error message or a log line (error m
 the server's reply with the key masked, should a server echo it); a key an HTTP header cannot
 carry (a non-ASCII character, a space or newline) is refused by position. A URL carrying
 credentials (``http://user:password@host``, ``?api_key=``) is refused, without repeating them
-(:func:`schemas.urls.redact_url`), and so is any other query string or fragment (it would not
+(:func:`toolkit.urls.redact_url`), and so is any other query string or fragment (it would not
 be sent).
 """
 
@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit, urlunsplit
 
-from schemas.urls import has_credentials, header_value_problem, redact_url
+from toolkit.urls import has_credentials, header_value_problem, redact_url
 from trb.errors import AdapterError
 
 __all__ = ["CompletionsClient", "DEFAULT_API_KEY_ENV", "DEFAULT_MAX_IN_FLIGHT", "DEFAULT_MAX_ATTEMPTS",

@@ -64,6 +64,8 @@ from collections.abc import Callable, Sequence
 import torch
 from transformers import DynamicCache
 
+from toolkit.errors import ExitCode, ToolkitError
+
 __all__ = ["score_continuations", "score_naive", "encode_request", "ContextTooLong", "PrefixCache", "prefix_cache"]
 
 Request = tuple[str, Sequence[str]]
@@ -175,8 +177,10 @@ MAX_CONTEXTS = 32
 MAX_SCORED_POSITIONS = 2048
 
 
-class ContextTooLong(ValueError):
+class ContextTooLong(ToolkitError, ValueError):
     """A request's context plus its longest continuation exceeds the model's positions."""
+
+    exit_code = ExitCode.ADAPTER
 
     def __init__(self, tokens: int, window: int):
         super().__init__(f"{tokens} tokens exceed the window of {window}")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from schemas.hashing import sha256_file
+from toolkit.hashing import sha256_file
 from trb.adapters.base import check_act_batch
 from trb.adapters.capabilities import (
     ActivationAccess,

@@ -7,7 +7,7 @@ group ``trb.adapters``. The built-ins (``native``, ``proxy``, ``served``) are li
     [project.entry-points."trb.adapters"]
     my-model = "my_package.trb_adapter:ADAPTER"
 
-and are found and loaded through the same code (:func:`schemas.plugins.discover`). ``trb run --adapter NAME``
+and are found and loaded through the same code (:func:`toolkit.plugins.discover`). ``trb run --adapter NAME``
 and ``trb adapters``
 read this registry; every kind declares the CLI options it takes and what
 ``--model`` it accepts (a path, a URL, a name).
@@ -22,8 +22,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from schemas.plugins import discover, import_object
-from schemas.urls import redact_url
+from toolkit.plugins import discover, import_object
+from toolkit.urls import redact_url
 from trb.adapters.capabilities import BoundAdapter, bind
 from trb.errors import AdapterError, UsageError
 

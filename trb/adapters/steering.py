@@ -33,13 +33,16 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
+from toolkit.errors import ExitCode, ToolkitError
 from trb.adapters.lm_scoring import _accepts, encode_request, prefix_cache, score_continuations
 
 __all__ = ["decoder_layers", "last_states", "add_at_first", "score_injected", "SteeringError"]
 
 
-class SteeringError(ValueError):
+class SteeringError(ToolkitError, ValueError):
     """The model's decoder layers cannot be found, or a layer index or vector does not fit."""
+
+    exit_code = ExitCode.ADAPTER
 
 
 def _n_layers(model) -> int | None:

@@ -42,7 +42,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from schemas.hashing import sha256_file
+from toolkit.hashing import sha256_file
 from trb.errors import AdapterError
 from trb.reference.features import string_features
 
@@ -392,7 +392,7 @@ class ReferenceModel(nn.Module):
 # -- checkpoints -------------------------------------------------------------------------
 
 
-#: The weights' sha256: the one file-hashing helper (:func:`schemas.hashing.sha256_file`), under this module's name.
+#: The weights' sha256: the one file-hashing helper (:func:`toolkit.hashing.sha256_file`), under this module's name.
 file_sha256 = sha256_file
 
 

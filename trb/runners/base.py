@@ -146,7 +146,7 @@ def register_runner(name: str, factory: Callable[..., Runner]) -> None:
 
 
 def _load_entry(name: str, value: str, source: str):
-    from schemas.plugins import PluginError, import_object
+    from toolkit.plugins import PluginError, import_object
 
     try:
         factory = import_object(value)
@@ -164,7 +164,7 @@ def _load_entry(name: str, value: str, source: str):
 def _load_plugins() -> None:
     if _PLUGINS["loaded"]:
         return
-    from schemas.plugins import discover
+    from toolkit.plugins import discover
 
     _, problems = discover(ENTRY_POINT_GROUP, _load_entry, "runner")
     _PLUGINS.update(loaded=True, problems=problems)

@@ -27,7 +27,7 @@ import socket
 from collections.abc import Iterable
 from pathlib import Path
 
-from schemas.errors import ToolkitError
+from toolkit.errors import ToolkitError
 from trb.errors import RunnerError, UsageError
 from trb.parts import Part
 from trb.runners.base import PartResult, RunJob, score_part

@@ -294,7 +294,7 @@ _PLUGINS: dict[str, Any] = {"loaded": False, "problems": ()}
 
 
 def _load_entry(name: str, value: str, source: str):
-    from schemas.plugins import PluginError, import_object
+    from toolkit.plugins import PluginError, import_object
 
     try:
         track = import_object(value)
@@ -310,7 +310,7 @@ def _load_plugins() -> None:
     """Load every track of the entry-point group once (each registers as it loads)."""
     if _PLUGINS["loaded"]:
         return
-    from schemas.plugins import discover
+    from toolkit.plugins import discover
 
     _, problems = discover(ENTRY_POINT_GROUP, _load_entry, "track")
     _PLUGINS.update(loaded=True, problems=problems)

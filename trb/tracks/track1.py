@@ -34,8 +34,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
-from schemas.ceiling import oracle_g
 from schemas.release_format import R_PREFIX, R_SLOTS, decode_r
+from toolkit.ceiling import oracle_g
 from trb.adapters.capabilities import ContinuationScoring, bind
 from trb.distributions import check_distribution, total_variation
 from trb.releases import Release
@@ -278,7 +278,7 @@ class Track1:
         Column("g_uniform", pa.float64(), "DOUBLE", "Track 1: 1 − TV(uniform, Φ(r′))"),
         Column("phi_n", pa.int32(), "INTEGER", "Track 1: annotators behind Φ(r′) (NULL: not stated)"),
         Column("g_ceiling", pa.float64(), "DOUBLE",
-               "Track 1: the expected G of the true-distribution oracle given phi_n (schemas.ceiling.oracle_g)"),
+               "Track 1: the expected G of the true-distribution oracle given phi_n (toolkit.ceiling.oracle_g)"),
         Column("r_sensitive", pa.float64(), "DOUBLE",
                "Track 1: 1 if do(r′) raised p(r′'s planned action) over do(r_t), 0 if not, NULL if undefined"),
     )

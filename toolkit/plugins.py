@@ -16,13 +16,18 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import TypeVar
 
+from toolkit.errors import ExitCode, ToolkitError
+
 __all__ = ["PluginError", "TOOLKIT_DISTRIBUTION", "discover", "import_object"]
 
 T = TypeVar("T")
 
 
-class PluginError(Exception):
-    """An entry point that cannot be used (the message says which and why)."""
+class PluginError(ToolkitError):
+    """An entry point that cannot be used (the message says which and why): an installed package's fault, listed
+    by its registry as a problem rather than raised at a user."""
+
+    exit_code = ExitCode.USAGE
 
 
 def import_object(value: str):

@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from enum import IntEnum
 
-__all__ = ["ExitCode", "ToolkitError", "run_cli"]
+__all__ = ["ExitCode", "ToolkitError", "UsageError", "run_cli"]
 
 
 class ExitCode(IntEnum):
@@ -65,6 +65,14 @@ class ToolkitError(Exception):
         return self.message.splitlines() or [self.message]
 
 
+
+class UsageError(ToolkitError):
+    """The command line, an option's value or what was asked is wrong: the one usage error of every tool
+    (``corpus.errors``, ``trb.errors`` and the others re-export it)."""
+
+    exit_code = ExitCode.USAGE
+
+
 def run_cli(command, argv: Sequence[str] | None, prog_name: str, *, interrupted: str = "interrupted",
             redact: Callable[[str], str] | None = None) -> int:
     """Run a click ``command`` on ``argv``; render what stops it once, on stderr; return the exit code.
@@ -105,7 +113,7 @@ def run_cli(command, argv: Sequence[str] | None, prog_name: str, *, interrupted:
         return int(ExitCode.INTERRUPTED)
     except Exception as e:  # noqa: BLE001 - the one place a bug becomes an exit code
         if _duckdb_out_of_memory(e):  # a limit too low for the work, not a bug: the setting named, no traceback
-            from schemas.duck_memory import memory_limit  # (it imports this module)
+            from toolkit.duck_memory import memory_limit  # (it imports this module)
 
             say(f"{prog_name}: DuckDB ran out of the memory it may use ({memory_limit()}, "
                 f"set by TRB_DUCKDB_MEMORY): {str(e).strip().splitlines()[0]}; run it again with a higher limit, "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 
-from schemas.errors import ExitCode, ToolkitError
+from toolkit.errors import ExitCode, ToolkitError
 
 __all__ = ["DEFAULT", "BadMemorySetting", "memory_limit"]
 

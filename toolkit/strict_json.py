@@ -19,12 +19,16 @@ from typing import Any
 
 import orjson
 
+from toolkit.errors import ExitCode, ToolkitError
+
 __all__ = ["StrictJSONError", "check", "loads", "pointer"]
 
 
-class StrictJSONError(ValueError):
+class StrictJSONError(ToolkitError, ValueError):
     """The document is not strict JSON: ``problems`` are ``(json_pointer, message)`` pairs (pointer ``""`` for the
     document as a whole)."""
+
+    exit_code = ExitCode.INVALID
 
     def __init__(self, problems: list[tuple[str, str]]):
         self.problems = problems

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from schemas.errors import ExitCode, ToolkitError
+from toolkit.errors import ExitCode, ToolkitError
 
 __all__ = ["DEFAULT_WAIT_SECONDS", "WAIT_ENV", "FileLock", "LockHolder", "LockWait", "WaitSecondsError",
            "check_wait_seconds", "default_wait_seconds", "wait_seconds_callback"]
