@@ -6,6 +6,12 @@ history window, emit_r's two modes, batching, the no-r_t ablation, chat template
 scores, the cot_edit intervention, re-creating older runs) is docs/methodology/proxy-prompt.md.
 
 torch and transformers are imported when a model is loaded, not when this module is imported.
+
+Why this module is long: one class, :class:`ProxyAdapter`, implements every capability of the proxy tier (act,
+emit_r and their batched forms, continuation scoring, the no-r_t ablation, activation access, cot_edit) over one
+loaded model, its tokenizer, its prompt template and its counters; each capability reads and updates that same
+state, so cutting the class into modules would hand the state around rather than make any part readable alone.
+The prompt specification it implements is docs/methodology/proxy-prompt.md.
 """
 
 from __future__ import annotations
