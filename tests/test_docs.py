@@ -40,8 +40,13 @@ def test_mkdocs_build_strict_passes(tmp_path):
 
 
 def test_the_cli_reference_is_what_the_commands_say_now():
+    # rendered in a fresh interpreter: click caches a command's help option the first time a context asks for it,
+    # so a command another test in this process already invoked could render its help differently
+    r = subprocess.run([sys.executable, str(DOCS / "gen_cli.py"), "--check"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=120)
+    assert r.returncode == 0, f"docs/reference/cli.md is out of date: run python docs/gen_cli.py\n{r.stdout}{r.stderr}"
     page = (DOCS / "reference" / "cli.md").read_text(encoding="utf-8")
-    assert page == _gen_cli().render(), "docs/reference/cli.md is out of date: run python docs/gen_cli.py"
+    assert page.startswith("# Command-line reference") and "trb run" in page
 
 
 def test_the_cli_reference_covers_every_console_script_and_command():
