@@ -113,13 +113,9 @@ def register_environment(env: Environment) -> Environment:
 
 
 def _load_entry(name: str, value: str, source: str) -> Environment:
-    from toolkit.plugins import PluginError, import_object
+    from toolkit.plugins import PluginError, load_object
 
-    try:
-        env = import_object(value)
-    except Exception as e:  # a broken plug-in must not break the others
-        raise PluginError(f"environment {name!r} ({value}, from {source}) cannot be loaded: "
-                          f"{type(e).__name__}: {e}") from e
+    env = load_object("environment", name, value, source)
     if not isinstance(env, Environment):
         raise PluginError(f"entry point {name!r} ({value}) is not an environment (it lacks the protocol's name, "
                           "languages, check_task, goals and start)")
@@ -127,20 +123,16 @@ def _load_entry(name: str, value: str, source: str) -> Environment:
     return env
 
 
-def _load_plugins() -> None:
-    """Every environment of the entry-point group, once (the built-in grid world is one of them)."""
-    if _PLUGINS["loaded"]:
-        return
-    from toolkit.plugins import discover
+def _load_plugins() -> tuple[str, ...]:
+    """Every environment of the entry-point group, once (the built-in grid world is one of them); the problems."""
+    from toolkit.plugins import discover_once
 
-    _, problems = discover(ENTRY_POINT_GROUP, _load_entry, "environment")
-    _PLUGINS.update(loaded=True, problems=problems)
+    return discover_once(_PLUGINS, ENTRY_POINT_GROUP, _load_entry, "environment")
 
 
 def environment_problems() -> tuple[str, ...]:
     """Environments that were found but could not be loaded, as messages."""
-    _load_plugins()
-    return _PLUGINS["problems"]
+    return _load_plugins()
 
 
 def environment_names() -> list[str]:

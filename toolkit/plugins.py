@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from toolkit.errors import ExitCode, ToolkitError
 
-__all__ = ["PluginError", "TOOLKIT_DISTRIBUTION", "discover", "import_object"]
+__all__ = ["PluginError", "TOOLKIT_DISTRIBUTION", "discover", "discover_once", "import_object", "load_object"]
 
 T = TypeVar("T")
 
@@ -41,6 +41,15 @@ def import_object(value: str):
 
 #: The toolkit's own distribution: its entry points are the built-ins.
 TOOLKIT_DISTRIBUTION = "trb-toolkit"
+
+
+def load_object(what: str, name: str, value: str, source: str):
+    """The object entry point ``name`` of a ``what`` names; a PluginError saying which and why when it cannot be
+    imported (a broken plug-in must not break the others)."""
+    try:
+        return import_object(value)
+    except Exception as e:
+        raise PluginError(f"{what} {name!r} ({value}, from {source}) cannot be loaded: {type(e).__name__}: {e}") from e
 
 
 def _normalise(name: str) -> str:
@@ -84,3 +93,12 @@ def discover(group: str, load: Callable[[str, str, str], T], what: str) -> tuple
         except Exception as e:  # a broken plug-in must not break the others
             problems.append(getattr(e, "message", None) or str(e))
     return loaded, tuple(problems)
+
+
+def discover_once(state: dict, group: str, load: Callable[[str, str, str], T], what: str) -> tuple[str, ...]:
+    """:func:`discover` for a registry that keeps what it loads itself (``load`` registers each plug-in), run the
+    first time only; ``state`` is the registry's ``{"loaded": bool, "problems": tuple}``. Returns the problems."""
+    if not state["loaded"]:
+        _, problems = discover(group, load, what)
+        state.update(loaded=True, problems=problems)
+    return state["problems"]

@@ -17,7 +17,7 @@ from functools import cache
 
 from corpus.errors import UsageError
 from corpus.importers.base import Importer
-from toolkit.plugins import PluginError, discover, import_object
+from toolkit.plugins import PluginError, discover, load_object
 
 __all__ = ["ENTRY_POINT_GROUP", "available_importers", "get_importer", "registry_problems"]
 
@@ -25,11 +25,7 @@ ENTRY_POINT_GROUP = "trb.importers"
 
 
 def _load(name: str, value: str, source: str) -> Importer:
-    try:
-        obj = import_object(value)
-    except Exception as e:  # a broken plug-in must not break the others
-        raise PluginError(f"importer {name!r} ({value}, from {source}) cannot be loaded: "
-                          f"{type(e).__name__}: {e}") from e
+    obj = load_object("importer", name, value, source)
     if not isinstance(obj, Importer):
         raise PluginError(f"importer {name!r} ({value}, from {source}) is not a corpus.importers.Importer")
     if obj.name != name:

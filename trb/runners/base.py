@@ -146,12 +146,9 @@ def register_runner(name: str, factory: Callable[..., Runner]) -> None:
 
 
 def _load_entry(name: str, value: str, source: str):
-    from toolkit.plugins import PluginError, import_object
+    from toolkit.plugins import PluginError, load_object
 
-    try:
-        factory = import_object(value)
-    except Exception as e:  # a broken plug-in must not break the others
-        raise PluginError(f"runner {name!r} ({value}, from {source}) cannot be loaded: {type(e).__name__}: {e}") from e
+    factory = load_object("runner", name, value, source)
     if not callable(factory):
         raise PluginError(f"runner {name!r} ({value}, from {source}) is not a class or factory of runners")
     try:
@@ -161,19 +158,15 @@ def _load_entry(name: str, value: str, source: str):
     return factory
 
 
-def _load_plugins() -> None:
-    if _PLUGINS["loaded"]:
-        return
-    from toolkit.plugins import discover
+def _load_plugins() -> tuple[str, ...]:
+    from toolkit.plugins import discover_once
 
-    _, problems = discover(ENTRY_POINT_GROUP, _load_entry, "runner")
-    _PLUGINS.update(loaded=True, problems=problems)
+    return discover_once(_PLUGINS, ENTRY_POINT_GROUP, _load_entry, "runner")
 
 
 def runner_problems() -> tuple[str, ...]:
     """Runners that were found but could not be loaded, as messages."""
-    _load_plugins()
-    return _PLUGINS["problems"]
+    return _load_plugins()
 
 
 def registered_runners() -> dict[str, Callable[..., Runner]]:

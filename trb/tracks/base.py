@@ -294,29 +294,22 @@ _PLUGINS: dict[str, Any] = {"loaded": False, "problems": ()}
 
 
 def _load_entry(name: str, value: str, source: str):
-    from toolkit.plugins import PluginError, import_object
+    from toolkit.plugins import PluginError, load_object
 
-    try:
-        track = import_object(value)
-    except Exception as e:  # a broken plug-in must not break the others
-        raise PluginError(f"track {name!r} ({value}, from {source}) cannot be loaded: {type(e).__name__}: {e}") from e
+    track = load_object("track", name, value, source)
     try:
         return register_track(track)
     except (TypeError, ValueError) as e:
         raise PluginError(f"track {name!r} ({value}, from {source}) cannot be registered: {e}") from e
 
 
-def _load_plugins() -> None:
-    """Load every track of the entry-point group once (each registers as it loads)."""
-    if _PLUGINS["loaded"]:
-        return
-    from toolkit.plugins import discover
+def _load_plugins() -> tuple[str, ...]:
+    """Load every track of the entry-point group once (each registers as it loads); the problems."""
+    from toolkit.plugins import discover_once
 
-    _, problems = discover(ENTRY_POINT_GROUP, _load_entry, "track")
-    _PLUGINS.update(loaded=True, problems=problems)
+    return discover_once(_PLUGINS, ENTRY_POINT_GROUP, _load_entry, "track")
 
 
 def track_problems() -> tuple[str, ...]:
     """Tracks that were found but could not be loaded or registered, as messages."""
-    _load_plugins()
-    return _PLUGINS["problems"]
+    return _load_plugins()
