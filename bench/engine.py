@@ -84,11 +84,11 @@ class _Recorder:
 
 def _recorded_calls(adapter, release_dir: Path, work: Path) -> list:
     """The batched adapter calls `trb run` makes on this release, in order (recorded from one real run)."""
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     rec = _Recorder(adapter)
-    run_tracks(release_dir, rec, baseline="recording", results=work / f"recording-{uuid.uuid4().hex}.duckdb",
-               progress=False, tracks=("1", "3"))
+    run_tracks(RunSpec(release_dir, baseline="recording", results=work / f"recording-{uuid.uuid4().hex}.duckdb",
+                       tracks=("1", "3")), rec, progress=False)
     return rec.calls
 
 
@@ -106,11 +106,12 @@ def _bare(adapter, calls: list) -> tuple[float, float]:
 
 def _run(adapter, release_dir: Path, results: Path, baseline: str) -> tuple[float, float, dict]:
     """One `trb run` of Tracks 1 and 3 into a fresh results store: (wall s, CPU s, run row)."""
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     gc.collect()
     c0, t0 = time.process_time(), time.perf_counter()
-    run = run_tracks(release_dir, adapter, baseline=baseline, results=results, progress=False, tracks=("1", "3"))
+    run = run_tracks(RunSpec(release_dir, baseline=baseline, results=results, tracks=("1", "3")),
+                     adapter, progress=False)
     return time.perf_counter() - t0, time.process_time() - c0, run
 
 

@@ -111,7 +111,7 @@ def native(args, work: Path) -> dict:
     from trb.adapters.native import NativeAdapter
     from trb.reference import train_reference
     from trb.releases import Release
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
     from trb.tracks.track2 import score_track2, track2_items
 
     t0 = time.perf_counter()
@@ -137,8 +137,8 @@ def native(args, work: Path) -> dict:
     stores = itertools.count()
 
     def run():  # the whole `trb run --tracks 2`, into a fresh results store each time
-        return run_tracks(release, adapter, baseline="trace-full", tracks=("2",), progress=False,
-                          results=work / f"results-{next(stores)}.duckdb")
+        return run_tracks(RunSpec(release, baseline="trace-full", tracks=("2",),
+                                  results=work / f"results-{next(stores)}.duckdb"), adapter, progress=False)
 
     t: dict[str, list] = {k: [] for k in ("score", "bare", "run", "score_cpu", "bare_cpu", "ratio", "ratio_cpu")}
     for rep in range(args.native_repeats):

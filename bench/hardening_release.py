@@ -83,7 +83,7 @@ def tampers(work: Path) -> list[tuple[str, str, bool, bool, bool | None, bool | 
     import release_tampers as rt
     from corpus.verify import verify_release
     from trb.errors import ReleaseError
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     release = rt.build_fixture(work / "fixture")
     has_digest = "claims_sha256" in rt.manifest(release)
@@ -101,8 +101,8 @@ def tampers(work: Path) -> list[tuple[str, str, bool, bool, bool | None, bool | 
             except Exception as e:  # noqa: BLE001 - a crash is not a clean refusal
                 v = type(e).__name__ == "VerifyFailed"
             try:
-                run_tracks(d, Adapter(), baseline="probe", results=work / f"r{i}-{int(forged)}.duckdb",
-                           tracks=("1",), progress=False)
+                run_tracks(RunSpec(d, baseline="probe", results=work / f"r{i}-{int(forged)}.duckdb", tracks=("1",)),
+                           Adapter(), progress=False)
                 r = False
             except ReleaseError:
                 r = True
@@ -171,9 +171,10 @@ CHILD_RUNS = """
 import sys
 sys.path.insert(0, sys.argv[3])
 from hardening_release import Adapter
-from trb.run import run_tracks
+from trb.run import RunSpec, run_tracks
 while True:
-    run_tracks(sys.argv[1], Adapter(), baseline="probe", results=sys.argv[2], tracks=("1", "3"), progress=False)
+    run_tracks(RunSpec(sys.argv[1], baseline="probe", results=sys.argv[2], tracks=("1", "3")),
+               Adapter(), progress=False)
 """
 
 
@@ -201,15 +202,15 @@ def run_kills(work: Path, kills: int, rng: random.Random) -> dict:
     from corpus.release import cut_release
     from corpus.simulate import write_simulation
     from corpus.store import Corpus, init_corpus
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     write_simulation(work / "rsim.jsonl", n_sessions=150, seed=5, progress=False)
     c = Corpus(init_corpus(work / "rc"))
     ingest(c, [work / "rsim.jsonl"], progress=False)
     release = cut_release(c, "0.1.0", kind="smoke", progress=False).directory
     t0 = time.perf_counter()
-    run_tracks(release, Adapter(), baseline="probe", results=work / "timing.duckdb", tracks=("1", "3"),
-               progress=False)
+    run_tracks(RunSpec(release, baseline="probe", results=work / "timing.duckdb", tracks=("1", "3")),
+               Adapter(), progress=False)
     one = time.perf_counter() - t0
     survived = lost = 0
     for k in range(kills):
@@ -221,7 +222,7 @@ def run_kills(work: Path, kills: int, rng: random.Random) -> dict:
         proc.wait()
         whole, intact, n = _runs_ok(results)
         try:
-            run_tracks(release, Adapter(), baseline="probe", results=results, tracks=("1",), progress=False)
+            run_tracks(RunSpec(release, baseline="probe", results=results, tracks=("1",)), Adapter(), progress=False)
             again = True
         except Exception:  # noqa: BLE001
             again = False

@@ -79,7 +79,7 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
     from trb.reference.train import train_reference
     from trb.report import build_report, plot_profiles, plot_tracks, render_markdown
     from trb.results import ResultsStore
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     work = Path(workdir)
     if work.exists() and any(work.iterdir()):
@@ -138,14 +138,12 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
     for baseline, how, load in adapters:
         t = time.perf_counter()
         adapter = load()
-        runs[baseline] = run_tracks(release.directory, adapter, baseline=baseline, results=results, seed=seed,
-                                    progress=progress, tracks=DEMO_TRACKS, tasks=tasks, track_options=options,
-                                    trained_by=DEMO_TRAINER)["run_id"]
+        spec = RunSpec(release.directory, baseline=baseline, results=results, seed=seed, tracks=DEMO_TRACKS,
+                       tasks=tasks, track_options=options, trained_by=DEMO_TRAINER)
+        runs[baseline] = run_tracks(spec, adapter, progress=progress)["run_id"]
         if transfer:  # Track 6: the same model on the held-out contexts
-            runs[f"{baseline} (transfer)"] = run_tracks(
-                release.directory, adapter, baseline=baseline, results=results, seed=seed, progress=progress,
-                tracks=DEMO_TRANSFER_TRACKS, split="transfer", track_options=options,
-                trained_by=DEMO_TRAINER)["run_id"]
+            on_transfer = spec.with_(tracks=DEMO_TRANSFER_TRACKS, split="transfer", tasks=None)
+            runs[f"{baseline} (transfer)"] = run_tracks(on_transfer, adapter, progress=progress)["run_id"]
         step(f"run {baseline} ({how})", t)
 
     report = build_report(ResultsStore(results), release_sha=release.manifest["release_sha"], seed=seed)

@@ -8,7 +8,8 @@ The public API a lab imports (the README's "Wrapping your own model" uses exactl
   :class:`RAblation`, :class:`ActivationAccess`) an adapter declares in ``capabilities``;
 * :class:`AdapterKind` / :class:`AdapterOption`: how a package registers an adapter under
   the ``trb.adapters`` entry-point group; :func:`load_adapter`;
-* :func:`run_tracks`: run the registered tracks on a release and record the run;
+* :class:`RunSpec` / :func:`run_tracks`: what a run is (release, split, tracks, seed, results, runner) and
+  running it through an adapter, recording every item score;
 * :func:`check_adapter` / :func:`assert_conformance`: the conformance suite (``trb.testing``).
 
 Heavy dependencies (torch, transformers) are imported only when a model is loaded.
@@ -27,11 +28,12 @@ from trb.adapters.capabilities import (
 from trb.adapters.registry import AdapterKind, AdapterOption
 from trb.context import PastStep, StepContext
 from trb.errors import AdapterError, TrbError
-from trb.run import load_adapter, rerun, run_tracks
+from trb.run import RunSpec, load_adapter, rerun, run_tracks
 from trb.testing import assert_conformance, check_adapter
 
 __all__ = [
     "StepContext", "PastStep", "Adapter", "AdapterTier", "AdapterError", "TrbError",
     "BatchedAct", "BatchedEmit", "ContinuationScoring", "EmitCounters", "RAblation", "ActivationAccess", "ActivationInjection",
-    "AdapterKind", "AdapterOption", "load_adapter", "run_tracks", "rerun", "check_adapter", "assert_conformance",
+    "AdapterKind", "AdapterOption", "RunSpec", "load_adapter", "run_tracks", "rerun", "check_adapter",
+    "assert_conformance",
 ]

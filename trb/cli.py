@@ -125,12 +125,63 @@ def _adapter_help() -> str:
     return "; ".join(f"{k.name} ({k.tier}): {k.summary}" for k in available_adapters().values())
 
 
-def _grounding_options(contexts: int | None, concepts: int | None) -> dict | None:
-    opts = {k: v for k, v in (("max_contexts", contexts), ("max_concepts", concepts)) if v is not None}
-    return {"2": opts} if opts else None
+def _kind_options(command):
+    """Add every installed runner's and track's declared options (:class:`trb.options.Option`) to ``command``: one
+    flag each, its owners in brackets in the help (``[ray]``, ``[track 2]``); ``command.kind_options`` maps each
+    parameter's name to (``"runner"`` or ``"track"``, its owners, the option)."""
+    from trb.runners.base import registered_runners
+    from trb.tracks.base import registered_tracks
+
+    taken = {o for p in command.params for o in p.opts}
+    owned: dict[str, tuple[str, list[str], object]] = {}
+    kinds = [("runner", name, getattr(factory, "options", None) or ())
+             for name, factory in registered_runners().items()]
+    kinds += [("track", tid, [o for o in getattr(t, "options", None) or () if not isinstance(o, str)])
+              for tid, t in registered_tracks().items()]
+    for what, owner, options in kinds:
+        for opt in options:
+            if opt.cli_flag in owned and owned[opt.cli_flag][0] == what:
+                owned[opt.cli_flag][1].append(owner)
+            elif opt.cli_flag not in taken:  # a flag another kind (or trb run itself) has already: the first keeps it
+                owned[opt.cli_flag] = (what, [owner], opt)
+                taken.add(opt.cli_flag)
+    command.kind_options = {}
+    for n, (flag, (what, owners, opt)) in enumerate(sorted(owned.items())):
+        dest = f"kind_option_{n}"
+        whose = ", ".join(owners) if what == "runner" else ", ".join(f"track {t}" for t in owners)
+        command.params.append(click.Option([flag, dest], type=opt.click_type(), default=None, metavar=opt.metavar,
+                                           help=f"[{whose}] {opt.help}", is_flag=opt.type is bool or None))
+        command.kind_options[dest] = (what, owners, opt)
+    return command
+
+
+def _split_kind_options(command, values: dict, runner: str) -> tuple[dict, dict, dict]:
+    """``values`` (the command's extra keyword arguments) as (runner options, track options, adapter options).
+
+    Raises:
+        UsageError: a runner option given for another runner than ``--runner``.
+    """
+    from trb.errors import UsageError
+
+    runner_opts: dict = {}
+    track_opts: dict[str, dict] = {}
+    for dest, (what, owners, opt) in command.kind_options.items():
+        value = values.pop(dest, None)
+        if value is None:
+            continue
+        if what == "runner":
+            if runner not in owners:
+                raise UsageError(f"{opt.cli_flag} is an option of runner {', '.join(owners)}, not of --runner "
+                                 f"{runner}")
+            runner_opts[opt.name] = value
+        else:
+            for tid in owners:
+                track_opts.setdefault(tid, {})[opt.name] = value
+    return runner_opts, track_opts, values
 
 
 @_adapter_options
+@_kind_options
 @cli.command(context_settings={"ignore_unknown_options": False})
 @click.option("--release", "release_dir", type=click.Path(file_okay=False, exists=True),
               help="The release directory (required, except with --resume: then where the release is now, if moved).")
@@ -151,26 +202,10 @@ def _grounding_options(contexts: int | None, concepts: int | None) -> dict | Non
               help="Rollout task set for Tracks 4 and 5 (a TOML file; default: the built-in grid-rollouts set).")
 @click.option("--greedy", is_flag=True, help="Tracks 4 and 5: take the most probable action instead of drawing it "
                                              "with the episode's recorded seed.")
-@click.option("--grounding-contexts", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Track 2's trial budget: at most N step contexts of each split (eval and dev), a fixed hash "
-                   "sample, the same for every model; recorded with the run (default: every context).")
-@click.option("--grounding-concepts", type=click.IntRange(min=1), default=None, metavar="K",
-              help="Track 2's trial budget: inject at most K concepts of each slot into each context, a fixed hash "
-                   "sample; recorded with the run (default: every concept).")
 @click.option("--runner", type=_RegistryChoice(lambda: _runner_names()),
               default="local", show_default=True,
               help="Where the parts are scored (the runner registry, entry-point group trb.runners): local, this "
                    "process; ray, the workers of a Ray cluster; or a runner a lab's package registers.")
-@click.option("--address", default=None, metavar="ADDR",
-              help="[ray] The Ray cluster (host:port, or auto); default: a new local one of --workers CPUs.")
-@click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
-              help="[ray] Ray actors, one adapter each (a GPU each where the cluster has them); default 2.")
-@click.option("--max-restarts", type=click.IntRange(min=0), default=None, metavar="N",
-              help="[ray] Times a dead worker is restarted (default 3).")
-@click.option("--task-retries", type=click.IntRange(min=0), default=None, metavar="N",
-              help="[ray] Times a part whose worker died is retried (default 3); it is stored once.")
-@click.option("--worker-threads", type=click.IntRange(min=1), default=None, metavar="N",
-              help="[ray] torch threads per worker (default: this process's, so the arithmetic matches a local run).")
 @click.option("--part-items", type=click.IntRange(min=1), default=None, metavar="N",
               help="Items per part, at least (whole sessions): each part is stored as soon as it is scored "
                    "(default 256; a resumed run keeps its own).")
@@ -182,26 +217,23 @@ def _grounding_options(contexts: int | None, concepts: int | None) -> dict | Non
                    "from its record; give only --results, --release if it moved, the runner options, -q).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def run(release_dir, adapter_name, model, baseline, tracks, split, trained_by, allow_train_split, results, seed,
-        tasks_file, greedy, grounding_contexts, grounding_concepts, runner, address, workers, max_restarts,
-        task_retries, worker_threads, part_items, flush_seconds, resume_id, quiet, **adapter_options) -> None:
+        tasks_file, greedy, runner, part_items, flush_seconds, resume_id, quiet, **options) -> None:
     """Run tracks on a release through an adapter; write one run row and every item score; print the run id.
 
     Item scores are stored part by part as they are made; a killed run is finished with
-    ``trb run --resume RUN_ID``. Adapter options (below the common ones) belong to the adapter
-    kind named in brackets; giving one to another kind is an error.
+    ``trb run --resume RUN_ID``. Options below the common ones belong to the adapter kind, runner or
+    track named in brackets; giving one to another kind is an error.
     """
     from trb.errors import UsageError
     from trb.releases import Release
-    from trb.run import load_adapter, not_applicable_text, resume_run, run_tracks
+    from trb.run import RunSpec, load_adapter, not_applicable_text, resume_run, run_tracks
 
-    runner_options = {k: v for k, v in (("address", address), ("workers", workers), ("max_restarts", max_restarts),
-                                        ("task_retries", task_retries), ("worker_threads", worker_threads))
-                      if v is not None}
+    ctx = click.get_current_context()
+    runner_options, track_options, adapter_options = _split_kind_options(ctx.command, options, runner)
     if resume_id is not None:
-        ctx = click.get_current_context()
-        given = [p.opts[0] for p in ctx.command.params
-                 if p.name not in ("resume_id", "results", "release_dir", "quiet", "runner", "address", "workers",
-                                   "max_restarts", "task_retries", "worker_threads", "flush_seconds")
+        keep = {"resume_id", "results", "release_dir", "quiet", "runner", "flush_seconds"}
+        given = [p.opts[0] for p in ctx.command.params if p.name not in keep
+                 and ctx.command.kind_options.get(p.name, ("",))[0] != "runner"
                  and ctx.get_parameter_source(p.name) is not click.core.ParameterSource.DEFAULT]
         if given:
             raise UsageError(f"--resume re-creates the run from its record: {', '.join(given)} cannot be given "
@@ -215,26 +247,26 @@ def run(release_dir, adapter_name, model, baseline, tracks, split, trained_by, a
                               ("--baseline", baseline)) if not v]
     if missing:
         raise UsageError(f"missing option(s) {', '.join(missing)} (or --resume RUN_ID to finish a killed run)")
-
-    if tasks_file is not None:  # a bad task set is refused before any release or model is opened
-        from environments.tasksets import load_taskset
-
-        tasks_file = load_taskset(tasks_file)
-    release = Release(release_dir)  # checked against its manifest before any model is loaded
+    spec = RunSpec(release_dir, baseline, tracks=tracks, split=split, results=results, seed=seed,
+                   allow_train_split=allow_train_split, tasks=tasks_file, greedy=greedy, trained_by=trained_by,
+                   track_options=track_options, runner=runner, runner_options=runner_options, part_items=part_items,
+                   flush_seconds=flush_seconds)
+    spec = spec.with_(tasks=_load_tasks(tasks_file), release=Release(release_dir))  # both checked before the model
     try:
-        a = load_adapter(adapter_name, model, **adapter_options)
+        adapter = load_adapter(adapter_name, model, **adapter_options)
     except BaseException:
-        release.close()
+        spec.release.close()
         raise
-    wanted = None if tracks is None or tracks.strip() == "all" else tuple(
-        t.strip() for t in tracks.split(",") if t.strip())
-    r = run_tracks(release, a, baseline=baseline, tracks=wanted, split=split, results=results, seed=seed,
-                   progress=not quiet, allow_train_split=allow_train_split, tasks=tasks_file, greedy=greedy,
-                   trained_by=list(trained_by) or None,
-                   track_options=_grounding_options(grounding_contexts, grounding_concepts), runner=runner,
-                   runner_options=runner_options, **({"part_items": part_items} if part_items else {}),
-                   **({"flush_seconds": flush_seconds} if flush_seconds is not None else {}))
-    _report_run(r, not_applicable_text)
+    _report_run(run_tracks(spec, adapter, progress=not quiet), not_applicable_text)
+
+
+def _load_tasks(path):
+    """The task set at ``path`` (None: the built-in one), loaded so that a bad one is refused before anything else."""
+    if path is None:
+        return None
+    from environments.tasksets import load_taskset
+
+    return load_taskset(path)
 
 
 def _report_run(r: dict, not_applicable_text) -> None:

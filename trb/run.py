@@ -26,18 +26,17 @@ from trb.errors import CheckFailed, UsageError
 from trb.parts import DEFAULT_PART_ITEMS, cut_parts, merge_summaries, part_key_of
 from trb.provenance import check_transfer_provenance, trainers
 from trb.releases import Release
+from trb.run_spec import DEFAULT_FLUSH_SECONDS, RunSpec, check_track_options
 from trb.runners import RunJob, get_runner
 from trb.subjects import check_disjoint
 from trb.tracks.base import get_track, registered_tracks
 
-__all__ = ["BASELINES", "HELD_OUT_SPLITS", "ROLLOUT_NO_TRANSFER", "run_tracks", "resume_run", "load_adapter",
+__all__ = ["BASELINES", "HELD_OUT_SPLITS", "RunSpec", "DEFAULT_FLUSH_SECONDS", "ROLLOUT_NO_TRANSFER", "run_tracks",
+           "resume_run", "load_adapter",
            "not_applicable_text", "rerun", "TOOLKIT_VERSION"]
 
 #: Baseline names used everywhere (spec §4): 1-3 through the proxy adapter, 4-5 through the native one.
 BASELINES = ("instruct-base", "cot-prompted", "cot-sft", "trace-ablation", "trace-full")
-#: Scored parts are stored together at most this often (seconds): a kill loses at most this much work, and
-#: the store is opened about once per interval, not once per part.
-DEFAULT_FLUSH_SECONDS = 10.0
 #: Splits never used to fit anything (spec §5): the only ones Δgov is computed on.
 HELD_OUT_SPLITS = ("eval", "transfer")
 #: Why a rollout track (source "tasks") is not applicable on a transfer-split run.
@@ -73,42 +72,34 @@ def _items_by_split(release: Release, tracks, options: dict) -> str:
     return "splits with items: " + ("; ".join(parts) or "none")
 
 
-def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks: tuple[str, ...] | None = None,
-               split: str = "eval", results: str | os.PathLike = "results.duckdb", seed: int = 0,
-               progress: bool = True, allow_train_split: bool = False, tasks=None, greedy: bool = False,
-               trained_by: str | list[str] | None = None, track_options: dict | None = None,
-               runner: str = "local", runner_options: dict | None = None,
-               part_items: int = DEFAULT_PART_ITEMS, flush_seconds: float = DEFAULT_FLUSH_SECONDS) -> dict:
-    """Run ``tracks`` (default: every registered track) of ``release_dir`` through ``adapter``; record the run.
+def run_tracks(spec: RunSpec, adapter, *, progress: bool = True) -> dict:
+    """Run ``spec`` (:class:`~trb.run_spec.RunSpec`: release, split, tracks, seed, results, runner, ...) through
+    ``adapter``; record the run.
 
-    ``release_dir`` is a release directory or an open :class:`~trb.releases.Release` (whose
-    files were checked when it was opened; it is closed here). ``adapter`` is an adapter
-    object (checked against its contract here) or one from :func:`load_adapter`. Returns the run row (with ``run_id``), plus ``summary``: per
-    track, the items scored and not scored by reason, or ``{"status": "not_applicable",
-    "needs": [...]}`` for a track whose capabilities the adapter lacks, or ``{"status": "not_applicable",
-    "needs": [], "reason": ...}`` for a rollout track (Tracks 4, 5) on the transfer split: its items come from a
-    task set, whose tasks declare no transfer context and no collector, so none can be scored off-distribution.
+    ``adapter`` is an adapter object (checked against its contract here) or one from :func:`load_adapter`.
+    Returns the run row (with ``run_id``), plus ``summary``: per track, the items scored and not scored by
+    reason, or ``{"status": "not_applicable", "needs": [...]}`` for a track whose capabilities the adapter lacks,
+    or ``{"status": "not_applicable", "needs": [], "reason": ...}`` for a rollout track (Tracks 4, 5) on the
+    transfer split: its items come from a task set, whose tasks declare no transfer context and no collector, so
+    none can be scored off-distribution.
 
-    ``trained_by``: who trained the model (an organisation, or a list), added to the adapter spec's own
-    ``trained_by``; recorded in the run row. A transfer-split run needs it and refuses a release whose transfer
-    contexts one of them collected (:func:`trb.provenance.check_transfer_provenance`).
+    ``spec.trained_by`` is added to the adapter spec's own ``trained_by`` and recorded in the run row. A
+    transfer-split run needs a trainer and refuses a release whose transfer contexts one of them collected
+    (:func:`trb.provenance.check_transfer_provenance`). ``spec.track_options`` are recorded in the run's
+    ``timings.track_options`` and re-applied by :func:`rerun`.
 
-    ``track_options``: track id -> that track's options (each declared in the track's ``options``), e.g.
-    ``{"2": {"max_contexts": 40}}`` (Track 2's trial budget); recorded in the run's ``timings.track_options`` and
-    re-applied by :func:`rerun`.
-
-    The work is scored in parts (:mod:`trb.parts`, ``part_items`` items at least, whole sessions) by ``runner``
-    (:mod:`trb.runners`: ``local``, or ``ray`` with ``runner_options`` such as ``address`` and ``workers``).
-    The run row is stored first, as running; scored parts are stored as they are made, together at most every
-    ``flush_seconds`` (0: each part at once), so a kill loses at most that much work; the run is marked
-    complete at the end. A run killed on the way is resumed by :func:`resume_run`, which scores
+    The work is scored in parts (:mod:`trb.parts`, ``spec.part_items`` items at least, whole sessions) by
+    ``spec.runner`` (:mod:`trb.runners`). The run row is stored first, as running; scored parts are stored as
+    they are made, together at most every ``spec.flush_seconds``, so a kill loses at most that much work; the
+    run is marked complete at the end. A run killed on the way is resumed by :func:`resume_run`, which scores
     only its missing parts; until then no reader shows it as a result.
 
     Raises:
         ReleaseError: the release is missing, tampered with or incomplete.
-        UsageError: an unknown track; a split the release does not have; the train split without
-            ``allow_train_split``; no item of the requested tracks in the split; no requested
-            track the adapter can run; an unknown runner or a bad runner option.
+        UsageError: an unknown track, or a derived one (Track 6); a split the release does not have; the train
+            split without ``allow_train_split``; no item of the requested tracks in the split; no requested
+            track the adapter can run; an unknown runner or a bad runner option; an option a track does not
+            declare.
         SplitOverlap: the adapter declares training subjects (spec ``trained_on``) that the
             evaluated split shares (:mod:`trb.subjects`).
         TransferProvenanceError: a transfer-split run with no ``trained_by`` recorded, or whose trainer
@@ -117,58 +108,53 @@ def run_tracks(release_dir: str | os.PathLike, adapter, *, baseline: str, tracks
     """
     from trb.results import ResultsStore
 
-    for t in tracks or ():
-        derived = get_track(str(t))
-        if getattr(derived, "derived", False):
-            raise UsageError(f"Track {derived.id} ({derived.name}) is not run on its own: `trb report` computes it "
-                             "from a baseline's runs on the eval split and on the transfer split "
-                             "(`trb run --split transfer --trained-by ORG`)")
-    store = ResultsStore(Path(results), create=False)  # an existing store is checked now, before any scoring
+    if not isinstance(spec, RunSpec):
+        raise UsageError(f"run_tracks takes a RunSpec (trb.run_spec.RunSpec(release=..., baseline=...)), not "
+                         f"{type(spec).__name__}")
+    store = ResultsStore(Path(spec.results), create=False)  # an existing store is checked now, before any scoring
     bound = bind(adapter)
-    if part_items < 1:
-        raise UsageError(f"--part-items must be at least 1, not {part_items}")
-    flush_seconds = _check_flush(flush_seconds)
-    the_runner = get_runner(runner, **(runner_options or {}))
-    wanted = (tuple(k for k, t in registered_tracks().items() if not getattr(t, "derived", False)) if tracks is None
-              else tuple(str(t) for t in tracks))
+    the_runner = get_runner(spec.runner, **spec.runner_options)
+    wanted = (tuple(k for k, t in registered_tracks().items() if not getattr(t, "derived", False))
+              if spec.tracks is None else spec.tracks)
     if not wanted:
         raise UsageError("no track requested")
     chosen = [get_track(t) for t in wanted]
-    options = check_track_options(track_options, chosen)
-    trainer = trainers(trained_by, bound.spec().get("trained_by"))
+    options = check_track_options(spec.track_options, chosen)
+    trainer = trainers(list(spec.trained_by) or None, bound.spec().get("trained_by"))
+    split = spec.split
     taskset = None
     if split != "transfer" and any(_from_tasks(t) for t in chosen):
         from environments.tasksets import TaskSet, default_taskset, load_taskset
 
+        tasks = spec.tasks
         taskset = tasks if isinstance(tasks, TaskSet) else default_taskset() if tasks is None else load_taskset(tasks)
-    release = release_dir if isinstance(release_dir, Release) else Release(release_dir)
-    release_dir = release.dir
+    release = spec.release if isinstance(spec.release, Release) else Release(spec.release)
     try:
-        plan = _plan(release, bound, chosen, options, split, taskset, trainer, allow_train_split)
+        plan = _plan(release, bound, chosen, options, split, taskset, trainer, spec.allow_train_split)
         run = {
             "run_id": uuid.uuid4().hex,
             "created_at": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
             "trb_version": release.manifest.get("trb_version", "0.1"),
             "release_sha": release.sha, "release_version": release.version, "release_kind": release.kind,
-            "smoke_test": release.smoke_test, "baseline": baseline, "adapter_tier": bound.tier,
-            "adapter_spec": json.dumps(bound.spec(), sort_keys=True, default=str), "seed": seed,
+            "smoke_test": release.smoke_test, "baseline": spec.baseline, "adapter_tier": bound.tier,
+            "adapter_spec": json.dumps(bound.spec(), sort_keys=True, default=str), "seed": spec.seed,
             "tracks": list(wanted), "split": split, "synthetic_share": release.synthetic_share,
-            "timings": json.dumps({"plan": {**plan, "part_items": part_items}, "track_options": options,
+            "timings": json.dumps({"plan": {**plan, "part_items": spec.part_items}, "track_options": options,
                                    "capabilities": sorted(bound.capabilities),
                                    "release_check": release.check.summary() if release.check is not None
                                    else {"checked": "not checked"}}, sort_keys=True, default=str),
             "toolkit_version": TOOLKIT_VERSION, "n_items": 0,
-            "release_dir": str(Path(release_dir).resolve()),
+            "release_dir": str(Path(release.dir).resolve()),
             "taskset_sha": taskset.sha if taskset is not None else None,
-            "taskset": json.dumps({**taskset.describe(), "greedy": greedy}, sort_keys=True)
+            "taskset": json.dumps({**taskset.describe(), "greedy": spec.greedy}, sort_keys=True)
             if taskset is not None else None,
             "trained_by": trainer or None,
         }
         the_runner.start(bound.spec())
         try:
             store.begin_run(run)
-            return _score_and_finish(store, run, release, bound, the_runner, plan, options, taskset, greedy,
-                                     part_items, progress, done=[], flush_seconds=flush_seconds)
+            return _score_and_finish(store, run, release, bound, the_runner, plan, options, taskset, spec.greedy,
+                                     spec.part_items, progress, done=[], flush_seconds=spec.flush_seconds)
         finally:
             the_runner.stop()
     finally:
@@ -299,15 +285,7 @@ def _plan(release: Release, bound, chosen, options: dict, split: str, taskset, t
 
 
 def _check_flush(seconds) -> float:
-    import math
-
-    try:
-        value = float(seconds)
-    except (TypeError, ValueError):
-        raise UsageError(f"--flush-seconds must be a number of seconds, not {seconds!r}") from None
-    if math.isnan(value) or value < 0:
-        raise UsageError(f"--flush-seconds must be 0 or more, not {seconds!r}")
-    return value
+    return RunSpec(release=None, baseline="", flush_seconds=seconds).flush_seconds
 
 
 def _score_and_finish(store, run: dict, release: Release, bound, the_runner, plan: dict, options: dict, taskset,
@@ -425,29 +403,6 @@ def _score_and_finish(store, run: dict, release: Release, bound, the_runner, pla
     return {**out, "summary": summary}
 
 
-def check_track_options(track_options: dict | None, chosen) -> dict[str, dict]:
-    """``track_options`` checked against the chosen tracks' declared options: {track id: {option: value}}.
-
-    Raises:
-        UsageError: options for a track not run, or an option the track does not declare.
-    """
-    out: dict[str, dict] = {}
-    by_id = {t.id: t for t in chosen}
-    for tid, opts in (track_options or {}).items():
-        tid = str(tid)
-        if tid not in by_id:
-            raise UsageError(f"options given for track {tid}, which this run does not include "
-                             f"(tracks: {', '.join(by_id)})")
-        declared = getattr(by_id[tid], "options", None) or {}
-        for name in opts or {}:
-            if name not in declared:
-                raise UsageError(f"track {tid} has no option {name!r}"
-                                 + (f" (its options: {', '.join(declared)})" if declared else " (it takes none)"))
-        if opts:
-            out[tid] = dict(opts)
-    return out
-
-
 def _from_tasks(track) -> bool:
     """A closed-loop track: its work list comes from a rollout task set, not the release."""
     return getattr(track, "source", "release") == "tasks"
@@ -507,11 +462,8 @@ def rerun(run_id: str, *, results: str | os.PathLike = "results.duckdb", release
     adapter = adapter_from_spec(old["adapter_spec"])
     with tempfile.TemporaryDirectory(prefix="trb-rerun-") as tmp:
         target = Path(results) if record else Path(tmp) / "rerun.duckdb"
-        new = run_tracks(where, adapter, baseline=old["baseline"], tracks=tuple(old["tracks"] or ()),
-                         split=old["split"], results=target, seed=int(old["seed"] or 0), progress=progress,
-                         allow_train_split=old["split"] == "train", tasks=_recorded_taskset(old),
-                         greedy=bool((old.get("taskset") or {}).get("greedy")), trained_by=old.get("trained_by"),
-                         track_options=(old.get("timings") or {}).get("track_options"))
+        new = run_tracks(RunSpec.from_record(old, release=where, results=target, tasks=_recorded_taskset(old)),
+                         adapter, progress=progress)
         fresh = ResultsStore(target).items(new["run_id"]).to_pylist()
     before = {(r["track"], r["metric"], r["item_id"]): r["score"] for r in store.items(old["run_id"]).to_pylist()}
     after = {(r["track"], r["metric"], r["item_id"]): r["score"] for r in fresh}

@@ -72,7 +72,7 @@ async def play_study(app, pilot) -> list[str]:
 @drive
 async def test_a_scripted_subject_plays_the_whole_study_and_track_1_runs_on_its_revisions(study, corpus, tmp_path):
     from corpus.release import TEMPLATE, cut_release
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     app = CollectApp(study, corpus, subject_id="subj-full")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -106,8 +106,8 @@ async def test_a_scripted_subject_plays_the_whole_study_and_track_1_runs_on_its_
                           split_fractions={"train": 0.0, "dev": 0.0, "eval": 1.0})
     assert release.manifest["smoke_test"] is False
     results = tmp_path / "results.duckdb"
-    run = run_tracks(release.directory, ScriptedAdapter(), baseline="scripted", tracks=("1",), results=results,
-                     progress=False)
+    run = run_tracks(RunSpec(release.directory, baseline="scripted", tracks=("1",), results=results),
+                     ScriptedAdapter(), progress=False)
     assert run["smoke_test"] is False
     scores = dict(duckdb.connect(str(results), read_only=True).execute(
         "SELECT item_id, score FROM item_scores WHERE track = '1' AND item_id LIKE '%.rev'").fetchall())

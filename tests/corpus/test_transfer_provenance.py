@@ -92,13 +92,13 @@ def test_the_run_time_check_refuses_the_same_contexts_and_writes_nothing(release
     from trb.calibrate_transfer import StructureAgent
     from trb.provenance import TransferProvenanceError, check_transfer_provenance
     from trb.releases import Release
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     results = tmp_path / "r.duckdb"
     for trained_by in (TRAINER, "acme-labs llc", "\u0410CME"):
         with pytest.raises(TransferProvenanceError) as e:
-            run_tracks(release, StructureAgent(), baseline="x", tracks=("1",), split="transfer", results=results,
-                       progress=False, trained_by=trained_by)
+            run_tracks(RunSpec(release, baseline="x", tracks=("1",), split="transfer", results=results,
+                               trained_by=trained_by), StructureAgent(), progress=False)
         msg = str(e.value)
         assert f"who collected {len(CAUGHT)} of the {len(HOSTILE)} transfer context(s)" in msg
         assert {cid for cid in HOSTILE if f"{cid} (" in msg} == set(CAUGHT)
@@ -119,11 +119,11 @@ def test_the_run_time_check_refuses_the_same_contexts_and_writes_nothing(release
 def test_a_trainer_named_only_by_invisible_characters_is_no_trainer(release, tmp_path):
     from trb.calibrate_transfer import StructureAgent
     from trb.provenance import TransferProvenanceError
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     with pytest.raises(TransferProvenanceError, match="must record who trained the model"):
-        run_tracks(release, StructureAgent(), baseline="x", tracks=("1",), split="transfer",
-                   results=tmp_path / "r.duckdb", progress=False, trained_by=["\u200b", "  "])
+        run_tracks(RunSpec(release, baseline="x", tracks=("1",), split="transfer", results=tmp_path / "r.duckdb",
+                           trained_by=["\u200b", "  "]), StructureAgent(), progress=False)
 
 
 def test_the_release_rows_are_what_the_checks_read(release):

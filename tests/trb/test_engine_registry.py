@@ -67,12 +67,14 @@ class DeclaredFollower(Follower):
 
 
 def test_capabilities_are_declared_not_probed(release, tmp_path):
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     undeclared, declared = Follower(), DeclaredFollower()
     assert bind(undeclared).capabilities == frozenset() and bind(declared).capabilities == {"batched_act"}
-    a = run_tracks(release, undeclared, baseline="u", tracks=("1",), results=tmp_path / "r.duckdb", progress=False)
-    b = run_tracks(release, declared, baseline="d", tracks=("1",), results=tmp_path / "r.duckdb", progress=False)
+    a = run_tracks(RunSpec(release, baseline="u", tracks=("1",), results=tmp_path / "r.duckdb"),
+                   undeclared, progress=False)
+    b = run_tracks(RunSpec(release, baseline="d", tracks=("1",), results=tmp_path / "r.duckdb"),
+                   declared, progress=False)
     # act_batch never called when not declared: every do(r') and each step's act(c_t) and do(r_t) came one by one
     calls = json.loads(a["timings"])["adapter_calls"]
     assert undeclared.batched == 0 and undeclared.single == calls > a["n_items"] > 0
@@ -134,11 +136,11 @@ def ablation_track():
 def test_a_track_the_adapter_cannot_run_is_not_applicable_everywhere(release, tmp_path, ablation_track, capsys):
     from trb.report import build_report, render_html, render_markdown
     from trb.results import ResultsStore
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     results = tmp_path / "r.duckdb"
-    run = run_tracks(release, DeclaredFollower(), baseline="trace-full", tracks=("1", "94"), results=results,
-                     progress=False)
+    run = run_tracks(RunSpec(release, baseline="trace-full", tracks=("1", "94"), results=results),
+                     DeclaredFollower(), progress=False)
     assert run["summary"]["94"] == {"status": "not_applicable", "needs": ["r_ablation"]}
     rep = build_report(ResultsStore(results), n_resamples=20)
     entry = rep["baselines"][0]["tracks"]["94"]
@@ -149,7 +151,7 @@ def test_a_track_the_adapter_cannot_run_is_not_applicable_everywhere(release, tm
     from trb.tracks.base import all_metrics
     assert "94" in [m.key for m in all_metrics()]
     with pytest.raises(UsageError, match="no requested track can run"):
-        run_tracks(release, DeclaredFollower(), baseline="x", tracks=("94",), results=results, progress=False)
+        run_tracks(RunSpec(release, baseline="x", tracks=("94",), results=results), DeclaredFollower(), progress=False)
 
 
 def _counts(release) -> dict:
@@ -171,13 +173,14 @@ def _counts(release) -> dict:
 
 
 def test_unknown_track_and_split_are_usage_errors(release, tmp_path):
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     with pytest.raises(UsageError, match="track '9' is not available"):
-        run_tracks(release, Follower(), baseline="x", tracks=("9",), results=tmp_path / "r.duckdb", progress=False)
+        run_tracks(RunSpec(release, baseline="x", tracks=("9",), results=tmp_path / "r.duckdb"),
+                   Follower(), progress=False)
     with pytest.raises(UsageError, match=r"has no split 'holdout'; its splits: train, dev, eval") as e:
-        run_tracks(release, Follower(), baseline="x", split="holdout", results=tmp_path / "r.duckdb", progress=False,
-                   tracks=("1", "3"))
+        run_tracks(RunSpec(release, baseline="x", split="holdout", results=tmp_path / "r.duckdb", tracks=("1", "3")),
+                   Follower(), progress=False)
     n = _counts(release)
     assert str(e.value).endswith("splits with items: " + "; ".join(
         f"{s} (" + ", ".join(f"track {t}: {n[s][t]}" for t in ("1", "3") if n[s][t]) + ")"
@@ -186,7 +189,7 @@ def test_unknown_track_and_split_are_usage_errors(release, tmp_path):
 
 
 def test_a_split_with_no_items_is_an_error_not_zero_items(release, tmp_path):
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
     from trb.tracks.base import register_track, unregister_track
 
     class Empty(_NeedsAblation):
@@ -203,8 +206,8 @@ def test_a_split_with_no_items_is_an_error_not_zero_items(release, tmp_path):
     try:
         with pytest.raises(UsageError, match=r"split 'eval' .* has no items for track\(s\) 95: nothing to score; "
                                              r"splits with items: none$"):
-            run_tracks(release, Follower(), baseline="x", tracks=("95",), results=tmp_path / "r.duckdb",
-                       progress=False)
+            run_tracks(RunSpec(release, baseline="x", tracks=("95",), results=tmp_path / "r.duckdb"),
+                       Follower(), progress=False)
     finally:
         unregister_track("95")
 
@@ -356,9 +359,10 @@ def test_a_proxy_run_with_the_default_prompt_options_reruns_as_it_was_made(relea
 
 
 def test_a_run_of_an_adapter_object_cannot_be_recreated_by_name(release, tmp_path):
-    from trb.run import rerun, run_tracks
+    from trb.run import RunSpec, rerun, run_tracks
 
-    run = run_tracks(release, Follower(), baseline="x", tracks=("3",), results=tmp_path / "r.duckdb", progress=False)
+    run = run_tracks(RunSpec(release, baseline="x", tracks=("3",), results=tmp_path / "r.duckdb"),
+                     Follower(), progress=False)
     with pytest.raises(UsageError, match="not loaded from the adapter registry"):
         rerun(run["run_id"], results=tmp_path / "r.duckdb", progress=False)
 
@@ -369,7 +373,7 @@ def test_a_run_of_an_adapter_object_cannot_be_recreated_by_name(release, tmp_pat
 def test_splits_are_never_mixed_and_delta_gov_is_held_out_only(release, tmp_path):
     from trb.report import build_report, render_html, render_json, render_markdown
     from trb.results import ResultsStore
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     results = tmp_path / "r.duckdb"
 
@@ -379,10 +383,10 @@ def test_splits_are_never_mixed_and_delta_gov_is_held_out_only(release, tmp_path
             return {a: 0.5 * v + 0.5 / len(p) for a, v in p.items()}
 
     for split in ("train", "eval"):
-        run_tracks(release, Follower(), baseline="trace-full", split=split, results=results, progress=False,
-                   allow_train_split=True)
-        run_tracks(release, Weaker(), baseline="trace-ablation", split=split, results=results, progress=False,
-                   allow_train_split=True)
+        run_tracks(RunSpec(release, baseline="trace-full", split=split, results=results, allow_train_split=True),
+                   Follower(), progress=False)
+        run_tracks(RunSpec(release, baseline="trace-ablation", split=split, results=results, allow_train_split=True),
+                   Weaker(), progress=False)
     rep = build_report(ResultsStore(results), n_resamples=50)
     assert rep["splits"] == ["eval", "train"]
     assert [(t["split"], [b["name"] for b in t["baselines"]]) for t in rep["tables"]] == [
@@ -402,10 +406,10 @@ def test_splits_are_never_mixed_and_delta_gov_is_held_out_only(release, tmp_path
 
     # only train runs: no Δgov at all, and the report says why
     only_train = tmp_path / "t.duckdb"
-    run_tracks(release, Follower(), baseline="trace-full", split="train", results=only_train, progress=False,
-               allow_train_split=True)
-    run_tracks(release, Weaker(), baseline="trace-ablation", split="train", results=only_train, progress=False,
-               allow_train_split=True)
+    run_tracks(RunSpec(release, baseline="trace-full", split="train", results=only_train, allow_train_split=True),
+               Follower(), progress=False)
+    run_tracks(RunSpec(release, baseline="trace-ablation", split="train", results=only_train, allow_train_split=True),
+               Weaker(), progress=False)
     rep = build_report(ResultsStore(only_train), n_resamples=20)
     assert rep["delta_gov"] is None and "held-out" in rep["delta_gov_note"]
 
@@ -486,14 +490,15 @@ def test_the_train_split_needs_the_flag_and_is_bannered(release, tmp_path):
     from trb.errors import UsageError
     from trb.report import build_report, render_markdown
     from trb.results import ResultsStore
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     store = tmp_path / "r.duckdb"
     with pytest.raises(UsageError, match="--allow-train-split"):
-        run_tracks(release, Follower(), baseline="f", tracks=("1",), split="train", results=store, progress=False)
+        run_tracks(RunSpec(release, baseline="f", tracks=("1",), split="train", results=store),
+                   Follower(), progress=False)
     assert not store.exists()  # refused before anything was scored or written
-    r = run_tracks(release, Follower(), baseline="f", tracks=("1",), split="train", results=store, progress=False,
-                   allow_train_split=True)
+    r = run_tracks(RunSpec(release, baseline="f", tracks=("1",), split="train", results=store, allow_train_split=True),
+                   Follower(), progress=False)
     assert json.loads(r["timings"])["split_check"]["checked"] is False
     rep = build_report(ResultsStore(store), n_resamples=0)
     (table,) = rep["tables"]
@@ -512,7 +517,7 @@ class Trained(Follower):
 
 def test_a_model_trained_on_the_evaluated_subjects_is_refused(release, tmp_path):
     from trb.releases import Release
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
     from trb.subjects import SplitOverlap, subject_hash, trained_on
 
     rel = Release(release)
@@ -527,14 +532,15 @@ def test_a_model_trained_on_the_evaluated_subjects_is_refused(release, tmp_path)
     leaky = dict(on_train, subject_hashes=sorted(on_train["subject_hashes"] + on_eval["subject_hashes"][:1]))
     leaky.pop("subjects_digest")
     with pytest.raises(SplitOverlap, match=r"trained on 1 of the \d+ subjects of split 'eval'"):
-        run_tracks(release, Trained(leaky), baseline="t", tracks=("1",), results=store, progress=False)
+        run_tracks(RunSpec(release, baseline="t", tracks=("1",), results=store), Trained(leaky), progress=False)
     with pytest.raises(SplitOverlap, match="no subject_hashes"):
-        run_tracks(release, Trained({"release_sha": "x"}), baseline="t", tracks=("1",), results=store, progress=False)
+        run_tracks(RunSpec(release, baseline="t", tracks=("1",), results=store),
+                   Trained({"release_sha": "x"}), progress=False)
     assert not store.exists()
-    ok = run_tracks(release, Trained(on_train), baseline="t", tracks=("1",), results=store, progress=False)
+    ok = run_tracks(RunSpec(release, baseline="t", tracks=("1",), results=store), Trained(on_train), progress=False)
     check = json.loads(ok["timings"])["split_check"]
     assert check["checked"] is True and check["n_training_subjects"] == on_train["n_subjects"]
-    plain = run_tracks(release, Follower(), baseline="f", tracks=("1",), results=store, progress=False)
+    plain = run_tracks(RunSpec(release, baseline="f", tracks=("1",), results=store), Follower(), progress=False)
     assert json.loads(plain["timings"])["split_check"]["checked"] is False  # declared nothing: said so, not passed
 
 

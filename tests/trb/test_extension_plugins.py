@@ -30,11 +30,14 @@ def test_a_third_party_track_and_runner_register_run_and_report(trb_wheel, tmp_p
     work = tmp_path / "work"  # outside the checkout
     work.mkdir()
 
-    assert "[local|ray|reverse]" in run_in(bin_dir, ["trb", "run", "--help"], cwd=work).stdout.replace("\n", "")
+    help_text = " ".join(run_in(bin_dir, ["trb", "run", "--help"], cwd=work).stdout.split())
+    assert "[local|ray|reverse]" in help_text
+    assert "--reverse-label TEXT [reverse] a label recorded in the run's runner facts" in help_text
     results = work / "results.duckdb"
     run_id = run_in(bin_dir, ["trb", "run", "--release", release, "--adapter", "toy", "--model", "lab-ckpt",
                               "--toy-weight", "0.7", "--baseline", "toy", "--tracks", "97", "--runner", "reverse",
-                              "--part-items", "3", "--results", results, "-q"], cwd=work).stdout.strip()
+                              "--reverse-label", "lab-cluster", "--part-items", "3", "--results", results, "-q"],
+                    cwd=work).stdout.strip()
     con = duckdb.connect(str(results), read_only=True)
     scores = con.execute("SELECT score FROM item_scores WHERE run_id = ? AND track = '97'", [run_id]).fetchall()
     timings = json.loads(con.execute("SELECT timings FROM runs WHERE run_id = ?", [run_id]).fetchone()[0])
@@ -44,7 +47,7 @@ def test_a_third_party_track_and_runner_register_run_and_report(trb_wheel, tmp_p
         f"SELECT count(*) FROM read_parquet('{release}/data/counterfactuals/eval-*.parquet') "
         "WHERE phi_type IS NOT NULL AND rp_planned_next IS NOT NULL").fetchone()[0]
     assert len(scores) == want > 3 and all(abs(s - 0.76) < 1e-9 for (s,) in scores)
-    assert timings["runner"]["runner"] == "reverse"
+    assert timings["runner"]["runner"] == "reverse" and timings["runner"]["label"] == "lab-cluster"
 
     md = work / "report.md"
     run_in(bin_dir, ["trb", "report", "--results", results, "-o", md], cwd=work)
@@ -55,4 +58,4 @@ def test_a_third_party_track_and_runner_register_run_and_report(trb_wheel, tmp_p
     wrong = run_in(bin_dir, ["trb", "run", "--release", release, "--adapter", "toy", "--model", "x", "--baseline",
                              "toy", "--tracks", "97", "--runner", "reverse", "--workers", "2", "--results", results],
                    cwd=work, check=False)
-    assert wrong.returncode == 2 and "the reverse runner takes no workers" in wrong.stderr
+    assert wrong.returncode == 2 and "--workers is an option of runner ray, not of --runner reverse" in wrong.stderr

@@ -98,12 +98,12 @@ def test_concept_directions_are_learned_through_the_capability_and_stored_beside
 def test_without_directions_track2_is_not_applicable_and_the_other_tracks_run(release, tmp_path):
     from engine_helpers import make_tiny_lm
 
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     bare = ProxyAdapter.load(make_tiny_lm(release, tmp_path / "lm"), device="cpu")
     assert bare.concept_directions() is None
-    run = run_tracks(release, bare, baseline="cot-prompted", tracks=("2", "3"), results=tmp_path / "r.duckdb",
-                     progress=False)
+    run = run_tracks(RunSpec(release, baseline="cot-prompted", tracks=("2", "3"), results=tmp_path / "r.duckdb"),
+                     bare, progress=False)
     assert run["summary"]["2"]["status"] == "not_applicable" and "trb concepts" in run["summary"]["2"]["reason"]
     assert run["summary"]["3"]["scored"] > 0
 
@@ -158,11 +158,11 @@ def test_proxy_track2_end_to_end_under_a_trial_budget_through_the_cli(release, t
     # a bad budget is a usage error before any scoring; options for a track not run are refused
     assert main(args[:-1] + ["0"]) == 2
     from trb.errors import UsageError
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     with pytest.raises(UsageError, match="track 2, which this run does not include"):
-        run_tracks(release, ProxyAdapter.load(lm), baseline="x", tracks=("3",), results=tmp_path / "x.duckdb",
-                   progress=False, track_options={"2": {"max_contexts": 3}})
+        run_tracks(RunSpec(release, baseline="x", tracks=("3",), results=tmp_path / "x.duckdb",
+                           track_options={"2": {"max_contexts": 3}}), ProxyAdapter.load(lm), progress=False)
     with pytest.raises(UsageError, match="no option 'contexts'"):
-        run_tracks(release, ProxyAdapter.load(lm), baseline="x", tracks=("2",), results=tmp_path / "x.duckdb",
-                   progress=False, track_options={"2": {"contexts": 3}})
+        run_tracks(RunSpec(release, baseline="x", tracks=("2",), results=tmp_path / "x.duckdb",
+                           track_options={"2": {"contexts": 3}}), ProxyAdapter.load(lm), progress=False)

@@ -104,11 +104,11 @@ def test_without_the_track_its_section_is_gone(tmp_path):
 
 
 def test_track_6_is_a_derived_track_that_trb_run_refuses_by_name(tmp_path):
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     six = registered_tracks()["6"]
     assert six.derived and six.report == "trb.tracks.track6_report:SECTION" and not six.metrics
     with pytest.raises(UsageError, match=r"Track 6 \(transfer\) is not run on its own: `trb report` computes it"):
-        run_tracks(tmp_path / "no-release", object(), baseline="x", tracks=("6",), results=tmp_path / "r.duckdb",
-                   progress=False)
+        run_tracks(RunSpec(tmp_path / "no-release", baseline="x", tracks=("6",), results=tmp_path / "r.duckdb"),
+                   object(), progress=False)
     assert not (tmp_path / "r.duckdb").exists()

@@ -303,10 +303,11 @@ def test_a_run_names_its_task_set_and_the_report_flags_red_in_every_format(relea
 
     from trb.report import build_report, render_html, render_json, render_markdown
     from trb.results import ResultsStore
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     results = tmp_path / "r.duckdb"
-    run = run_tracks(release, HarmsAgent(), baseline="harms", tracks=("4", "5"), results=results, progress=False)
+    run = run_tracks(RunSpec(release, baseline="harms", tracks=("4", "5"), results=results),
+                     HarmsAgent(), progress=False)
     assert run["taskset_sha"] == TS.sha and json.loads(run["taskset"])["name"] == "grid-rollouts"
     assert run["summary"]["4"]["episodes"] == 96 and run["summary"]["5"]["loops"] == 9
     rep = build_report(ResultsStore(results), n_resamples=200)
@@ -319,7 +320,8 @@ def test_a_run_names_its_task_set_and_the_report_flags_red_in_every_format(relea
     assert js["baselines"][0]["tracks"]["viab"]["red"] is True
     assert js["baselines"][0]["tracks"]["nav"]["n_sessions"] == 48
     # the same inputs give the same items, bit for bit (seeds recorded per episode)
-    again = run_tracks(release, HarmsAgent(), baseline="harms", tracks=("4", "5"), results=results, progress=False)
+    again = run_tracks(RunSpec(release, baseline="harms", tracks=("4", "5"), results=results),
+                       HarmsAgent(), progress=False)
     store = ResultsStore(results)
 
     def items(run_id):
@@ -333,7 +335,7 @@ def test_a_run_names_its_task_set_and_the_report_flags_red_in_every_format(relea
 
 
 def test_an_adapter_without_the_ablation_gets_not_applicable(release, tmp_path):
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     class Plain:  # the two hooks and nothing else
         tier = "proxy"
@@ -347,8 +349,8 @@ def test_an_adapter_without_the_ablation_gets_not_applicable(release, tmp_path):
         def act(self, context, r_override=None):
             return {a: 1 / len(context.action_space) for a in context.action_space}
 
-    run = run_tracks(release, Plain(), baseline="g", tracks=("3", "4", "5"), results=tmp_path / "r.duckdb",
-                     progress=False)
+    run = run_tracks(RunSpec(release, baseline="g", tracks=("3", "4", "5"), results=tmp_path / "r.duckdb"),
+                     Plain(), progress=False)
     assert run["summary"]["4"] == run["summary"]["5"] == {"status": "not_applicable", "needs": ["r_ablation"]}
     assert run["summary"]["3"]["scored"] > 0
 

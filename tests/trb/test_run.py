@@ -39,11 +39,11 @@ def _readme_adapter():
 
 
 def test_the_readme_adapter_runs_and_its_scores_are_right(release, tmp_path):
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     adapter = _readme_adapter()("ckpt/")
     results = tmp_path / "results.duckdb"
-    run = run_tracks(release, adapter, baseline="my-model", results=results, progress=False)
+    run = run_tracks(RunSpec(release, baseline="my-model", results=results), adapter, progress=False)
     assert run["smoke_test"] is True and run["adapter_tier"] == "proxy" and len(run["release_sha"]) == 64
     con = duckdb.connect()
     n_cf = con.execute(f"SELECT count(*) FROM read_parquet('{release}/data/counterfactuals/eval-*.parquet') "
@@ -71,11 +71,11 @@ def test_the_readme_adapter_runs_and_its_scores_are_right(release, tmp_path):
 
 def test_cli_query_and_report_formats(release, tmp_path, capsys):
     from trb.cli import main
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     results = tmp_path / "results.duckdb"
     adapter = _readme_adapter()("ckpt/")
-    run_tracks(release, adapter, baseline="my-model", results=results, progress=False)
+    run_tracks(RunSpec(release, baseline="my-model", results=results), adapter, progress=False)
     assert main(["query", "SELECT baseline, adapter_tier, smoke_test FROM runs", "--results", str(results),
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == [{"baseline": "my-model", "adapter_tier": "proxy",

@@ -28,7 +28,7 @@ from toolkit.errors import ExitCode
 
 CHILD = """
 import sys
-from trb.run import run_tracks
+from trb.run import RunSpec, run_tracks
 
 class Adapter:
     tier = "proxy"
@@ -43,7 +43,7 @@ class Adapter:
         return {a: v / sum(w.values()) for a, v in w.items()}
 
 while True:
-    run = run_tracks(sys.argv[1], Adapter(), baseline="kill-test", results=sys.argv[2], tracks=("1", "3"),
+    run = run_tracks(RunSpec(sys.argv[1], baseline="kill-test", results=sys.argv[2], tracks=("1", "3")), Adapter(),
                      progress=False)
     print(run["run_id"], flush=True)
 """

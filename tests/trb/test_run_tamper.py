@@ -19,7 +19,7 @@ import release_tampers as rt
 from toolkit.errors import ExitCode
 from trb.errors import ReleaseError
 from trb.releases import Release
-from trb.run import run_tracks
+from trb.run import RunSpec, run_tracks
 from trb.verified import cache_dir
 
 # cuts a release per tamper (about 400 cases with test_run_tamper.py): seconds of work in all
@@ -53,15 +53,15 @@ def release(tmp_path_factory):
 
 def _refused(d, results) -> ReleaseError:
     with pytest.raises(ReleaseError) as e:
-        run_tracks(d, Adapter(), baseline="probe", results=results, tracks=("1", "3"), progress=False)
+        run_tracks(RunSpec(d, baseline="probe", results=results, tracks=("1", "3")), Adapter(), progress=False)
     assert not results.exists(), "a refused run wrote a results store"
     assert "\n" not in e.value.message
     return e.value
 
 
 def test_the_untampered_release_runs_and_the_run_records_how_it_was_checked(release, tmp_path):
-    run = run_tracks(release, Adapter(), baseline="probe", results=tmp_path / "r.duckdb", tracks=("1",),
-                     progress=False)
+    run = run_tracks(RunSpec(release, baseline="probe", results=tmp_path / "r.duckdb", tracks=("1",)),
+                     Adapter(), progress=False)
     check = json.loads(run["timings"])["release_check"]
     assert check["checked"] in ("full", "cached") and check["claims_bound"] is True
     assert len(check["manifest_sha256"]) == 64 and run["smoke_test"] is True and run["release_kind"] == "smoke"
@@ -81,8 +81,8 @@ def release_1(release, tmp_path_factory):
 
 def test_a_content_1_release_still_runs(release_1, tmp_path):
     assert "content_format" not in rt.manifest(release_1)
-    run = run_tracks(release_1, Adapter(), baseline="probe", results=tmp_path / "r.duckdb", tracks=("1",),
-                     progress=False)
+    run = run_tracks(RunSpec(release_1, baseline="probe", results=tmp_path / "r.duckdb", tracks=("1",)),
+                     Adapter(), progress=False)
     assert run["release_sha"] == rt.manifest(release_1)["release_sha"]
 
 

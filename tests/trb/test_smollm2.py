@@ -126,12 +126,12 @@ def test_tracks_1_and_3_on_the_7f3a_example(smollm2, tmp_path):
     """The spec's Track-1 smoke test: 7f3a (two sessions), all in eval, through the proxy adapter."""
     from trb.report import build_report, render_markdown
     from trb.results import ResultsStore
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     release = _release(tmp_path, EXAMPLE_7F3A, {"train": 0, "dev": 0, "eval": 1})
     n_cf, n_tv, n_attr = _eval_counts(release)
     results = tmp_path / "results.duckdb"
-    run = run_tracks(release, smollm2, baseline=NAME, results=results, progress=False, tracks=("1", "3"))
+    run = run_tracks(RunSpec(release, baseline=NAME, results=results, tracks=("1", "3")), smollm2, progress=False)
     assert run["smoke_test"] is True and run["adapter_tier"] == "proxy"
     assert run["summary"]["1"]["scored"] == n_cf > 0 and run["summary"]["3"]["scored"] == n_attr > 0
     timings = json.loads(run["timings"])
@@ -161,7 +161,7 @@ def test_beside_the_reference_baselines_on_a_simulated_release(smollm2_dir, tmp_
     from trb.reference.train import train_reference
     from trb.report import BASELINE_ORDER, build_report
     from trb.results import ResultsStore
-    from trb.run import load_adapter, run_tracks
+    from trb.run import RunSpec, load_adapter, run_tracks
 
     write_simulation(tmp_path / "sim.jsonl", n_sessions=20, seed=2, progress=False)
     release = _release(tmp_path, tmp_path / "sim.jsonl", {"train": 0.8, "dev": 0, "eval": 0.2})
@@ -170,11 +170,11 @@ def test_beside_the_reference_baselines_on_a_simulated_release(smollm2_dir, tmp_
     results = tmp_path / "results.duckdb"
     for variant in ("ablation", "full"):
         train_reference(release, variant, tmp_path / variant, epochs=2, progress=False)
-        run_tracks(release, NativeAdapter.load(tmp_path / variant), baseline=f"trace-{variant}", results=results,
-                   progress=False, tracks=("1", "3"))
+        run_tracks(RunSpec(release, baseline=f"trace-{variant}", results=results, tracks=("1", "3")),
+                   NativeAdapter.load(tmp_path / variant), progress=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     smollm2 = load_adapter("proxy", smollm2_dir, device="cpu", history=1)
-    run = run_tracks(release, smollm2, baseline=NAME, results=results, progress=False, tracks=("1", "3"))
+    run = run_tracks(RunSpec(release, baseline=NAME, results=results, tracks=("1", "3")), smollm2, progress=False)
     assert run["summary"]["1"]["scored"] == n_cf and run["summary"]["3"]["scored"] == n_attr
     assert json.loads(run["adapter_spec"])["history"] == 1
 
@@ -207,7 +207,7 @@ def test_proxy_tier_grounding_learns_directions_and_runs_track2_under_a_budget(s
     from trb.grounding import load_concepts, write_concepts
     from trb.report import build_report, render_markdown
     from trb.results import ResultsStore
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     write_simulation(tmp_path / "sim.jsonl", n_sessions=24, seed=3, progress=False)
     release = _release(tmp_path, tmp_path / "sim.jsonl", {"train": 0.5, "dev": 0.25, "eval": 0.25})
@@ -224,8 +224,8 @@ def test_proxy_tier_grounding_learns_directions_and_runs_track2_under_a_budget(s
         assert load_concepts(model) is not None
         adapter = ProxyAdapter.load(model, device="cpu", history=1)
         results = tmp_path / "results.duckdb"
-        run = run_tracks(release, adapter, baseline=NAME, results=results, progress=False, tracks=("2",),
-                         track_options={"2": {"max_contexts": 2, "max_concepts": 1}})
+        run = run_tracks(RunSpec(release, baseline=NAME, results=results, tracks=("2",),
+                                 track_options={"2": {"max_contexts": 2, "max_concepts": 1}}), adapter, progress=False)
     finally:
         if old is None:
             os.environ.pop("HF_HUB_OFFLINE", None)

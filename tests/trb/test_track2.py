@@ -123,17 +123,17 @@ def _profile(results: Path):
 @pytest.fixture(scope="module")
 def runs(models, release, tmp_path_factory) -> dict[str, Path]:
     """Track 2 run once on each model (the tests below read these stores)."""
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     out = tmp_path_factory.mktemp("t2-runs")
     for v in ("full", "ablation"):
-        run_tracks(release, NativeAdapter.load(models[v]), baseline=v, tracks=("2",), results=out / f"{v}.duckdb",
-                   progress=False)
+        run_tracks(RunSpec(release, baseline=v, tracks=("2",), results=out / f"{v}.duckdb"),
+                   NativeAdapter.load(models[v]), progress=False)
     return {v: out / f"{v}.duckdb" for v in ("full", "ablation")}
 
 
 def test_track2_runs_full_vs_ablation_reproducibly(models, release, runs, tmp_path, capsys):
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     figs = {}
     for v in ("full", "ablation"):
@@ -148,8 +148,8 @@ def test_track2_runs_full_vs_ablation_reproducibly(models, release, runs, tmp_pa
         # the eval figure uses eval trials only: eval rows = n_sessions of the eval split
         assert g["n_sessions"] == len({r["session_id"] for r in items if r["split"] == "eval"})
     # reproducible bit for bit
-    run_tracks(release, NativeAdapter.load(models["full"]), baseline="full", tracks=("2",),
-               results=tmp_path / "again.duckdb", progress=False)
+    run_tracks(RunSpec(release, baseline="full", tracks=("2",), results=tmp_path / "again.duckdb"),
+               NativeAdapter.load(models["full"]), progress=False)
     _, prof2, items2 = _profile(tmp_path / "again.duckdb")
     _, prof1, items1 = _profile(runs["full"])
     assert [(r["item_id"], r["score"]) for r in items1] == [(r["item_id"], r["score"]) for r in items2]
@@ -175,7 +175,7 @@ def test_strength_choice_ignores_eval(runs):
 
 
 def test_not_applicable_without_activation_access(release, models, tmp_path):
-    from trb.run import run_tracks
+    from trb.run import RunSpec, run_tracks
 
     class NoAccess:
         tier = "native"
@@ -192,8 +192,8 @@ def test_not_applicable_without_activation_access(release, models, tmp_path):
         def act(self, c, r_override=None):
             return self._a.act(c, r_override)
 
-    run = run_tracks(release, NoAccess(), baseline="x", tracks=("2", "3"), results=tmp_path / "r.duckdb",
-                     progress=False)
+    run = run_tracks(RunSpec(release, baseline="x", tracks=("2", "3"), results=tmp_path / "r.duckdb"),
+                     NoAccess(), progress=False)
     assert run["summary"]["2"] == {"status": "not_applicable", "needs": ["activation_access"]}
 
 

@@ -15,7 +15,7 @@ from trb.calibrate_transfer import InstructBaseAgent, MemoriserAgent, StructureA
 from trb.provenance import TransferProvenanceError
 from trb.report import build_report, render_html, render_json, render_markdown
 from trb.results import ResultsStore
-from trb.run import ROLLOUT_NO_TRANSFER, run_tracks
+from trb.run import ROLLOUT_NO_TRANSFER, RunSpec, run_tracks
 from trb.tracks.base import get_track, metric_by_key
 from trb.transfer import HIGH_LEVEL, LARGE_DROP, anti_goodhart, collapse_check, transfer_estimate
 
@@ -50,8 +50,8 @@ def store(release, known_contexts, tmp_path_factory):
     for name, agent in (("instruct-base", InstructBaseAgent()), ("trace-full", StructureAgent()),
                         ("cot-sft", MemoriserAgent(known_contexts))):
         for split in ("eval", "transfer"):
-            run_tracks(release, agent, baseline=name, tracks=("1", "3"), split=split, results=path, progress=False,
-                       trained_by="Lab A")
+            spec = RunSpec(release, baseline=name, tracks=("1", "3"), split=split, results=path, trained_by="Lab A")
+            run_tracks(spec, agent, progress=False)
     return ResultsStore(path)
 
 
@@ -72,21 +72,22 @@ def _collectors(release) -> list[str]:
 def test_a_transfer_run_without_a_trainer_is_refused_and_writes_nothing(release, tmp_path):
     results = tmp_path / "r.duckdb"
     with pytest.raises(TransferProvenanceError, match="--trained-by"):
-        run_tracks(release, StructureAgent(), baseline="x", tracks=("1",), split="transfer", results=results,
-                   progress=False)
+        run_tracks(RunSpec(release, baseline="x", tracks=("1",), split="transfer", results=results),
+                   StructureAgent(), progress=False)
     assert not results.exists()
 
 
 def test_a_transfer_run_refuses_contexts_its_trainer_collected(release, tmp_path):
     results = tmp_path / "r.duckdb"
-    run_tracks(release, StructureAgent(), baseline="x", tracks=("1",), split="eval", results=results, progress=False)
+    run_tracks(RunSpec(release, baseline="x", tracks=("1",), split="eval", results=results),
+               StructureAgent(), progress=False)
     collector = _collectors(release)[0]
     # compared case-folded and trimmed, as the release gate compares them; from the flag or from the adapter spec
     for kwargs, agent in (({"trained_by": ["Other Org", f"  {collector.upper()} "]}, StructureAgent()),
                           ({}, type("Declared", (StructureAgent,), {"spec": lambda self: {"trained_by": collector}})())):
         with pytest.raises(TransferProvenanceError, match="collected 1 of the 3 transfer context"):
-            run_tracks(release, agent, baseline="x", tracks=("1",), split="transfer", results=results,
-                       progress=False, **kwargs)
+            run_tracks(RunSpec(release, baseline="x", tracks=("1",), split="transfer", results=results, **kwargs),
+                       agent, progress=False)
     runs = duckdb.connect(str(results), read_only=True).execute("SELECT count(*), min(split) FROM runs").fetchone()
     assert runs == (1, "eval")  # the refused runs wrote no row
 
@@ -105,8 +106,8 @@ def test_the_trainer_is_recorded_and_rollout_tracks_are_not_applicable_off_distr
             return [self.act_ablated(c) for c in contexts]
 
     results = tmp_path / "r.duckdb"
-    run = run_tracks(release, Ablatable(), baseline="x", tracks=("1", "4", "5"), split="transfer", results=results,
-                     progress=False, trained_by="Flag Lab")
+    run = run_tracks(RunSpec(release, baseline="x", tracks=("1", "4", "5"), split="transfer", results=results,
+                             trained_by="Flag Lab"), Ablatable(), progress=False)
     assert run["summary"]["4"] == run["summary"]["5"] == {"status": "not_applicable", "needs": [],
                                                            "reason": ROLLOUT_NO_TRANSFER}
     assert run["summary"]["1"]["scored"] > 0 and run["taskset_sha"] is None
@@ -338,7 +339,8 @@ def test_every_format_shows_the_flag_the_rules_and_six_entries(report):
 
 def test_a_baseline_without_a_transfer_run_says_so(release, tmp_path):
     results = tmp_path / "r.duckdb"
-    run_tracks(release, StructureAgent(), baseline="trace-full", tracks=("1",), results=results, progress=False)
+    run_tracks(RunSpec(release, baseline="trace-full", tracks=("1",), results=results),
+               StructureAgent(), progress=False)
     rep = build_report(ResultsStore(results), n_resamples=0)
     (p,) = rep["profile_vectors"]
     assert p["vector"]["trans"] == {"status": "not run", "note": "not run: no transfer-split run", "figures": {},

@@ -26,6 +26,7 @@ from toolkit.plugins import discover, import_object
 from toolkit.urls import redact_url
 from trb.adapters.capabilities import BoundAdapter, bind
 from trb.errors import AdapterError, UsageError
+from trb.options import Option
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -44,26 +45,8 @@ RECREATE_KEYS = ("adapter", "model", "options")
 _ACCEPTS = ("path", "url", "name")
 
 
-@dataclass(frozen=True)
-class AdapterOption:
-    """One CLI option of an adapter kind: ``--flag VALUE`` becomes keyword ``name`` of ``load``.
-
-    ``type`` is ``str``, ``int``, ``float`` or ``bool`` (a flag); ``choices`` restricts a str.
-    ``spec_default``: for an option added after runs were recorded, the value that reproduces what
-    those runs did; :func:`adapter_from_spec` passes it when a stored spec's options lack the option
-    (the option's default for new runs may differ). None: the option has no such value (it is not passed).
-    """
-
-    name: str
-    help: str
-    type: type = str
-    choices: tuple[str, ...] | None = None
-    flag: str | None = None  # default: "--" + name with "_" as "-"
-    spec_default: Any = None
-
-    @property
-    def cli_flag(self) -> str:
-        return self.flag or "--" + self.name.replace("_", "-")
+#: An adapter kind's option (:class:`trb.options.Option`; the name labs' adapters import).
+AdapterOption = Option
 
 
 @dataclass(frozen=True)

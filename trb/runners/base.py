@@ -22,7 +22,7 @@ from trb.parts import Part, part_seed
 from trb.tracks.timing import AdapterTimer
 
 __all__ = ["PartResult", "Runner", "RunJob", "get_runner", "register_runner", "registered_runners", "runner_problems",
-           "ENTRY_POINT_GROUP", "score_part",
+           "ENTRY_POINT_GROUP", "score_part", "runner_options",
            "seed_everything", "diff_emit", "diff_cot_edit"]
 
 
@@ -65,6 +65,9 @@ class RunJob:
 
 @runtime_checkable
 class Runner(Protocol):
+    """A runner. Its class (or factory) may also declare ``options``: the keywords it takes, a tuple of
+    :class:`trb.options.Option`, offered by ``trb run`` as flags."""
+
     name: str
 
     def start(self, adapter_spec: dict) -> None:
@@ -131,8 +134,8 @@ def score_part(bound, part: Part, *, seed: int, kwargs: dict, progress: Callable
 
 #: The entry-point group of runners: the built-ins (local, ray) are listed under it in pyproject.toml, as a lab's
 #: package lists its own (``[project.entry-points."trb.runners"] my-cluster = "my_pkg.runner:RUNNER"``, a class or
-#: factory taking the CLI's runner options as keywords: ``address``, ``workers``, ``max_restarts``, each only when
-#: given; one it cannot use is a UsageError).
+#: factory taking its options as keywords, each only when given; one it cannot use is a UsageError). The options it
+#: declares (``options``, a tuple of :class:`trb.options.Option`) become ``trb run`` flags.
 ENTRY_POINT_GROUP = "trb.runners"
 _RUNNERS: dict[str, Callable[..., Runner]] = {}
 _PLUGINS: dict[str, Any] = {"loaded": False, "problems": ()}
@@ -167,6 +170,11 @@ def _load_plugins() -> tuple[str, ...]:
 def runner_problems() -> tuple[str, ...]:
     """Runners that were found but could not be loaded, as messages."""
     return _load_plugins()
+
+
+def runner_options(name: str) -> tuple:
+    """The options runner kind ``name`` declares (:class:`trb.options.Option`; none when it declares none)."""
+    return tuple(getattr(registered_runners().get(name), "options", None) or ())
 
 
 def registered_runners() -> dict[str, Callable[..., Runner]]:

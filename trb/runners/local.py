@@ -13,12 +13,14 @@ __all__ = ["LocalRunner", "RUNNER"]
 
 class LocalRunner:
     name = "local"
+    #: It takes no options (:mod:`trb.options`).
+    options = ()
 
     def __init__(self, **options) -> None:
         given = {k: v for k, v in options.items() if v is not None}
         if given:
             raise UsageError(f"the local runner takes no {', '.join('--' + k.replace('_', '-') for k in given)} "
-                             "(that is for --runner ray)")
+                             "(an option of another runner)")
 
     def start(self, adapter_spec: dict) -> None:
         pass

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from toolkit.errors import ToolkitError
 from trb.errors import RunnerError, UsageError
+from trb.options import Option
 from trb.parts import Part
 from trb.runners.base import PartResult, RunJob, score_part
 
@@ -135,6 +136,20 @@ class RayRunner:
     """``ray``: parts scored by ``workers`` Ray actors on the cluster at ``address`` (module docstring)."""
 
     name = "ray"
+
+    #: ``trb run``'s flags for this runner (each given only when set; :mod:`trb.options`).
+    options = (
+        Option("address", "The Ray cluster (host:port, or auto); default: a new local one of --workers CPUs.",
+               metavar="ADDR"),
+        Option("workers", f"Ray actors, one adapter each (a GPU each where the cluster has them); default "
+                          f"{DEFAULT_WORKERS}.", type=int, minimum=1, metavar="N"),
+        Option("max_restarts", f"Times a dead worker is restarted (default {DEFAULT_MAX_RESTARTS}).", type=int,
+               minimum=0, metavar="N"),
+        Option("task_retries", f"Times a part whose worker died is retried (default {DEFAULT_TASK_RETRIES}); it is "
+                               "stored once.", type=int, minimum=0, metavar="N"),
+        Option("worker_threads", "torch threads per worker (default: this process's, so the arithmetic matches a "
+                                 "local run).", type=int, minimum=1, metavar="N"),
+    )
 
     def __init__(self, address: str | None = None, workers=None, max_restarts=None, task_retries=None,
                  worker_threads=None) -> None:

@@ -194,8 +194,9 @@ class Track(Protocol):
     def items(self, release, split: str, **options) -> Iterator[Any]:
         """The work list: every item of ``split``, with the context the adapter is handed.
 
-        ``options`` are the run's options for this track (``run_tracks(track_options=...)``), each one the track
-        declares in its ``options`` mapping (name -> meaning; a track without it takes none). They are recorded
+        ``options`` are the run's options for this track (``RunSpec(track_options=...)``), each one the track
+        declares in its ``options`` (a tuple of :class:`trb.options.Option`, each a ``trb run`` flag; or a mapping
+        of name to meaning, offered by the library only; a track without it takes none). They are recorded
         with the run, so ``trb rerun`` re-creates the same work. ``count``, ``items`` and ``score`` are all handed
         them; each uses its own.
         """

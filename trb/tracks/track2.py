@@ -34,6 +34,7 @@ import pyarrow as pa
 from trb.adapters.capabilities import ActivationAccess, bind
 from trb.errors import AdapterError, UsageError
 from trb.grounding import COSINE_FLAG, detection_auc_by_session
+from trb.options import Option
 from trb.releases import Release
 from trb.tracks.base import Column, ItemRow, Metric, StepItem
 
@@ -296,11 +297,15 @@ class Track2:
     #: Its part of the report: the pass bar's gap, the ``track2`` block, its sections and its figures' tier labels.
     report = "trb.tracks.track2_report:SECTION"
 
-    #: Options a run may set (``run_tracks(track_options={"2": {...}})``), recorded with the run.
-    options = {"max_contexts": "the trial budget: at most this many step contexts of each split (eval and dev), a "
-                               "fixed hash sample of item ids, the same for every model and seed",
-               "max_concepts": "the trial budget: at most this many concepts of each slot injected per context, a "
-                               "fixed hash sample of (item id, concept), the same for every model and seed"}
+    #: Options a run may set (``RunSpec(track_options={"2": {...}})``, or ``trb run``'s flags), recorded with the run.
+    options = (
+        Option("max_contexts", "The trial budget: at most N step contexts of each split (eval and dev), a fixed "
+                               "hash sample, the same for every model; recorded with the run (default: every "
+                               "context).", type=int, minimum=1, flag="--grounding-contexts", metavar="N"),
+        Option("max_concepts", "The trial budget: inject at most K concepts of each slot into each context, a "
+                               "fixed hash sample; recorded with the run (default: every concept).", type=int,
+               minimum=1, flag="--grounding-concepts", metavar="K"),
+    )
 
     def count(self, release: Release, split: str, max_contexts: int | None = None, **_) -> int:
         _check_budget(max_contexts)

@@ -9,13 +9,13 @@ import sys
 
 from my_lab_adapter import MyAdapter
 
-from trb import check_adapter, run_tracks
+from trb import RunSpec, check_adapter, run_tracks
 
 
 def main(release: str, results: str) -> str:
     adapter = MyAdapter("ckpt/")
     print(check_adapter(adapter, release).render())  # the conformance suite
-    run = run_tracks(release, adapter, baseline="my-model", results=results, progress=False)
+    run = run_tracks(RunSpec(release, baseline="my-model", results=results), adapter, progress=False)
     print(run["run_id"])  # then: trb report --results RESULTS_FILE
     return run["run_id"]
 

@@ -11,7 +11,7 @@ import imitation_track  # noqa: F401 - registers Track 90
 
 from trb.report import build_report, render_markdown
 from trb.results import ResultsStore
-from trb.run import run_tracks
+from trb.run import RunSpec, run_tracks
 
 
 class Uniform:
@@ -30,7 +30,7 @@ class Uniform:
 
 
 def main(release: str, results: str) -> str:
-    run = run_tracks(release, Uniform(), baseline="uniform", tracks=("90",), results=results, progress=False)
+    run = run_tracks(RunSpec(release, baseline="uniform", tracks=("90",), results=results), Uniform(), progress=False)
     markdown = render_markdown(build_report(ResultsStore(results), n_resamples=200))
     print(markdown)
     return run["run_id"]

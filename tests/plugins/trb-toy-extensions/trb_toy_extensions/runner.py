@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from trb.errors import UsageError
+from trb.options import Option
 from trb.runners.base import score_part
 
 
 class ReverseRunner:
     name = "reverse"
+    #: Its one option: `trb run --runner reverse --reverse-label TEXT` (the CLI's flag comes from this declaration).
+    options = (Option("label", "a label recorded in the run's runner facts", flag="--reverse-label", metavar="TEXT"),)
 
-    def __init__(self, **options) -> None:
+    def __init__(self, label: str | None = None, **options) -> None:
         if options:
             raise UsageError(f"the reverse runner takes no {', '.join(sorted(options))}")
+        self.label = label
 
     def start(self, adapter_spec: dict) -> None:
         pass
@@ -20,7 +24,7 @@ class ReverseRunner:
         pass
 
     def execute(self, job, adapter, parts) -> None:
-        job.facts.update({"runner": self.name, "workers": 1})
+        job.facts.update({"runner": self.name, "workers": 1, "label": self.label})
         for part in reversed(list(parts)):
             job.store(score_part(adapter, part, seed=job.seed, kwargs=job.kwargs[part.track], progress=job.progress))
 
