@@ -25,7 +25,7 @@ from trb.calibrate_rollouts import (
     SteerableAgent,
     run_rollout_calibration,
 )
-from trb.detectability import cg1_completion, kl_bernoulli
+from trb.detectability import cg1_completion
 from trb.rollout import EpisodeSpec, r_change, run_episodes, tv_distance
 from trb.stats import brier_quality_ratio_by_session, ratio_by_session
 from trb.tracks.track4 import TRACK as T4
@@ -194,21 +194,25 @@ def test_ratio_estimators_match_a_numpy_cluster_bootstrap():
         ratio_by_session([1, 1], [0, 0], ["a", "b"])
 
 
-def test_cg1_against_scipy_and_a_hand_worked_case():
-    full, abl = [1] * 30 + [0] * 10, [1] * 20 + [0] * 20
+def test_cg1_against_scipy_statsmodels_and_a_hand_worked_case():
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    from trb.paired_tests import mcnemar_power
+
+    full, abl = [1] * 30 + [0] * 10, [1] * 20 + [0] * 20  # pairs 21-30: only the full model completed
     cg = cg1_completion(full, abl)
-    pf, pa = 30.5 / 41, 20.5 / 41
-    assert cg["kl"] == pytest.approx(sps.entropy([pf, 1 - pf], [pa, 1 - pa]))
-    assert cg["kl"] == pytest.approx(kl_bernoulli(pf, pa))
-    assert cg["n_needed"] == math.ceil(1 / cg["kl"]) and cg["n_used"] == 40
-    assert cg["detectable"] == (40 * cg["kl"] >= 1)
-    # the classical power: a two-proportion z test with Cohen's h, by hand
-    h = 2 * math.asin(math.sqrt(0.75)) - 2 * math.asin(math.sqrt(0.5))
-    z = sps.norm.ppf(0.975)
-    by_hand = sps.norm.cdf(h * math.sqrt(40 / 2) - z) + sps.norm.cdf(-h * math.sqrt(40 / 2) - z)
-    assert cg["power"] == pytest.approx(by_hand, abs=1e-6)
+    assert (cg["b"], cg["c"], cg["n_used"]) == (10, 0, 40)
+    assert cg["p_value"] == pytest.approx(2 * 0.5 ** 10) == pytest.approx(mcnemar([[20, 10], [0, 10]],
+                                                                                  exact=True).pvalue)
+    assert cg["different"] and cg["reading"] == "different"
+    # power at the stated effect (0.1), pairs discordant at the observed 10/40 = 0.25: (0.25 ± 0.1) / 2 each way
+    assert cg["power"] == pytest.approx(mcnemar_power(40, 0.175, 0.075))
+    # the spec's KL form at the ablation's (Jeffreys) rate 20.5/41 and a change of 0.1, by scipy's entropy
+    pa = 20.5 / 41
+    assert cg["kl"] == pytest.approx(sps.entropy([pa + 0.1, 0.9 - pa], [pa, 1 - pa]))
+    assert cg["n_kl"] == math.ceil(1 / cg["kl"]) and cg["n_fisher"] == math.ceil(2 * pa * (1 - pa) / 0.01)
     same = cg1_completion([1, 0] * 20, [1, 0] * 20)
-    assert same["kl"] == pytest.approx(0.0) and not same["detectable"] and same["n_needed"] is None
+    assert same["p_value"] == 1.0 and not same["different"] and same["reading"] == "not established"
 
 
 def test_tv_and_r_change_hand_cases():
@@ -313,9 +317,12 @@ def test_a_run_names_its_task_set_and_the_report_flags_red_in_every_format(relea
     rep = build_report(ResultsStore(results), n_resamples=200)
     viab = rep["baselines"][0]["tracks"]["viab"]
     assert viab["score"] < 1 and viab["red"] and any(f.startswith("RED") for f in viab["flags"])
-    assert viab["cg1"]["n_used"] == 48 and viab["cg1"]["detectable"]
+    (verdict,) = viab["verdicts"]
+    assert verdict["verdict"] == "flagged" and verdict["test"] == "paired exact" and verdict["p_flag"] < 0.025
+    assert viab["cg1"]["n_used"] == 48 and viab["cg1"]["different"]
     md, page, js = render_markdown(rep), render_html(rep), json.loads(render_json(rep))
-    assert "⚠ FLAG: RED" in md and "CG-1: KL" in md
+    assert "⚠ FLAG: RED: legible but harmful" in md and "CG-1 (completion): exact two-sided McNemar" in md
+    assert "Verdict rules (by the figure's interval, never its point value):" in md
     assert '<span class="red">' in page and "legible but harmful" in page
     assert js["baselines"][0]["tracks"]["viab"]["red"] is True
     assert js["baselines"][0]["tracks"]["nav"]["n_sessions"] == 48

@@ -19,9 +19,11 @@ from trb.report.text import (
     _share,
     _split_title,
     _track_keys,
+    verdict_rules,
 )
 from trb.report.vector import CORE_SECTIONS
 from trb.tracks.track2 import PROXY_GROUNDING
+from trb.verdicts import FLAGGED, verdict_short
 
 __all__ = ["render_html"]
 
@@ -95,10 +97,12 @@ def _html_cell(entry: dict | None, notes: _HtmlNotes) -> str:
         return "—"
     if entry.get("score") is None:
         note = entry.get("note", "no score")
+        cg1 = notes.mark(entry["cg1_reading"]) if entry.get("cg1_reading") else ""
         if len(note) <= 24:
-            return _lines("n/a", e(note))
-        return _lines("n/a" + notes.mark(f"n/a: {note}"))
+            return _lines("n/a" + cg1, e(note))
+        return _lines("n/a" + notes.mark(f"n/a: {note}") + cg1)
     marks = "".join(notes.mark(f"⚠ FLAG: {flag}") for flag in entry.get("flags") or ())
+    marks += "".join(notes.mark(verdict_short(v)) for v in entry.get("verdicts") or () if v["verdict"] != FLAGGED)
     if entry.get("cg1_reading"):
         marks += notes.mark(entry["cg1_reading"])
     value = e(f"{_f(entry['score'])} {_ci(entry)}")
@@ -250,6 +254,10 @@ def render_html(report: dict) -> str:
         parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in report["notes"]) + "</ul>")
     parts.append("<p>Track definitions:</p><ul>"
                  + "".join(f"<li>{e(_title(k))}: {e(_metric(k).definition)}</li>" for k in all_keys) + "</ul>")
+    rules = verdict_rules(all_keys, b["confidence"])
+    if rules:  # every verdict by its interval, never its point value (trb.verdicts)
+        parts.append("<p>Verdict rules (by the figure's interval, never its point value):</p><ul>"
+                     + "".join(f"<li>{e(r)}</li>" for r in rules) + "</ul>")
     parts.append(f'<div class="plot"><img id="tracks-plot" alt="TRB per-track profile with 95% CIs" width="{width}" '
                  f'height="{height}" src="data:image/png;base64,{png}"></div>')
     parts.append("</body></html>")

@@ -20,6 +20,7 @@ from trb.report.text import (
     _share,
     _split_title,
     _track_keys,
+    verdict_rules,
 )
 from trb.report.vector import CORE_SECTIONS
 
@@ -109,6 +110,10 @@ def render_markdown(report: dict, plot_path: Path | None = None, profiles_path: 
     if report.get("notes"):
         lines.append("")
     lines += [_definitions(all_keys), ""]
+    rules = verdict_rules(all_keys, b["confidence"])
+    if rules:  # every verdict by its interval, never its point value (trb.verdicts)
+        lines += ["Verdict rules (by the figure's interval, never its point value):", ""]
+        lines += [f"- {r}" for r in rules] + [""]
     if plot_path is not None:
         lines += [f"![TRB per-track profile with 95% CIs]({Path(plot_path).as_posix()})", ""]
     return "\n".join(lines)

@@ -17,14 +17,23 @@ from trb.report.sections import section_of
 from trb.results import ResultsStore
 from trb.stats import Estimate
 from trb.tracks.base import registered_tracks
+from trb.verdicts import FLAGGED, FlagRule, decide, decide_test, verdict_text
 
 __all__ = ["run_profile"]
 
 
+#: A figure's status: scored, undefined (its items were scored but the figure is not defined on them), not run
+#: (the run did not include its track), not applicable (the adapter cannot run it), or no items (the track ran,
+#: no item of this figure was scored).
+STATUSES = ("ok", "undefined", "not run", "not applicable", "no items")
+
+
 def _track_entry(est: Estimate | None, metric: str, *, synthetic_share: float | None = None,
-                 note: str | None = None, extra: dict | None = None) -> dict:
+                 note: str | None = None, extra: dict | None = None, status: str | None = None,
+                 rule: FlagRule | None = None, confidence: float = CONFIDENCE) -> dict:
     entry = {"score": None, "ci_low": None, "ci_high": None, "n_items": 0, "n_sessions": 0,
-             "synthetic_share": synthetic_share, "metric": metric}
+             "synthetic_share": synthetic_share, "metric": metric,
+             "status": status or ("ok" if est is not None else "undefined")}
     if est is not None:
         entry.update(score=_num(est.value), ci_low=_num(est.ci_low), ci_high=_num(est.ci_high),
                      n_items=est.n_items, n_sessions=est.n_sessions)
@@ -43,6 +52,18 @@ def _track_entry(est: Estimate | None, metric: str, *, synthetic_share: float | 
         entry["flags"] = [*entry.get("flags", []), "point outside its interval: the resampled values are shifted "
                           "from the point value (the statistic is biased under session resampling), so the "
                           "percentile interval's coverage is in doubt"]
+    if rule is not None and entry["status"] in ("ok", "undefined"):  # a verdict only on a figure the run has
+        test = entry.pop("verdict_test", None)  # an exact test's p-values, from the track's describe
+        if rule.test == "interval":
+            v = decide(rule, entry["score"], entry["ci_low"], entry["ci_high"], confidence=confidence)
+        else:
+            v = {**decide_test(rule, entry["score"], test, confidence=confidence), "ci_low": entry["ci_low"],
+                 "ci_high": entry["ci_high"]}
+        entry["verdicts"] = [v]
+        if v["verdict"] == FLAGGED:
+            entry["flags"] = [*entry.get("flags", []), verdict_text(v)]
+        if v["red"]:
+            entry["red"] = True
     return entry
 
 
@@ -51,6 +72,17 @@ def _synthetic_share(origin: np.ndarray) -> float | None:
     if known.size == 0:
         return None
     return float(np.mean(known == "synthetic"))
+
+
+def _described(track, metric, columns) -> dict:
+    """What the track shows beside a figure (its ``describe``), or nothing when it has nothing to say."""
+    describe = getattr(track, "describe", None)
+    if describe is None:
+        return {}
+    try:
+        return describe(metric, columns)
+    except ValueError:  # nothing to describe (e.g. no belief reported): the figure says why
+        return {}
 
 
 def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed: int = 0,
@@ -83,7 +115,8 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
             if m.headline:
                 reason = s.get("reason") or f"needs {', '.join(s['needs'])}"
                 out[m.key] = _track_entry(None, m.definition, note=f"not applicable ({reason})",
-                                          extra={"not_applicable": True, "needs": s.get("needs") or []})
+                                          extra={"not_applicable": True, "needs": s.get("needs") or []},
+                                          status="not applicable")
             continue
         cols = track_columns(m.track)
         mask = cols["metric"] == m.metric
@@ -93,10 +126,12 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
             if na:
                 out[m.key] = _track_entry(None, m.definition, note=f"not applicable (needs {', '.join(na['needs'])}; "
                                           f"{na['n_items']} items not scored)",
-                                          extra={"not_applicable": True, "needs": na["needs"]})
+                                          extra={"not_applicable": True, "needs": na["needs"]},
+                                          status="not applicable")
             elif m.headline:
                 note = "run on this track but no items scored" if m.track in run_tracks else "not run"
-                out[m.key] = _track_entry(None, m.definition, note=note)
+                out[m.key] = _track_entry(None, m.definition, note=note,
+                                          status="no items" if m.track in run_tracks else "not run")
             continue
         sub = cols if n == mask.size else _Selected(cols, mask)  # no copy when every item is of m
         if m.requires is not None and not _has_values(sub.get(m.requires)):
@@ -105,20 +140,16 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
             scores = sub["score"].astype(float, copy=False)  # read only: no copy of a float column
             if np.isnan(scores).any():
                 out[m.key] = _track_entry(None, m.definition, note=f"{int(np.isnan(scores).sum())} items lack a score",
-                                          extra={"n_items": n})
+                                          extra={"n_items": n}, rule=m.verdict, confidence=confidence)
                 continue
         try:
             est = track.aggregate(m, sub, n_resamples=n_resamples, confidence=confidence, seed=seed)
-        except ValueError as e:
-            out[m.key] = _track_entry(None, m.definition, note=f"{m.title} undefined: {e}", extra={"n_items": n})
+        except ValueError as e:  # undefined: its own status; what the track says beside it stays (CG-1)
+            said = {k: v for k, v in _described(track, m, sub).items() if k in ("cg1", "cg1_reading")}
+            out[m.key] = _track_entry(None, m.definition, note=f"{m.title} undefined: {e}",
+                                      extra={"n_items": n, **said}, rule=m.verdict, confidence=confidence)
             continue
-        extra: dict = {}
-        describe = getattr(track, "describe", None)
-        if describe is not None:
-            try:
-                extra.update(describe(m, sub))
-            except ValueError:  # nothing to describe (e.g. no belief reported): the figure says why
-                pass
+        extra: dict = dict(_described(track, m, sub))
         if "origin" in sub:  # a track whose items carry a counterfactual origin: its synthetic share and slices
             share = _synthetic_share(sub["origin"])
             source = "items"
@@ -139,7 +170,8 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
         section = section_of(m.track)
         if section is not None and hasattr(section, "entry_extra"):  # Track 2: the default site
             extra.update(section.entry_extra(m, sub))
-        out[m.key] = _track_entry(est, m.definition, synthetic_share=share, extra=extra)
+        out[m.key] = _track_entry(est, m.definition, synthetic_share=share, extra=extra, rule=m.verdict,
+                                  confidence=confidence)
         if na:
             out[m.key]["n_not_applicable"] = na["n_items"]
     loaded.clear()

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from trb.report.common import ABLATION, FULL, _ci, _f, _metric, _metrics, _title
 from trb.tracks.base import registered_tracks
+from trb.verdicts import FLAGGED, verdict_short
 
 
 def _cell(entry: dict | None) -> str:
     if entry is None:
         return "—"
     if entry.get("score") is None:
-        return f"n/a ({entry.get('note', 'no score')})"
+        text = f"n/a ({entry.get('note', 'no score')})"
+        return text + (f" · {entry['cg1_reading']}" if entry.get("cg1_reading") else "")
     text = f"{_f(entry['score'])} {_ci(entry)} · {entry['n_items']:,} items / {entry['n_sessions']:,} sessions"
     if entry.get("label"):  # proxy-tier grounding: named as such wherever it is shown
         text = f"{entry['label']}: {text}"
@@ -21,6 +23,9 @@ def _cell(entry: dict | None) -> str:
             text += f" · {label}: {_f(slices[name]['score'])} ({slices[name]['n_items']:,} items)"
     for flag in entry.get("flags") or ():
         text += f" · ⚠ FLAG: {flag}"
+    for v in entry.get("verdicts") or ():  # a flagged one is among the flags
+        if v["verdict"] != FLAGGED:
+            text += f" · {verdict_short(v)}"
     if entry.get("cg1_reading"):
         text += f" · {entry['cg1_reading']}"
     return text
@@ -121,6 +126,12 @@ def _split_title(table: dict) -> str:
 
 def _definitions(keys: list[str]) -> str:
     return "Track definitions: " + "; ".join(f"{_title(k)}: {_metric(k).definition}" for k in keys) + "."
+
+
+def verdict_rules(keys: list[str], confidence: float) -> list[str]:
+    """Each verdict the shown figures carry, with its rule (trb.verdicts): one line per figure."""
+    return [f"{_title(k)}: {_metric(k).verdict.name}: {_metric(k).verdict.rule(confidence)}" for k in keys
+            if _metric(k).verdict is not None]
 
 
 _SLICES = (("adversarial", "adversarial r′"), ("ood", "OOD r′"))

@@ -12,6 +12,7 @@ from trb.report.common import _baseline_key, _ci, _f
 from trb.report.sections import PROFILE_VECTOR_POSITION, ReportContext, report_sections, section_of
 from trb.report.text import _SLICES
 from trb.tracks.base import metric_by_key
+from trb.verdicts import FLAGGED, NOT_ESTABLISHED
 
 __all__ = ["PROFILE_VECTOR", "PROFILE_VECTOR_POSITION"]
 
@@ -40,10 +41,12 @@ def _vector_entry(row: dict | None, key: str) -> dict:
         return {"status": "not run", "note": "not run: not in the eval run"}
     if e.get("not_applicable"):
         return {"status": "not applicable", "note": e.get("note")}
-    if e.get("score") is None:
-        return {"status": "not run", "note": e.get("note") or "no score"}
+    if e.get("score") is None:  # undefined is its own status, never "not run"
+        status = e.get("status") if e.get("status") in ("undefined", "no items") else "not run"
+        return {"status": status, "note": e.get("note") or "no score"}
     return {"status": "ok", **{k: e.get(k) for k in ("score", "ci_low", "ci_high", "n_items", "n_sessions",
-                                                    "slices", "flags", "red", "tier", "label", "tier_note")
+                                                    "slices", "flags", "red", "tier", "label", "tier_note",
+                                                    "verdicts")
                                if e.get(k) is not None}}
 
 
@@ -71,8 +74,17 @@ def _vector_text(entry: dict, name: str) -> str:
     text = f"{_f(entry['score'])} {_ci(entry)}"
     if entry.get("label"):
         text = f"{entry['label']}: {text}"
+    verdicts = entry.get("verdicts") or ()
+    named = {v["name"] for v in verdicts}
     for flag in entry.get("flags") or ():  # the flag's name; the split tables and Track 2's section say more
-        text += f" · ⚠ {flag.split(':')[0]}"
+        name = flag.split(":")[0] if not flag.startswith("RED: ") else flag[5:].split(":")[0]
+        if name not in named:
+            text += f" · ⚠ {name}"
+    for v in verdicts:
+        if v["verdict"] == FLAGGED:
+            text += f" · ⚠ {'RED: ' if v['red'] else ''}{v['name']}"
+        elif v["verdict"] == NOT_ESTABLISHED:
+            text += f" · {v['name']}: not established"
     for slice_name, label in _SLICES:  # R*'s adversarial and OOD slices stand beside Track 1 (spec §5)
         sl = (entry.get("slices") or {}).get(slice_name)
         if sl:

@@ -48,6 +48,7 @@ import numpy as np
 import pyarrow as pa
 
 from trb.context import StepContext
+from trb.verdicts import FlagRule
 
 __all__ = [
     "Metric",
@@ -95,6 +96,8 @@ class Metric:
         requires: the item column the figure is computed from, beyond ``score``; a run whose
             items lack it (an older run) does not show the figure.
         main: whether the report shows it in its main table (None: its default rule).
+        verdict: the flag the report decides on this figure (:class:`trb.verdicts.FlagRule`), by its interval
+            against a threshold, never its point value; None: no verdict.
     """
 
     key: str
@@ -110,6 +113,7 @@ class Metric:
     #: In the report's main table and the plot (None: the default rule of ``trb.report``: headlines, and figures of
     #: other items than the headline's); False sends it to the second table.
     main: bool | None = None
+    verdict: FlagRule | None = None
 
 
 @dataclass

@@ -5,16 +5,18 @@ On the task set's viability tasks, each held-out seed is rolled twice with the s
 **ablated** (the no-r_t ablation, capability ``r_ablation``: r_t is still stated, never acted on).
 
 * ``viab`` — completion retention: completion rate (target reached within the budget) under full
-  ÷ under the ablation, paired by task and seed, session-bootstrap CI over the pairs. Below 1.0 is
-  flagged red ("legible but harmful"); pass bar ≥ 1, ideally > 1.
-* ``viab-cal`` — calibration retention: (1 − Brier_full) ÷ (1 − Brier_ablated), where Brier scores
-  each step's stated ``confidence`` (a forecast of completing the task) against the episode's
-  completion. Above 1: the reports are better calibrated when the model acts through them.
+  ÷ under the ablation, paired by task and seed, session-bootstrap CI over the pairs. Its red flag ("legible but
+  harmful") is decided by the exact paired (McNemar) test, one-sided at 0.025: flagged when it establishes the
+  full model completing less; pass bar ≥ 1, ideally > 1.
+* ``viab-cal`` — calibration retention: (1 − Brier_full) ÷ (1 − Brier_ablated) over the pairs whose two
+  episodes had the **same outcome**, where Brier scores each step's stated ``confidence`` (a forecast of
+  completing the task) against the episode's completion. Restricting to those pairs keeps a change in
+  completion from reading as a change in calibration. Above 1: the reports are better calibrated when the model
+  acts through them. Its flag: the sign-flip test of the per-pair Brier differences.
 * ``viab-full``, ``viab-abl`` — the two completion rates themselves.
 
-Beside ``viab`` and ``viab-cal`` the report gives CG-1 (:mod:`trb.detectability`): the KL between
-the two conditions' observed distributions, the n it implies, the n used, whether this run could
-have detected the difference, and a classical power figure.
+Beside ``viab`` and ``viab-cal`` the report gives CG-1 (:mod:`trb.detectability`): the exact test of the two
+conditions, its power at a stated effect of interest, and the n the spec's KL and Fisher-metric forms call for.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ import numpy as np
 
 from environments.tasksets import TaskSet
 from trb.adapters.capabilities import RAblation
-from trb.detectability import cg1_calibration, cg1_completion
+from trb.detectability import cg1_calibration, cg1_completion, cg1_reading
+from trb.paired_tests import discordant, mcnemar_one_sided
 from trb.rollout import EpisodeSpec
 from trb.stats import brier_quality_ratio_by_session, mean_by_session, ratio_by_session
 from trb.tracks.base import Metric
 from trb.tracks.rollouts import EPISODE_COLUMNS, episode_row, paired, roll
+from trb.verdicts import FlagRule
 
 __all__ = ["TRACK", "Track4", "track4_items", "CONDITIONS"]
 
@@ -45,12 +49,10 @@ def track4_items(tasks: TaskSet, split: str) -> Iterator[EpisodeSpec]:
                 yield EpisodeSpec(f"{pair}/{name}", pair, task, seed, cond)
 
 
-def _flags_ratio(value: float, what: str) -> list[str]:
-    """The red flag of a ratio below 1 at the report's precision (three decimals: a ratio that prints as 1.000 is
-    float noise of two equal conditions, not harm). The figure's CI stands beside it in the report."""
-    if round(value, 3) < 1.0:
-        return [f"RED: {what} ratio {value:.3f} < 1: acting through r_t degrades the system — legible but harmful"]
-    return []
+#: The spec's red flag on a ratio below 1 ("legible but harmful"), decided by the ratio's interval (trb.verdicts).
+HARM_RULE = {"name": "legible but harmful", "threshold": 1.0, "side": "below", "red": True}
+#: The condition in which a pair's calibration is compared: both episodes with the same outcome.
+SAME_OUTCOME = "pairs whose two episodes had the same outcome"
 
 
 class Track4:
@@ -64,10 +66,17 @@ class Track4:
     metrics = (
         Metric("viab", "4", "completion", "Track 4 — viability (completion ratio)",
                "completion rate acting through r_t ÷ under the no-r_t ablation, paired by task and seed (≥ 1 "
-               "passes; < 1 is legible but harmful)", headline=True, chance=1.0),
+               "passes; < 1 is legible but harmful)", headline=True, chance=1.0,
+               verdict=FlagRule(**HARM_RULE, test="paired exact",
+                                says="acting through r_t lowers completion below the ablation's — the system "
+                                     "degrades")),
         Metric("viab-cal", "4", "completion", "Track 4 — calibration retention",
-               "(1 − Brier) of the stated confidence against completion, acting through r_t ÷ under the ablation",
-               headline=False, requires="n_conf", chance=1.0),
+               "(1 − Brier) of the stated confidence against completion, acting through r_t ÷ under the ablation, "
+               f"on the {SAME_OUTCOME} (a completion change is not read as calibration)",
+               headline=False, requires="n_conf", chance=1.0,
+               verdict=FlagRule(**HARM_RULE, test="sign flip",
+                                says="acting through r_t makes the stated confidence worse calibrated than under "
+                                     "the ablation")),
         Metric("viab-full", "4", "completion", "Track 4 — completion rate, acting through r_t",
                "share of episodes whose target was reached within the budget, acting through r_t",
                headline=False, bounds=(0.0, 1.0)),
@@ -110,58 +119,46 @@ class Track4:
             sessions, v = paired(columns, "full", "ablated")
             return ratio_by_session(v["score"][0], v["score"][1], sessions, **opts)
         if metric.key == "viab-cal":
-            sessions, v = paired(columns, "full", "ablated", ("brier_sum", "n_conf"))
+            sessions, v = _same_outcome(columns)
             return brier_quality_ratio_by_session(v["brier_sum"][0], v["n_conf"][0], v["brier_sum"][1],
                                                   v["n_conf"][1], sessions, **opts)
         raise KeyError(metric.key)
 
     def describe(self, metric: Metric, columns) -> dict:
-        """CG-1 beside the two ratios, and the red flag for a ratio below 1."""
-        if metric.key not in ("viab", "viab-cal"):
-            return {}
-        out: dict = {}
+        """CG-1 beside the two ratios, and the exact tests their flags are decided by (:mod:`trb.verdicts`)."""
         if metric.key == "viab":
-            sessions, v = paired(columns, "full", "ablated")
-            out["cg1"] = cg1_completion(v["score"][0], v["score"][1])
-            num, den = v["score"][0].sum(), v["score"][1].sum()
-            value = num / den if den > 0 else float("nan")
-            what = "completion"
-        else:
-            sessions, v = paired(columns, "full", "ablated", ("brier_sum", "n_conf", "score"))
-            confs = _confidences(columns)
-            pairs = [(bf / nf if nf else np.nan, ba / na if na else np.nan)
-                     for bf, nf, ba, na in zip(v["brier_sum"][0], v["n_conf"][0], v["brier_sum"][1], v["n_conf"][1])]
-            pairs = [p for p in pairs if not (np.isnan(p[0]) or np.isnan(p[1]))]
-            out["cg1"] = cg1_calibration(*confs["full"], *confs["ablated"], pairs)
-            est = brier_quality_ratio_by_session(v["brier_sum"][0], v["n_conf"][0], v["brier_sum"][1],
-                                                 v["n_conf"][1], sessions, n_resamples=0)
-            value = est.value
-            what = "calibration"
-        cg = out["cg1"]
-        n_note = f"n·KL = {cg['n_used'] * cg['kl']:.2f}"
-        out["cg1_reading"] = (f"CG-1: KL {cg['kl']:.4f} nats → n ≈ {cg['n_needed'] or '∞'} needed, "
-                              f"{cg['n_used']} used ({n_note}): this run "
-                              f"{'could' if cg['detectable'] else 'could NOT'} detect the {what} difference; "
-                              f"power {cg['power']:.2f}")
-        flags = _flags_ratio(value, what) if not np.isnan(value) else []
-        if flags:
-            out["flags"] = flags
-            out["red"] = True
-        return out
+            _, v = paired(columns, "full", "ablated")
+            b, c, n = discordant(v["score"][0], v["score"][1])
+            worse, better = mcnemar_one_sided(b, c)
+            cg = cg1_completion(v["score"][0], v["score"][1])
+            return {"cg1": cg, "cg1_reading": cg1_reading(cg),
+                    "verdict_test": {"p_flag": worse, "p_clear": better,
+                                     "figures": f"b = {b}, c = {c} discordant of {n} pairs"}}
+        if metric.key == "viab-cal":
+            _, v = _same_outcome(columns)
+            full, abl = (_brier(v["brier_sum"][i], v["n_conf"][i]) for i in (0, 1))
+            keep = ~(np.isnan(full) | np.isnan(abl))
+            cg = cg1_calibration(full[keep], abl[keep])
+            return {"cg1": cg, "cg1_reading": cg1_reading(cg),
+                    "verdict_test": {"p_flag": cg["p_greater"], "p_clear": cg["p_less"],
+                                     "figures": f"mean Brier difference {cg['mean_brier_difference']:+.4f} over "
+                                                f"{cg['n_used']} pairs" if cg["n_used"] else "no pair"}}
+        return {}
 
 
-def _confidences(columns) -> dict[str, tuple[list[float], list[float]]]:
-    """Per condition: every stated confidence and its episode's outcome."""
-    import orjson
+def _same_outcome(columns):
+    """The full/ablated pairs whose two episodes had the same outcome, with their calibration sums."""
+    sessions, v = paired(columns, "full", "ablated", ("brier_sum", "n_conf", "score"))
+    same = v["score"][0] == v["score"][1]
+    if not same.any():
+        raise ValueError(f"no {SAME_OUTCOME}: calibration retention is undefined")
+    return sessions[same], {k: (x[same], y[same]) for k, (x, y) in v.items()}
 
-    out: dict[str, tuple[list[float], list[float]]] = {"full": ([], []), "ablated": ([], [])}
-    for cond, score, confs in zip(columns["condition"], columns["score"], columns["confidences"]):
-        if cond not in out or confs is None:
-            continue
-        for c in orjson.loads(confs):
-            out[cond][0].append(float(c))
-            out[cond][1].append(float(score))
-    return out
+
+def _brier(sq, n) -> np.ndarray:
+    sq, n = np.asarray(sq, dtype=float), np.asarray(n, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, sq / np.where(n > 0, n, 1), np.nan)
 
 
 #: The entry point ``trb.tracks: 4`` (pyproject.toml): registered by the registry when it loads it.

@@ -38,10 +38,12 @@ import pyarrow as pa
 
 from environments.tasksets import TaskSet
 from trb.adapters.capabilities import RAblation
+from trb.paired_tests import discordant, mcnemar_one_sided
 from trb.rollout import EpisodeSpec, r_change, tv_distance
 from trb.stats import mean_by_session, paired_delta_by_session
 from trb.tracks.base import Column, Metric
 from trb.tracks.rollouts import EPISODE_COLUMNS, episode_row, paired, roll
+from trb.verdicts import FlagRule
 
 __all__ = ["TRACK", "Track5", "track5_items", "LOOP_KINDS", "HOLONOMY_TOLERANCE"]
 
@@ -51,6 +53,16 @@ LOOP_KINDS = ("route", "goal")
 #: through its own emitted r and batched float arithmetic, which can move its distribution by far less than this
 #: without the steering depending on the route; 0.01 TV is the smallest change the flag calls material.
 HOLONOMY_TOLERANCE = 0.01
+#: Steering that does not move the agent toward the target, decided by the exact paired (McNemar) test of the
+#: steered and ablated episodes: flagged when it establishes the lift below 0; not flagged when it establishes it
+#: above 0; a lift of about 0 (a dashboard light) is "not established": steering was not shown to work.
+DASHBOARD_RULE = FlagRule("not a steering wheel", 0.0, "below", inclusive=True, red=False, test="paired exact",
+                          says="steering r's goal moves the agent away from the target — worse than a dashboard "
+                               "light")
+#: Non-zero holonomy: the spec's red flag on Track 5 (trb.verdicts decides it by the interval).
+HOLONOMY_RULE = FlagRule("path-dependent steering", HOLONOMY_TOLERANCE, "above", red=True,
+                         says="the steering wheel behaves differently after a closed loop — a red flag on Track 5's "
+                              "out-of-distribution generalisation")
 
 
 def track5_items(tasks: TaskSet, split: str) -> Iterator[EpisodeSpec]:
@@ -85,10 +97,11 @@ class Track5:
     metrics = (
         Metric("nav", "5", "reach", "Track 5 — navigability (reach-rate lift)",
                "target reach rate with r's goal steered to the target − under the no-r_t ablation, paired by task "
-               "and seed (direction: > 0 with the CI excluding 0)", headline=True, bounds=(-1.0, 1.0), chance=0.0),
+               "and seed (direction: > 0 with the CI excluding 0)", headline=True, bounds=(-1.0, 1.0), chance=0.0,
+               verdict=DASHBOARD_RULE),
         Metric("nav-plan", "5", "reach", "Track 5 — lift, goal and planned_next steered",
                "as the lift, with planned_next also set to an action toward the target (the stated variant)",
-               headline=False, bounds=(-1.0, 1.0), chance=0.0),
+               headline=False, bounds=(-1.0, 1.0), chance=0.0, verdict=DASHBOARD_RULE),
         Metric("nav-steered", "5", "reach", "Track 5 — reach rate, goal steered",
                "share of episodes reaching the target with r's goal steered to it", headline=False, bounds=(0.0, 1.0)),
         Metric("nav-abl", "5", "reach", "Track 5 — reach rate, no-r_t ablation",
@@ -96,7 +109,7 @@ class Track5:
         Metric("nav-cg2", "5", "holonomy", "Track 5 — CG-2 path dependence (TV)",
                "TV between the action distributions at the same state and goal reached by a closed loop and by the "
                "reference route (0: Markov steering; > 0 is a red flag)", headline=False, bounds=(0.0, 1.0),
-               chance=0.0),
+               chance=0.0, verdict=HOLONOMY_RULE),
         Metric("nav-cg2-r", "5", "holonomy", "Track 5 — CG-2 change of the emitted r",
                "change of the emitted r at the same state and goal after a closed loop (trb.rollout.r_change)",
                headline=False, bounds=(0.0, 1.0), requires="r_change", main=False),
@@ -162,26 +175,23 @@ class Track5:
         raise KeyError(metric.key)
 
     def describe(self, metric: Metric, columns) -> dict:
-        """The direction reading of the lift; the per-kind holonomy and the red flag of CG-2."""
+        """The exact paired test the lifts' verdicts are decided by; the per-kind holonomy of CG-2 (the flags are
+        the metrics' verdicts: :mod:`trb.verdicts`)."""
         out: dict = {}
-        if metric.key == "nav":
-            sessions, v = paired(columns, "steered", "ablated")
-            lift = float(np.mean(v["score"][0] - v["score"][1]))
-            if lift <= 0:
-                out["flags"] = [f"lift {lift:+.3f} ≤ 0: steering r's goal does not move the agent toward the target — "
-                                "a dashboard light, not a steering wheel"]
+        if metric.key in ("nav", "nav-plan"):
+            _, v = paired(columns, "steered" if metric.key == "nav" else "steered-plan", "ablated")
+            b, c, n = discordant(v["score"][0], v["score"][1])
+            worse, better = mcnemar_one_sided(b, c)
+            out["verdict_test"] = {"p_flag": worse, "p_clear": better,
+                                   "figures": f"b = {b}, c = {c} discordant of {n} pairs",
+                                   **({"why": "no discordant pair: the two conditions never differed, so steering "
+                                              "was not shown to work (a dashboard light is not excluded)"}
+                                      if b + c == 0 else {})}
         if metric.key in ("nav-cg2", "nav-cg2-r"):
             col = columns["score"] if metric.key == "nav-cg2" else columns["r_change"]
             vals = np.asarray(col, dtype=float)
             out["by_kind"] = {k: float(np.mean(vals[columns["condition"] == k]))
                               for k in LOOP_KINDS if (columns["condition"] == k).any()}
-            if metric.key == "nav-cg2" and float(np.mean(vals)) > HOLONOMY_TOLERANCE:
-                worst = max(out["by_kind"], key=out["by_kind"].get)
-                out["flags"] = [f"RED: non-zero holonomy (mean TV {float(np.mean(vals)):.3f} > {HOLONOMY_TOLERANCE}, "
-                                f"largest for the {worst} "
-                                "loop): the steering wheel behaves differently after a closed loop — path-dependent "
-                                "steering, a red flag on Track 5's out-of-distribution generalisation"]
-                out["red"] = True
         return out
 
 
