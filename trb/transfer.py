@@ -28,18 +28,25 @@ interval, and of the minimum's and the drop's, and counted. A side with one sess
 gives no interval (as :mod:`trb.stats`): its figure, the minimum and the drop then
 have none.
 
-The rules the report applies (:func:`collapse_check`, :func:`anti_goodhart`):
+A context with fewer than two sessions has no interval: it is **named** (``small_contexts``) and kept out of the
+minimum, whose interval is then over the contexts that have one (all contexts stay in ``contexts``). Where no
+context has two sessions, the minimum is over all of them and has no interval.
 
-* **Collapse** (the spec's pass bar: no track collapses to baseline off-distribution).
-  The reference is the instruct-base baseline's figure on the same context. A track of
-  a baseline collapses when it is above instruct-base in distribution (eval point value
-  above instruct-base's eval point value) and, on at least one transfer context, its
-  point value is at or below instruct-base's point value there, or its CI there
-  contains instruct-base's point value.
-* **Anti-Goodhart flag** (spec §5), for figures on a 0–1 scale (G, balanced accuracy):
-  flagged when the eval level is high, eval point value ≥ :data:`HIGH_LEVEL`, and the
-  transfer drop is large, drop point value ≥ :data:`LARGE_DROP` with its CI's lower
-  bound above 0 (with no CI, the point value alone).
+The rules the report applies (:func:`collapse_check`, :func:`anti_goodhart`), each decided by intervals, never
+by point values (:mod:`trb.verdicts`); where an interval reaches both sides the verdict is "not established":
+
+* **Collapse** (the spec's pass bar: no track collapses to baseline off-distribution). The reference is the
+  instruct-base baseline's figure on the same context, its point value the threshold (its own noise is not
+  propagated: a stated simplification). Only the same figure is compared: a figure a tier names differently
+  (Track 2's proxy-tier grounding against native grounding) is never compared across tiers. The baseline must be
+  above instruct-base in distribution (its eval interval's lower bound above instruct-base's eval value; an
+  interval reaching it: not established). Then it **collapsed** where, on some transfer context, its whole
+  interval lies at or below instruct-base's value there; **did not collapse** where on every context its whole
+  interval lies above it; otherwise not established.
+* **Anti-Goodhart flag** (spec §5), for figures on a 0–1 scale (G, balanced accuracy): **flagged** when the eval
+  level is established high (its interval's lower bound ≥ :data:`HIGH_LEVEL`) and the drop established large
+  (the drop's interval's lower bound ≥ :data:`LARGE_DROP`); **not flagged** when either is established below
+  its threshold (upper bound below it); otherwise not established.
 """
 
 from __future__ import annotations
@@ -68,12 +75,16 @@ RULES = {
     "resampled": ("eval sessions and each transfer context's sessions, each resampled with replacement on its own "
                   "(independent samples; stratified by context); a drawn session brings all its items; one replicate "
                   "gives the eval figure, every context's figure, their minimum and the drop eval − min; percentile "
-                  "intervals"),
-    "collapse": (f"a track collapses when it is above {REFERENCE_BASELINE} in distribution (eval point value above "
-                 f"{REFERENCE_BASELINE}'s) and, on some transfer context, its point value is at or below "
-                 f"{REFERENCE_BASELINE}'s point value there or its CI there contains it"),
-    "anti_goodhart": (f"flagged, not celebrated (spec §5): eval level ≥ {HIGH_LEVEL} and transfer drop ≥ {LARGE_DROP} "
-                      "with the drop's CI lower bound above 0 (figures on a 0–1 scale)"),
+                  "intervals; a context with one session has no interval and is named and kept out of the minimum"),
+    "collapse": (f"by the paired difference from {REFERENCE_BASELINE} on the same items (G, balanced accuracy; "
+                 "session-bootstrap interval), the same figure only (never across tiers): above "
+                 f"{REFERENCE_BASELINE} in distribution when the eval difference's interval lies above 0; then "
+                 "collapsed when on some transfer context the difference's whole interval lies at or below 0, not "
+                 "collapsed when on every context it lies above 0; otherwise not established (a figure without a "
+                 f"paired difference: against {REFERENCE_BASELINE}'s point values)"),
+    "anti_goodhart": (f"flagged, not celebrated (spec §5), by intervals: the eval interval's lower bound ≥ {HIGH_LEVEL} "
+                      f"and the drop's interval's lower bound ≥ {LARGE_DROP}; not flagged when either interval lies "
+                      "below its threshold; otherwise not established (figures on a 0–1 scale)"),
     "high_level": HIGH_LEVEL,
     "large_drop": LARGE_DROP,
     "reference_baseline": REFERENCE_BASELINE,
@@ -230,14 +241,20 @@ def transfer_estimate(track, metric: Metric, eval_columns: Mapping[str, np.ndarr
         if name != "eval":
             e = {"context_id": name, **e}
         entries.append(e)
-    i_min = int(np.argmin(points[1:]))
+    small = [c for (c, g) in groups[1:] if g.k < 2]
+    kept = [i for i, (_, g) in enumerate(groups[1:]) if g.k >= 2] or list(range(len(contexts)))
+    i_min = min(kept, key=lambda i: points[1:][i])
     minimum = points[1:][i_min]
     out = {"metric": metric.key, "title": metric.title, "eval": entries[0], "contexts": entries[1:],
-           "n_contexts": len(contexts),
+           "n_contexts": len(contexts), "small_contexts": small,
            "min": {"score": minimum, "context_id": contexts[i_min], "ci_low": None, "ci_high": None},
            "drop": {"value": points[0] - minimum, "ci_low": None, "ci_high": None}}
-    if dists and all(g.k >= 2 for _, g in groups):
-        mins = np.min(np.vstack(dists[1:]), axis=0)  # nan if any context is undefined in that replicate
+    if small:
+        out["small_note"] = (f"{len(small)} context(s) with one session, no interval, kept out of the minimum: "
+                             f"{', '.join(small)}" if len(small) < len(contexts) else
+                             "every context has one session: the minimum is over all of them, with no interval")
+    if dists and groups[0][1].k >= 2 and len(small) < len(contexts):
+        mins = np.min(np.vstack([dists[1 + i] for i in kept]), axis=0)  # nan where a kept context is undefined
         low, high, undefined = _interval(mins, confidence)
         out["min"].update(ci_low=_num(low), ci_high=_num(high))
         low, high, undefined_drop = _interval(dists[0] - mins, confidence)
@@ -251,58 +268,134 @@ def transfer_estimate(track, metric: Metric, eval_columns: Mapping[str, np.ndarr
     return out
 
 
-def collapse_check(entry: dict, reference: dict | None, *, baseline: str) -> dict:
+def _above(ci_low, ci_high, threshold: float) -> bool | None:
+    """Whether an interval lies above ``threshold`` (True), at or below it (False), or reaches both sides / is
+    missing (None)."""
+    if ci_low is None or ci_high is None:
+        return None
+    if ci_low > threshold:
+        return True
+    if ci_high <= threshold:
+        return False
+    return None
+
+
+def collapse_check(entry: dict, reference: dict | None, *, baseline: str, gaps: dict | None = None) -> dict:
     """The collapse rule (module docstring) for one figure of ``baseline``: ``entry`` is its
     :func:`transfer_estimate`, ``reference`` instruct-base's on the same figure (None when there is none).
+    ``gaps``: the figure minus the reference's on the same items, with paired intervals (``{"eval": {value,
+    ci_low, ci_high}, "contexts": {id: {...}}}``); given, the rule reads them against 0 (at or below 0: at or
+    below the reference), which accounts for both baselines' noise; otherwise the reference's point values are
+    the thresholds.
 
-    Returns ``{"checked": bool, "collapsed": bool | None, "contexts": [...], "note": ...}``.
+    Returns ``{"checked": bool, "collapsed": bool | None, "verdict": ..., "contexts": [...], "note": ...}``
+    (``collapsed`` None: not established, or not checked).
     """
     if baseline == REFERENCE_BASELINE:
-        return {"checked": False, "collapsed": None, "contexts": [],
+        return {"checked": False, "collapsed": None, "verdict": "not checked", "contexts": [],
                 "note": f"{REFERENCE_BASELINE} is the reference a collapse is measured against"}
     if reference is None:
-        return {"checked": False, "collapsed": None, "contexts": [],
+        return {"checked": False, "collapsed": None, "verdict": "not checked", "contexts": [],
                 "note": f"no {REFERENCE_BASELINE} eval and transfer runs of this figure: collapse not checked"}
+    if reference.get("title") is not None and entry.get("title") is not None and reference["title"] != entry["title"]:
+        return {"checked": False, "collapsed": None, "verdict": "not checked", "contexts": [],
+                "note": f"{REFERENCE_BASELINE}'s figure is another tier's ({reference['title']}): the tiers are never "
+                        "compared"}
+    if gaps is not None:
+        return _collapse_by_gaps(entry, gaps)
+    ev, ref_ev = entry["eval"], reference["eval"]["score"]
+    above = _above(ev.get("ci_low"), ev.get("ci_high"), ref_ev)
+    if above is False:
+        return {"checked": True, "collapsed": False, "verdict": "not collapsed", "contexts": [],
+                "note": f"not above {REFERENCE_BASELINE} in distribution (eval {ev['score']:.3f} {_ci_text(ev)} at or "
+                        f"below {ref_ev:.3f}): no collapse to speak of"}
+    if above is None:
+        return {"checked": True, "collapsed": None, "verdict": "not established", "contexts": [],
+                "note": f"above {REFERENCE_BASELINE} in distribution not established (eval {ev['score']:.3f} "
+                        f"{_ci_text(ev)} against {ref_ev:.3f})"}
     ref_ctx = {c["context_id"]: c["score"] for c in reference["contexts"]}
-    if entry["eval"]["score"] <= reference["eval"]["score"]:
-        return {"checked": True, "collapsed": False, "contexts": [],
-                "note": f"not above {REFERENCE_BASELINE} in distribution ({entry['eval']['score']:.3f} ≤ "
-                        f"{reference['eval']['score']:.3f}): no collapse to speak of"}
-    hit = []
+    hit, open_ = [], []
     for c in entry["contexts"]:
         ref = ref_ctx.get(c["context_id"])
         if ref is None:
             continue
-        inside = c["ci_low"] is not None and c["ci_high"] is not None and c["ci_low"] <= ref <= c["ci_high"]
-        if c["score"] <= ref or inside:
+        where = _above(c.get("ci_low"), c.get("ci_high"), ref)
+        if where is False:
             hit.append(c["context_id"])
+        elif where is None:
+            open_.append(c["context_id"])
     missing = [c["context_id"] for c in entry["contexts"] if c["context_id"] not in ref_ctx]
-    out = {"checked": True, "collapsed": bool(hit), "contexts": hit}
+    if hit:
+        out = {"checked": True, "collapsed": True, "verdict": "collapsed", "contexts": hit}
+    elif open_:
+        out = {"checked": True, "collapsed": None, "verdict": "not established", "contexts": open_,
+               "note": f"an interval reaches {REFERENCE_BASELINE}'s value (or there is none) on "
+                       f"{', '.join(open_)}"}
+    else:
+        out = {"checked": True, "collapsed": False, "verdict": "not collapsed", "contexts": []}
     if missing:
-        out["note"] = f"{REFERENCE_BASELINE} has no figure on context(s) {', '.join(missing)}: not compared there"
+        out["note"] = (out.get("note", "") + "; " if out.get("note") else "") + (
+            f"{REFERENCE_BASELINE} has no figure on context(s) {', '.join(missing)}: not compared there")
     return out
+
+
+def _collapse_by_gaps(entry: dict, gaps: dict) -> dict:
+    """The collapse rule on paired differences from the reference (figure − reference), against 0."""
+    ev = gaps["eval"]
+    above = _above(ev.get("ci_low"), ev.get("ci_high"), 0.0)
+    gap_text = f"figure − {REFERENCE_BASELINE} {ev['value']:+.3f} {_ci_text(ev)}"
+    if above is False:
+        return {"checked": True, "collapsed": False, "verdict": "not collapsed", "contexts": [], "paired": gaps,
+                "note": f"not above {REFERENCE_BASELINE} in distribution ({gap_text}): no collapse to speak of"}
+    if above is None:
+        return {"checked": True, "collapsed": None, "verdict": "not established", "contexts": [], "paired": gaps,
+                "note": f"above {REFERENCE_BASELINE} in distribution not established ({gap_text})"}
+    hit, open_ = [], []
+    for c in entry["contexts"]:
+        g = gaps["contexts"].get(c["context_id"])
+        where = None if g is None else _above(g.get("ci_low"), g.get("ci_high"), 0.0)
+        if where is False:
+            hit.append(c["context_id"])
+        elif where is None:
+            open_.append(c["context_id"])
+    if hit:
+        return {"checked": True, "collapsed": True, "verdict": "collapsed", "contexts": hit, "paired": gaps}
+    if open_:
+        return {"checked": True, "collapsed": None, "verdict": "not established", "contexts": open_, "paired": gaps,
+                "note": f"the paired difference's interval reaches 0 (or there is none) on {', '.join(open_)}"}
+    return {"checked": True, "collapsed": False, "verdict": "not collapsed", "contexts": [], "paired": gaps}
+
+
+def _ci_text(e: dict, key_low: str = "ci_low", key_high: str = "ci_high") -> str:
+    if e.get(key_low) is None or e.get(key_high) is None:
+        return "(no interval)"
+    return f"[{e[key_low]:.3f}, {e[key_high]:.3f}]"
 
 
 def anti_goodhart(entry: dict, metric: Metric) -> dict:
     """The anti-Goodhart rule (module docstring) for one figure's :func:`transfer_estimate`:
-    ``{"applies": bool, "flagged": bool, "reason": ...}``."""
+    ``{"applies": bool, "flagged": bool, "verdict": flagged | not flagged | not established, "reason": ...}``."""
     if metric.bounds != (0.0, 1.0):
-        return {"applies": False, "flagged": False, "reason": "the figure is not on a 0–1 scale: the thresholds do "
-                                                              "not apply"}
-    level, drop = entry["eval"]["score"], entry["drop"]
-    high = level >= HIGH_LEVEL - _EPS
-    large = drop["value"] >= LARGE_DROP - _EPS and (drop["ci_low"] is None or drop["ci_low"] > 0)
-    flagged = bool(high and large)
-    ci = "" if drop["ci_low"] is None else f" [{drop['ci_low']:+.3f}, {drop['ci_high']:+.3f}]"
-    if flagged:
-        reason = (f"ANTI-GOODHART FLAG: high in-distribution level {level:.3f} ≥ {HIGH_LEVEL} with a large transfer "
-                  f"drop {drop['value']:+.3f}{ci} ≥ {LARGE_DROP} (min on {entry['min']['context_id']}): flagged, "
-                  "not celebrated (spec §5)")
-    else:
-        why = []
-        if not high:
-            why.append(f"eval level {level:.3f} < {HIGH_LEVEL}")
-        if not large:
-            why.append(f"drop {drop['value']:+.3f}{ci} not ≥ {LARGE_DROP} with a CI above 0")
+        return {"applies": False, "flagged": False, "verdict": "not applicable",
+                "reason": "the figure is not on a 0–1 scale: the thresholds do not apply"}
+    ev, drop = entry["eval"], entry["drop"]
+    high = _above(ev.get("ci_low"), ev.get("ci_high"), HIGH_LEVEL - _EPS)
+    large = _above(drop.get("ci_low"), drop.get("ci_high"), LARGE_DROP - _EPS)
+    level_text = f"eval level {ev['score']:.3f} {_ci_text(ev)}"
+    drop_text = f"drop {drop['value']:+.3f} {_ci_text(drop)}"
+    if high and large:
+        verdict = "flagged"
+        reason = (f"ANTI-GOODHART FLAG: high in-distribution level ({level_text}, lower bound ≥ {HIGH_LEVEL}) with "
+                  f"a large transfer drop ({drop_text}, lower bound ≥ {LARGE_DROP}; min on "
+                  f"{entry['min']['context_id']}): flagged, not celebrated (spec §5)")
+    elif high is False or large is False:
+        verdict = "not flagged"
+        why = ([f"{level_text} lies below {HIGH_LEVEL}"] if high is False else []) + (
+            [f"{drop_text} lies below {LARGE_DROP}"] if large is False else [])
         reason = "not flagged: " + "; ".join(why)
-    return {"applies": True, "flagged": flagged, "reason": reason}
+    else:
+        verdict = "not established"
+        why = ([f"{level_text} reaches {HIGH_LEVEL}"] if high is None else []) + (
+            [f"{drop_text} reaches {LARGE_DROP}"] if large is None else [])
+        reason = "not established: " + "; ".join(why)
+    return {"applies": True, "flagged": verdict == "flagged", "verdict": verdict, "reason": reason}

@@ -179,6 +179,23 @@ def test_min_and_drop_match_a_hand_computation():
     assert transfer_estimate(get_track("1"), m, _cols(EVAL), _cols(XFER, True), n_resamples=B, seed=7) == est
 
 
+def test_a_context_with_one_session_is_named_and_kept_out_of_the_minimum():
+    m = metric_by_key("1")
+    xfer = [*XFER, ("C", "c1", 0.0), ("C", "c1", 0.05)]  # C: the lowest figure, from one session, no interval
+    est = transfer_estimate(get_track("1"), m, _cols(EVAL), _cols(xfer, True), n_resamples=B, seed=7)
+    assert est["small_contexts"] == ["C"] and "kept out of the minimum: C" in est["small_note"]
+    c = next(c for c in est["contexts"] if c["context_id"] == "C")
+    assert c["score"] == pytest.approx(0.025) and c["ci_low"] is None
+    # the minimum is A's (the lowest context with an interval), with the same interval as without C
+    without = transfer_estimate(get_track("1"), m, _cols(EVAL), _cols(XFER, True), n_resamples=B, seed=7)
+    assert est["min"]["context_id"] == "A" and est["min"]["score"] == pytest.approx(0.3)
+    assert est["min"]["ci_low"] is not None and est["drop"]["ci_low"] is not None
+    assert without["min"]["context_id"] == "A"
+    alone = transfer_estimate(get_track("1"), m, _cols(EVAL), _cols([("C", "c1", 0.0)], True), n_resamples=B, seed=7)
+    assert alone["min"]["context_id"] == "C" and alone["min"]["ci_low"] is None and "every context" in \
+        alone["small_note"]
+
+
 def test_balanced_accuracy_transfer_agrees_with_the_tracks_own_aggregate():
     rng = np.random.default_rng(0)
     n = 60
@@ -240,33 +257,47 @@ def test_track2_transfer_keeps_the_dev_trials_out_of_the_contexts_and_chooses_th
     assert est["eval"]["n_sessions"] == 8  # dev sessions choose the strength; they are not resampled
 
 
-def test_collapse_and_anti_goodhart_rules_at_their_boundaries():
+def test_collapse_and_anti_goodhart_rules_are_decided_by_intervals():
     g = metric_by_key("1")
 
-    def fig(ev, ctx, drop_ci=(0.05, 0.3)):
+    def fig(ev, ctx, drop_ci=(0.15, 0.3), ev_ci=(0.75, 0.85), title="G"):
         contexts = [{"context_id": c, "score": s, "ci_low": lo, "ci_high": hi} for c, s, lo, hi in ctx]
         low = min(contexts, key=lambda c: c["score"])
-        return {"eval": {"score": ev}, "contexts": contexts, "n_contexts": len(contexts),
-                "min": {"score": low["score"], "context_id": low["context_id"]},
+        return {"title": title, "eval": {"score": ev, "ci_low": ev_ci[0], "ci_high": ev_ci[1]}, "contexts": contexts,
+                "n_contexts": len(contexts), "min": {"score": low["score"], "context_id": low["context_id"]},
                 "drop": {"value": ev - low["score"], "ci_low": drop_ci[0], "ci_high": drop_ci[1]}}
 
-    ref = fig(0.3, [("A", 0.3, 0.2, 0.4), ("B", 0.25, 0.2, 0.3)])
-    # above instruct-base in distribution; on A its CI contains instruct-base's 0.3; on B it is clear of 0.25
-    assert collapse_check(fig(0.8, [("A", 0.5, 0.29, 0.6), ("B", 0.6, 0.5, 0.7)]), ref, baseline="m") == {
-        "checked": True, "collapsed": True, "contexts": ["A"]}
-    assert not collapse_check(fig(0.8, [("A", 0.5, 0.31, 0.6), ("B", 0.6, 0.5, 0.7)]), ref,
-                              baseline="m")["collapsed"]
-    assert collapse_check(fig(0.8, [("A", 0.3, None, None), ("B", 0.6, None, None)]), ref,
-                          baseline="m")["contexts"] == ["A"]  # point at the reference: collapsed
-    assert not collapse_check(fig(0.3, [("A", 0.1, 0.0, 0.2)]), ref, baseline="m")["collapsed"]  # never above it
+    ref = fig(0.3, [("A", 0.3, 0.2, 0.4), ("B", 0.25, 0.2, 0.3)], ev_ci=(0.25, 0.35))
+    # established above instruct-base in distribution; on A the whole interval is at or below its 0.3: collapsed
+    c = collapse_check(fig(0.8, [("A", 0.25, 0.2, 0.3), ("B", 0.6, 0.5, 0.7)]), ref, baseline="m")
+    assert (c["collapsed"], c["verdict"], c["contexts"]) == (True, "collapsed", ["A"])
+    # on A the interval reaches 0.3 (the point value below it): not established, never a collapse by the point
+    c = collapse_check(fig(0.8, [("A", 0.29, 0.2, 0.6), ("B", 0.6, 0.5, 0.7)]), ref, baseline="m")
+    assert (c["collapsed"], c["verdict"], c["contexts"]) == (None, "not established", ["A"])
+    c = collapse_check(fig(0.8, [("A", 0.5, 0.31, 0.6), ("B", 0.6, 0.5, 0.7)]), ref, baseline="m")
+    assert (c["collapsed"], c["verdict"]) == (False, "not collapsed")
+    c = collapse_check(fig(0.8, [("A", 0.3, None, None), ("B", 0.6, 0.5, 0.7)]), ref, baseline="m")
+    assert c["verdict"] == "not established"  # a context with no interval decides nothing
+    never = collapse_check(fig(0.3, [("A", 0.1, 0.0, 0.2)], ev_ci=(0.2, 0.3)), ref, baseline="m")
+    assert never["verdict"] == "not collapsed"  # at or below instruct-base in distribution already
+    unsure = collapse_check(fig(0.4, [("A", 0.1, 0.0, 0.2)], ev_ci=(0.29, 0.5)), ref, baseline="m")
+    assert unsure["verdict"] == "not established" and "above instruct-base in distribution" in unsure["note"]
+    other = collapse_check(fig(0.8, [("A", 0.1, 0.0, 0.2)], title="proxy-tier grounding"), ref, baseline="m")
+    assert other["checked"] is False and "never compared" in other["note"]  # a figure of another tier
     assert collapse_check(ref, ref, baseline="instruct-base")["checked"] is False
     assert collapse_check(ref, None, baseline="m")["checked"] is False
-    # anti-Goodhart: level >= HIGH_LEVEL and drop >= LARGE_DROP with the drop's CI above 0
-    assert anti_goodhart(fig(HIGH_LEVEL, [("A", HIGH_LEVEL - LARGE_DROP, 0, 1)]), g)["flagged"]
-    assert not anti_goodhart(fig(HIGH_LEVEL - 0.01, [("A", 0.0, 0, 1)]), g)["flagged"]
-    assert not anti_goodhart(fig(0.95, [("A", 0.95 - LARGE_DROP + 0.001, 0, 1)]), g)["flagged"]
-    assert not anti_goodhart(fig(0.95, [("A", 0.5, 0, 1)], drop_ci=(-0.01, 0.9)), g)["flagged"]
-    assert anti_goodhart(fig(0.95, [("A", 0.5, 0, 1)], drop_ci=(None, None)), g)["flagged"]  # no CI: the point
+    # anti-Goodhart: the eval interval's lower bound ≥ HIGH_LEVEL and the drop's ≥ LARGE_DROP
+    hi = (HIGH_LEVEL, HIGH_LEVEL + 0.1)
+    assert anti_goodhart(fig(0.75, [("A", 0.5, 0, 1)], ev_ci=hi, drop_ci=(LARGE_DROP, 0.4)), g)["verdict"] == "flagged"
+    assert anti_goodhart(fig(0.75, [("A", 0.5, 0, 1)], ev_ci=(0.6, 0.69), drop_ci=(0.2, 0.4)), g)["verdict"] == \
+        "not flagged"
+    assert anti_goodhart(fig(0.95, [("A", 0.9, 0, 1)], ev_ci=(0.9, 1.0), drop_ci=(0.0, 0.09)), g)["verdict"] == \
+        "not flagged"
+    # the point values say "flag" (0.95 and a drop of 0.45) but the drop's interval reaches below 0.1
+    ag = anti_goodhart(fig(0.95, [("A", 0.5, 0, 1)], ev_ci=(0.9, 1.0), drop_ci=(-0.01, 0.9)), g)
+    assert ag["verdict"] == "not established" and not ag["flagged"]
+    ag = anti_goodhart(fig(0.95, [("A", 0.5, 0, 1)], ev_ci=(0.9, 1.0), drop_ci=(None, None)), g)
+    assert ag["verdict"] == "not established"  # no interval: the point value never decides
 
 
 # -- calibration ---------------------------------------------------------------------------------------
@@ -323,7 +354,9 @@ def test_every_format_shows_the_flag_the_rules_and_six_entries(report):
     for text in (md, page):
         assert "Profile vector (G, ground, attr, viab, nav, trans)" in text
         assert "Track 6 — transfer and the anti-Goodhart line" in text
-        assert f"eval level ≥ {HIGH_LEVEL} and transfer drop ≥ {LARGE_DROP}" in text
+        assert f"the eval interval's lower bound ≥ {HIGH_LEVEL} and the drop's interval's lower bound ≥ {LARGE_DROP}" \
+            in text.replace("&#x27;", "'")
+        assert "by the paired difference from instruct-base on the same items" in text
         assert "What is resampled" in text and "Collapse rule" in text and "--trained-by" in text
     assert "⚠ **FLAGGED, not celebrated**: ANTI-GOODHART FLAG" in md
     flagged = [ln for ln in md.splitlines() if "FLAGGED, not celebrated" in ln]

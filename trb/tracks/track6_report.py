@@ -14,7 +14,7 @@ from trb.report.columns import _columns
 from trb.report.common import CONFIDENCE, _ci, _f, _metrics, _timings
 from trb.report.sections import section_of
 from trb.results import ResultsStore
-from trb.tracks.base import Metric, registered_tracks
+from trb.tracks.base import Metric, metric_by_key, registered_tracks
 from trb.transfer import REFERENCE_BASELINE, anti_goodhart, collapse_check, transfer_estimate
 from trb.transfer import RULES as TRANSFER_RULES
 
@@ -29,8 +29,52 @@ def _metric_columns(store: ResultsStore, run: dict, m: Metric) -> dict[str, np.n
     return _columns(table, names)
 
 
+def _paired_gaps(store: ResultsStore, m: Metric, runs: tuple[dict, dict], ref_runs: tuple[dict, dict] | None, *,
+                 n_resamples: int, seed: int) -> dict | None:
+    """The figure minus the reference baseline's on the items both scored, with a paired session-bootstrap
+    interval: on eval, and on each transfer context (``{"eval": {...}, "contexts": {id: {...}}}``). None for a figure
+    without a paired difference (Track 1's G and Track 3's balanced accuracy have one)."""
+    from trb.report.comparisons import _paired_items
+    from trb.stats import paired_balanced_accuracy_delta_by_session, paired_delta_by_session
+
+    if ref_runs is None or m.key not in ("1", "3"):
+        return None
+    cols = ["score"] if m.key == "1" else ["label", "predicted"]
+    opts = {"n_resamples": n_resamples, "confidence": CONFIDENCE, "seed": seed}
+    out: dict = {"contexts": {}}
+    for split, run, ref_run in (("eval", runs[0], ref_runs[0]), ("transfer", runs[1], ref_runs[1])):
+        j = _paired_items(store, run, ref_run, m.track, m.metric, [*cols, "context_id"])
+        ctx = np.asarray(j.column("context_id").to_pylist(), dtype=object)
+        groups = [(None, np.ones(j.num_rows, dtype=bool))] if split == "eval" else \
+            [(c, ctx == c) for c in sorted({str(c) for c in ctx if c is not None})]
+        for c, sel in groups:
+            sessions = np.asarray(j.column("session_id").to_pylist(), dtype=object)[sel]
+            try:
+                if m.key == "1":
+                    a = j.column("score").to_numpy(zero_copy_only=False).astype(float)[sel]
+                    b = j.column("score_b").to_numpy(zero_copy_only=False).astype(float)[sel]
+                    e = paired_delta_by_session(a, b, sessions, **opts)
+                else:
+                    label, pa, pb = (np.asarray(j.column(n).to_pylist(), dtype=object)[sel]
+                                     for n in ("label", "predicted", "predicted_b"))
+                    e = paired_balanced_accuracy_delta_by_session(label, pa, pb, sessions, **opts)
+            except ValueError:
+                continue
+            gap = {"value": e.value, "ci_low": _nan_none(e.ci_low), "ci_high": _nan_none(e.ci_high),
+                   "n_items": e.n_items, "n_sessions": e.n_sessions}
+            if c is None:
+                out["eval"] = gap
+            else:
+                out["contexts"][c] = gap
+    return out if "eval" in out else None
+
+
+def _nan_none(x):
+    return None if x is None or x != x else float(x)
+
+
 def _transfer_figures(store: ResultsStore, name: str, ev: dict, tr: dict, ref: dict[str, dict | None], *,
-                      n_resamples: int, seed: int) -> dict:
+                      n_resamples: int, seed: int, refs: dict | None = None) -> dict:
     """Track 6 for one baseline: every headline figure of a release track, on eval and on each transfer context."""
     from trb.run import not_applicable_text
 
@@ -60,7 +104,10 @@ def _transfer_figures(store: ResultsStore, name: str, ev: dict, tr: dict, ref: d
             figures[m.key] = {"title": m.title, "status": "undefined", "note": f"undefined: {err}"}
             continue
         est["status"] = "ok"
-        est["collapse"] = collapse_check(est, ref.get(m.key), baseline=name)
+        gaps = _paired_gaps(store, m, (ev, tr), refs.get(m.key), n_resamples=n_resamples, seed=seed) \
+            if refs and name != REFERENCE_BASELINE and ref.get(m.key) is not None \
+            and ref[m.key].get("title") == est["title"] else None
+        est["collapse"] = collapse_check(est, ref.get(m.key), baseline=name, gaps=gaps)
         est["anti_goodhart"] = anti_goodhart(est, m)
         flags = []
         if est["anti_goodhart"]["flagged"]:
@@ -74,15 +121,19 @@ def _transfer_figures(store: ResultsStore, name: str, ev: dict, tr: dict, ref: d
 
 
 def _trans_entry(store: ResultsStore, name: str, ev: dict | None, tr: dict | None, ref: dict[str, dict | None], *,
-                 n_resamples: int, seed: int) -> dict:
+                 n_resamples: int, seed: int, ref_runs: tuple[dict, dict] | None = None) -> dict:
     if tr is None:
         return {"status": "not run", "note": "not run: no transfer-split run", "figures": {}, "flags": []}
     if ev is None:
         return {"status": "not run", "note": "not run: no eval-split run to measure the drop from", "figures": {},
                 "flags": []}
-    figures = _transfer_figures(store, name, ev, tr, ref, n_resamples=n_resamples, seed=seed)
+    refs = {k: ref_runs for k in ref} if ref_runs is not None else None
+    figures = _transfer_figures(store, name, ev, tr, ref, n_resamples=n_resamples, seed=seed, refs=refs)
     ok = {k: f for k, f in figures.items() if f.get("status") == "ok"}
+    tracks = {k: metric_by_key(k).track for k in figures}
     out = {"status": "ok" if ok else "not run", "figures": figures,
+           "covers": sorted({tracks[k] for k in ok}, key=lambda t: (len(t), t)),
+           "not_covered": {tracks[k]: f.get("note") or f.get("status") for k, f in figures.items() if k not in ok},
            "flags": [fl for f in figures.values() for fl in f.get("flags") or ()],
            "anti_goodhart": any(f["anti_goodhart"]["flagged"] for f in ok.values()),
            "collapsed": any(bool(f["collapse"].get("collapsed")) for f in ok.values()),
@@ -110,8 +161,11 @@ def _track6_rows(report: dict) -> list[tuple[dict, dict, dict]]:
 
 
 def _context_text(f: dict) -> str:
-    return "; ".join(f"{c['context_id']}: {_f(c['score'])} {_ci(c)} ({c['n_sessions']} sessions)"
+    small = set(f.get("small_contexts") or ())
+    text = "; ".join(f"{c['context_id']}: {_f(c['score'])} {_ci(c)} ({c['n_sessions']} sessions"
+                     + (", no interval: not in the minimum)" if c["context_id"] in small else ")")
                      for c in f["contexts"])
+    return text
 
 
 def _collapse_text(f: dict) -> str:
@@ -120,6 +174,8 @@ def _collapse_text(f: dict) -> str:
         return f"not checked ({c['note']})"
     if c["collapsed"]:
         return f"COLLAPSED on {', '.join(c['contexts'])}"
+    if c["collapsed"] is None:
+        return "not established" + (f" ({c['note']})" if c.get("note") else "")
     return "no" + (f" ({c['note']})" if c.get("note") else "")
 
 
@@ -187,6 +243,8 @@ def _vector_text(entry: dict) -> str:
         parts.append(f"{f['title']}: min {_f(f['min']['score'])} {_ci(f['min'])} on {f['min']['context_id']}, "
                      f"drop {_f(f['drop']['value'], True)} {_ci(f['drop'], True)} ({f['n_contexts']} contexts)")
     text = "; ".join(parts)
+    if entry.get("covers") is not None:
+        text = f"covers Track(s) {', '.join(entry['covers']) or 'none'}: {text}"
     if entry.get("anti_goodhart"):
         text += " · ⚠ ANTI-GOODHART FLAG"
     if entry.get("collapsed"):
@@ -209,8 +267,10 @@ class Track6Report:
         if ref_ev is not None and ref_tr is not None:
             figs = _transfer_figures(ctx.store, REFERENCE_BASELINE, ref_ev, ref_tr, {}, n_resamples=0, seed=ctx.seed)
             ref = {k: f for k, f in figs.items() if f.get("status") == "ok"}
+        ref_runs = (ref_ev, ref_tr) if ref_ev is not None and ref_tr is not None else None
         return {name: _trans_entry(ctx.store, name, ctx.latest.get((name, "eval")), ctx.latest.get((name, "transfer")),
-                                   ref, n_resamples=ctx.n_resamples, seed=ctx.seed) for name in names}
+                                   ref, n_resamples=ctx.n_resamples, seed=ctx.seed, ref_runs=ref_runs)
+                for name in names}
 
     def vector_text(self, entry: dict) -> str:
         return _vector_text(entry)
