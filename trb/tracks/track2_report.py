@@ -121,27 +121,30 @@ def ground_gap_by_session(a: dict[str, np.ndarray], b: dict[str, np.ndarray], *,
 
 
 def _ground_statement(gap: Estimate, full: dict, abl: dict) -> tuple[bool | None, str]:
-    """Whether the Track 2 direction holds (True, False, or None: not established), said plainly."""
+    """Whether the Track 2 direction holds (True, False, or None: not established), said plainly; each part decided
+    by its interval against its threshold, never by the point value (:mod:`trb.verdicts`)."""
     chance = _metric("ground").chance
     parts, verdicts = [], []
-    if full["score"] <= chance:
-        parts.append(f"{FULL} AUC NOT above {chance} ({_f(full['score'])})")
-        verdicts.append(False)
-    elif full.get("ci_low") is not None and full["ci_low"] > chance:
+    lo, hi = full.get("ci_low"), full.get("ci_high")
+    if lo is not None and lo > chance:
         parts.append(f"{FULL} AUC above {chance} (its CI lies above {chance})")
         verdicts.append(True)
+    elif hi is not None and hi <= chance:
+        parts.append(f"{FULL} AUC NOT above {chance} (its CI lies at or below {chance}: {_f(full['score'])})")
+        verdicts.append(False)
     else:
-        parts.append(f"{FULL} AUC above {chance} in the point value only (its CI reaches {chance})")
+        parts.append(f"{FULL} AUC above {chance} not established ({_f(full['score'])}; its CI "
+                     + (f"reaches {chance})" if lo is not None else "is not available)"))
         verdicts.append(None)
     levels = f"{_f(full['score'])} vs {_f(abl['score'])}"
-    if gap.value <= 0:
-        parts.append(f"full model NOT above the ablation ({levels})")
-        verdicts.append(False)
-    elif gap.has_ci and gap.ci_low > 0:
+    if gap.has_ci and gap.ci_low > 0:
         parts.append(f"full model above the ablation ({levels}; the gap's CI lies above 0)")
         verdicts.append(True)
+    elif gap.has_ci and gap.ci_high <= 0:
+        parts.append(f"full model NOT above the ablation ({levels}; the gap's CI lies at or below 0)")
+        verdicts.append(False)
     else:
-        parts.append(f"full model above the ablation in the point value only ({levels}; the gap's CI "
+        parts.append(f"full model above the ablation not established ({levels}; the gap's CI "
                      + ("includes 0)" if gap.has_ci else "is not available)"))
         verdicts.append(None)
     met = False if False in verdicts else (None if None in verdicts else True)
@@ -243,11 +246,12 @@ def _ground_heads(rows: list[dict]) -> list[str]:
 
 def _chance_text(entry: dict) -> str:
     chance = _metric("ground").chance
-    if entry["score"] <= chance:
-        return f"NOT above {chance}"
     if entry.get("ci_low") is not None and entry["ci_low"] > chance:
         return f"CI above {chance}"
-    return f"above {chance} in the point value only (CI reaches {chance})"
+    if entry.get("ci_high") is not None and entry["ci_high"] <= chance:
+        return f"NOT above {chance} (CI at or below {chance})"
+    return f"above {chance} not established (" + ("CI reaches " if entry.get("ci_low") is not None else
+                                                  "no CI: ") + f"{chance})"
 
 
 def _strength_texts(entry: dict) -> tuple[str, str, list[tuple[str, float, bool]]]:
