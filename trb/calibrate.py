@@ -19,10 +19,11 @@ session bootstrap:
 CI above 0, the narrator's normalised governance effect (G − G_own) / (1 − G_own)
 is within ±0.05 of 0 with a CI containing 0 while the governed agent's lies above
 0, false_credit's balanced-accuracy CI contains 0.5 and the calibrated attributor's
-lies above 0.5, and the six rollout agents of :mod:`trb.calibrate_rollouts` are told apart by
+lies above 0.5, and the seven rollout agents of :mod:`trb.calibrate_rollouts` are told apart by
 Tracks 4 and 5: a self-model that helps (completion ratio CI above 1), one that harms (below 1),
-a dashboard light (lift ≈ 0), a steerable agent (lift CI above 0), a Markov steerer (CG-2
-holonomy 0) and a hysteretic one (CG-2 CI above 0); Track 2 (:mod:`trb.calibrate_grounding`) must put a
+a dashboard light (lift ≈ 0), a steerable agent (lift CI above 0), a Markov steerer and a
+hysteretic one that reads its history (CG-2 holonomy not flagged) and a path-dependent one (CG-2
+flagged); Track 2 (:mod:`trb.calibrate_grounding`) must put a
 grounded self-model's detection AUC CI above 0.5 and an ungrounded one's around 0.5; and Track 6
 (:mod:`trb.calibrate_transfer`) must flag a memoriser that collapses off-distribution and not an agent
 that captured the structure.

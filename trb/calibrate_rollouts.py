@@ -13,10 +13,27 @@ is handed; ``act_ablated`` is what it does with no r.
   moves nothing, lift ≈ 0.
 - **steerable**: acts toward r's goal; with no r toward the goal it sees. Steering to the target
   reaches it: lift > 0.
+
+CG-2 (``nav-cg2``) is the holonomy of the steering: at the end of a closed loop, how far the effect
+of moving r's goal from g1 to g2 (``p(· | g2) − p(· | g1)``) differs from that effect after the
+reference route (:mod:`trb.tracks.track5`). Reading its history is not path dependence; letting the
+history decide how it answers the goal change is:
+
 - **markov**: the steerable agent's rule, a function of the current cell and r's goal only:
-  CG-2 holonomy exactly 0.
-- **hysteretic**: half its weight on the goal of the previous step's r and some momentum on its
-  last action: the same state and goal after a loop give another distribution: CG-2 > 0.
+  holonomy exactly 0, not flagged.
+- **hysteretic**: reads its history: half its weight on the goal of the previous step's r and
+  some momentum on its last action, so the same state and goal after a loop give another
+  distribution (a TV between the probes after two routes would call it path dependent). But the
+  history adds the same to both probes, so the goal change moves its action the same way after
+  every route: holonomy 0 (up to float rounding), not flagged.
+- **path-dependent**: acts toward r's goal with a weight — its trust in that goal — that depends
+  on the way it came (0.3, + 0.3 when the previous step's r had that goal, + 0.3 when its last move
+  went toward it), the rest uniform. After the goal loop it trusts g2 more and g1 less than after
+  the reference route; after the other route, where its last move went elsewhere, another goal:
+  the goal change moves it differently by route: holonomy > 0, flagged.
+
+The check reads each CG-2 figure by the verdict the report gives it (:func:`holonomy_verdict`:
+:data:`trb.tracks.track5.HOLONOMY_RULE` on the session-bootstrap interval), not by its point value.
 """
 
 from __future__ import annotations
@@ -31,7 +48,7 @@ from trb.adapters.capabilities import BatchedAct, RAblation
 from trb.context import StepContext
 
 __all__ = ["ROLLOUT_AGENTS", "HelpsAgent", "HarmsAgent", "DashboardAgent", "SteerableAgent", "MarkovSteerer",
-           "HystereticAgent", "run_rollout_calibration"]
+           "HystereticAgent", "PathDependentAgent", "holonomy_verdict", "run_rollout_calibration"]
 
 _AT = re.compile(r"\bat ([A-Z][0-9]{1,2})\b")
 _GOAL = re.compile(r"goal is ([A-Z][0-9]{1,2})\b")
@@ -145,12 +162,34 @@ class HystereticAgent(_GridAgent):
         return mix
 
 
+class PathDependentAgent(_GridAgent):
+    def _act(self, context, r):
+        layout, pos, _, _ = _where(context)
+        space = context.action_space
+        goal = parse_cell(r.get("goal"))
+        w = self.trust(context, layout, goal)
+        to_r = _headed(layout, pos, goal, space)
+        return {a: w * to_r[a] + (1 - w) / len(space) for a in space}
+
+    @staticmethod
+    def trust(context, layout, goal) -> float:
+        """0.3, + 0.3 when the previous step's r had this goal, + 0.3 when its last move was toward it."""
+        if not context.history:
+            return 0.3
+        last = context.history[-1]
+        kept = parse_cell((last.r or {}).get("goal")) == goal
+        was = _AT.search(last.observation or "")
+        toward = was is not None and last.action in _toward(layout, parse_cell(was.group(1)), goal)
+        return 0.3 + 0.3 * kept + 0.3 * toward
+
+
 #: name -> (agent class, what the tracks must show)
 ROLLOUT_AGENTS = {
     "helps": HelpsAgent, "harms": HarmsAgent, "dashboard": DashboardAgent, "steerable": SteerableAgent,
-    "markov": MarkovSteerer, "hysteretic": HystereticAgent,
+    "markov": MarkovSteerer, "hysteretic": HystereticAgent, "path-dependent": PathDependentAgent,
 }
-_TRACK = {"helps": "4", "harms": "4", "dashboard": "5", "steerable": "5", "markov": "5", "hysteretic": "5"}
+_TRACK = {"helps": "4", "harms": "4", "dashboard": "5", "steerable": "5", "markov": "5", "hysteretic": "5",
+          "path-dependent": "5"}
 
 
 def _estimates(track, rows, keys, n_resamples, seed) -> dict:
@@ -172,16 +211,29 @@ def _estimates(track, rows, keys, n_resamples, seed) -> dict:
     return out
 
 
+_CG2_WHO = {"markov": "Markov steerer", "hysteretic": "history-reading (hysteretic) steerer"}
+
+
+def holonomy_verdict(est) -> str:
+    """The verdict of the CG-2 flag (:data:`trb.tracks.track5.HOLONOMY_RULE`) on a ``nav-cg2`` estimate (None:
+    undefined): flagged, not flagged, not established or undefined, as the report decides it."""
+    from trb.tracks.track5 import HOLONOMY_RULE
+    from trb.verdicts import decide
+
+    if est is None:
+        return "undefined"
+    return decide(HOLONOMY_RULE, est.value, est.ci_low, est.ci_high)["verdict"]
+
+
 def run_rollout_calibration(*, seed: int = 0, n_resamples: int = 2000, agents: dict | None = None,
                             tasks=None) -> tuple[list[dict], list[str]]:
-    """Roll the six scripted agents through Tracks 4 and 5 on ``tasks`` (default: the built-in task set).
+    """Roll the seven scripted agents through Tracks 4 and 5 on ``tasks`` (default: the built-in task set).
 
     Returns (rows: agent, track, the figures; reasons the check fails, empty when it passes).
     ``agents`` replaces some (name -> adapter), e.g. to show the check fails when "helps" harms.
     """
     from environments.tasksets import default_taskset
     from trb.tracks.track4 import TRACK as T4
-    from trb.tracks.track5 import HOLONOMY_TOLERANCE
     from trb.tracks.track5 import TRACK as T5
 
     tasks = tasks or default_taskset()
@@ -191,7 +243,7 @@ def run_rollout_calibration(*, seed: int = 0, n_resamples: int = 2000, agents: d
     for name, agent in cast.items():
         track = T4 if _TRACK[name] == "4" else T5
         items = list(track.items(tasks, "eval"))
-        if name in ("markov", "hysteretic"):
+        if name in ("markov", "hysteretic", "path-dependent"):
             items = [s for s in items if s.condition == "forced"]
         elif track is T5:
             items = [s for s in items if s.condition != "forced"]
@@ -214,10 +266,13 @@ def run_rollout_calibration(*, seed: int = 0, n_resamples: int = 2000, agents: d
     s = by["steerable"]["nav"]
     if not (s is not None and s.ci_low > 0):
         reasons.append(f"the steerable agent's lift {fmt(s)} does not lie above 0")
-    mk = by["markov"]["nav-cg2"]
-    if not (mk is not None and mk.value <= HOLONOMY_TOLERANCE):
-        reasons.append(f"the Markov steerer's CG-2 holonomy {fmt(mk)} is not 0")
-    hy = by["hysteretic"]["nav-cg2"]
-    if not (hy is not None and hy.value > HOLONOMY_TOLERANCE and hy.ci_low > 0):
-        reasons.append(f"the hysteretic agent's CG-2 holonomy {fmt(hy)} does not lie above 0")
+    for name in ("markov", "hysteretic"):  # steering that does not depend on the route: not flagged
+        e = by[name]["nav-cg2"]
+        if holonomy_verdict(e) != "not flagged":
+            reasons.append(f"the {_CG2_WHO[name]}'s CG-2 holonomy {fmt(e)} is {holonomy_verdict(e)}, not "
+                           "'not flagged' (its interval must lie at or below the tolerance)")
+    e = by["path-dependent"]["nav-cg2"]
+    if holonomy_verdict(e) != "flagged":
+        reasons.append(f"the path-dependent agent's CG-2 holonomy {fmt(e)} is {holonomy_verdict(e)}, not 'flagged' "
+                       "(its interval must lie above the tolerance)")
     return rows, reasons

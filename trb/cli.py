@@ -449,11 +449,14 @@ def calibrate(sessions, seed, as_json) -> None:
         d = rep.delta
         click.echo(f"G(governed) - G(narrator) = {d['value']:.3f} [{d['ci_low']:.3f}, {d['ci_high']:.3f}] "
                    f"({d['n_sessions']} sessions)")
+        from trb.calibrate_rollouts import holonomy_verdict
+
         click.echo(f"{'agent':<14} {'Track 4 completion ratio':<26} {'calibration retention':<26} "
-                   f"{'Track 5 lift':<26} CG-2 holonomy (TV)")
+                   f"{'Track 5 lift':<26} CG-2 holonomy of the steering (verdict)")
         for r in rep.rollout_rows:
+            cg2 = r.get("nav-cg2")
             click.echo(f"{r['agent']:<14} {cell(r.get('viab')):<26} {cell(r.get('viab-cal')):<26} "
-                       f"{cell(r.get('nav')):<26} {cell(r.get('nav-cg2'))}")
+                       f"{cell(r.get('nav')):<26} {cell(cg2)}{f' ({holonomy_verdict(cg2)})' if cg2 is not None else ''}")
         click.echo(f"{'agent':<14} {'Track 2 ground (AUC)':<26} ground-rand (AUC vs random direction)")
         for r in rep.grounding_rows:
             click.echo(f"{r['agent']:<14} {cell(r['figures'].get('ground')):<26} {cell(r['figures'].get('ground-rand'))}")

@@ -15,7 +15,7 @@ Conditions (what the action is drawn from; r_t is emitted at every step in all o
 ``steered``        act(c_t, r_override = r_t with goal := the target)  (Track 5)
 ``steered-plan``   as ``steered``, and planned_next := an action toward the target (the stated variant)
 ``forced``         the actions are given (a CG-2 route); r_t's goal is clamped per step; no act call.
-                   After the route, one probe: emit_r and act with goal := the probe goal.
+                   After the route, the probes: one emit_r, and one act per probe goal, with goal := it.
 =================  ===================================================================================
 
 **Contexts are built exactly like the tracks' contexts** (:class:`~trb.context.StepContext`: the
@@ -62,7 +62,11 @@ class EpisodeSpec:
     steer_to: tuple[str, ...] | None = None  # steered conditions: the region r's goal points at
     forced: tuple[str, ...] | None = None  # forced: the actions
     goals: tuple[str, ...] | None = None  # forced: r's goal at each step
-    probe_goal: str | None = None  # forced: the goal of the final probe
+    probe_goals: tuple[str, ...] = ()  # forced: the goals of the final probes (one act each), in order
+
+    def __post_init__(self) -> None:
+        if len(set(self.probe_goals)) != len(self.probe_goals):
+            raise ValueError(f"episode {self.episode_id}: the probe goals repeat: {self.probe_goals}")
 
 
 @dataclass
@@ -83,7 +87,13 @@ class EpisodeTrace:
     steps: list[StepRecord] = field(default_factory=list)
     reached: bool = False
     probe_r: dict | None = None  # forced: emitted r at the end state
-    probe_p: dict[str, float] | None = None  # forced: act at the end state with the probe goal
+    probe_ps: dict[str, dict[str, float]] = field(default_factory=dict)  # forced: probe goal -> act at the end state
+
+    @property
+    def probe_p(self) -> dict[str, float] | None:
+        """The first probe's distribution (forced; None before the probes)."""
+        goals = self.spec.probe_goals
+        return self.probe_ps.get(goals[0]) if goals else None
 
     @property
     def confidences(self) -> list[float]:
@@ -188,9 +198,10 @@ def _advance(adapter, active: list[_Live], greedy: bool, timer: AdapterTimer, pr
                 acted[i] = {**r, "goal": x.spec.goals[t]}
             else:
                 probes.append(i)
-                acted[i] = {**r, "goal": x.spec.probe_goal}
-                acting.append(i)
-                overrides.append(acted[i])
+                if x.spec.probe_goals:  # the first probe rides with this step's acting episodes
+                    acted[i] = {**r, "goal": x.spec.probe_goals[0]}
+                    acting.append(i)
+                    overrides.append(acted[i])
         elif cond == "ablated":
             ablated.append(i)
         else:
@@ -208,17 +219,32 @@ def _advance(adapter, active: list[_Live], greedy: bool, timer: AdapterTimer, pr
             ps = adapter.act_ablated_many([contexts[i] for i in ablated])
         for i, p in zip(ablated, ps):
             dists[i] = p
+    # the probes at the end of a forced route: the first went with the acting episodes; each later probe goal is
+    # one more batched act for every episode probing it
+    probed: dict[int, dict[str, dict]] = {i: {} for i in probes}
+    for j in range(max((len(active[i].spec.probe_goals) for i in probes), default=0)):
+        at = [i for i in probes if j < len(active[i].spec.probe_goals)]
+        goals = [active[i].spec.probe_goals[j] for i in at]
+        if j == 0:
+            ps = [dists[i] for i in at]
+        else:
+            with timer.timed(len(at)):
+                ps = adapter.act_many([contexts[i] for i in at], [{**emitted[i], "goal": g} for i, g in zip(at, goals)])
+        for i, g, p in zip(at, goals, ps):
+            probed[i][g] = p
     finished = 0
     for i, x in enumerate(active):
         c = contexts[i]
         who = f"{adapter.name} on episode {c.session_id} step {c.t}"
-        if dists[i] is not None:
-            dists[i] = check_distribution(dists[i], c.action_space, who)
-        if i in probes:
-            x.trace.probe_r, x.trace.probe_p = emitted[i], dists[i]
+        if i in probed:
+            x.trace.probe_r = emitted[i]
+            x.trace.probe_ps = {g: check_distribution(p, c.action_space, f"{who} (probe, goal {g})")
+                                for g, p in probed[i].items()}
             x.probed = True
             finished += 1
             continue
+        if dists[i] is not None:
+            dists[i] = check_distribution(dists[i], c.action_space, who)
         if x.spec.condition == "forced":
             action = x.spec.forced[len(x.history)]
         else:

@@ -115,6 +115,10 @@ def test_calibrate_cli_exit_codes(capsys):
     # Track 6: the memoriser is flagged and collapses, the structure agent is not
     assert re.search(r"^memoriser .*\+0\.800 \[\+0\.800, \+0\.800\]\s+anti-Goodhart, collapsed$", out, re.M)
     assert re.search(r"^structure .*\+0\.000 \[\+0\.000, \+0\.000\]\s+-$", out, re.M)
+    # CG-2 by its verdict: the history-reading steerers are not flagged, the path-dependent one is
+    assert re.search(r"^markov .* 0\.000 \[0\.000, 0\.000\] \(not flagged\)$", out, re.M)
+    assert re.search(r"^hysteretic .* 0\.000 \[0\.000, 0\.000\] \(not flagged\)$", out, re.M)
+    assert re.search(r"^path-dependent .* 0\.\d{3} \[0\.\d{3}, 0\.\d{3}\] \(flagged\)$", out, re.M)
     # Track 2: the grounded self-model's detection AUC is far above chance, the ungrounded one's is chance
     assert re.search(r"^grounded\s+1\.000 \[1\.000, 1\.000\]\s+1\.000 \[1\.000, 1\.000\]$", out, re.M)
     assert re.search(r"^ungrounded\s+0\.500 \[0\.500, 0\.500\]\s+0\.500 \[0\.500, 0\.500\]$", out, re.M)

@@ -22,14 +22,18 @@ from trb.calibrate_rollouts import (
     HarmsAgent,
     HelpsAgent,
     HystereticAgent,
+    PathDependentAgent,
     SteerableAgent,
+    holonomy_verdict,
     run_rollout_calibration,
 )
 from trb.detectability import cg1_completion
 from trb.rollout import EpisodeSpec, r_change, run_episodes, tv_distance
 from trb.stats import brier_quality_ratio_by_session, ratio_by_session
 from trb.tracks.track4 import TRACK as T4
+from trb.tracks.track5 import HOLONOMY_RULE, holonomy, steering_effect
 from trb.tracks.track5 import TRACK as T5
+from trb.verdicts import decide
 
 TS = default_taskset()
 GRID = TS.env()
@@ -242,13 +246,22 @@ def test_track4_rows_pair_full_and_ablated_by_task_and_seed():
     assert summary["reached"]["full"] > summary["reached"]["ablated"]
 
 
-def test_calibration_world_separates_the_six_rollout_agents():
+def test_calibration_world_separates_the_seven_rollout_agents():
     rows, reasons = run_rollout_calibration(n_resamples=500)
     assert reasons == []
     by = {r["agent"]: r for r in rows}
     assert by["helps"]["viab"].ci_low > 1 and by["harms"]["viab"].ci_high < 1
     assert by["steerable"]["nav"].ci_low > 0 and abs(by["dashboard"]["nav"].value) <= 0.05
-    assert by["markov"]["nav-cg2"].value == 0.0 and by["hysteretic"]["nav-cg2"].ci_low > 0
+
+    def verdict(name):
+        e = by[name]["nav-cg2"]
+        return decide(HOLONOMY_RULE, e.value, e.ci_low, e.ci_high)["verdict"]
+
+    # CG-2 by the report's verdict: reading the history is not path dependence; a route-dependent goal response is
+    assert by["markov"]["nav-cg2"].value == 0.0 and verdict("markov") == "not flagged"
+    assert by["hysteretic"]["nav-cg2"].ci_high <= 1e-12 and verdict("hysteretic") == "not flagged"
+    assert by["path-dependent"]["nav-cg2"].ci_low > 0.1 and verdict("path-dependent") == "flagged"
+    assert holonomy_verdict(by["path-dependent"]["nav-cg2"]) == "flagged" and holonomy_verdict(None) == "undefined"
 
 
 @pytest.mark.parametrize("swap, reason", [
@@ -256,25 +269,97 @@ def test_calibration_world_separates_the_six_rollout_agents():
     ({"harms": HelpsAgent()}, "harmful self-model"),
     ({"steerable": DashboardAgent()}, "steerable agent"),
     ({"dashboard": SteerableAgent()}, "dashboard light"),
-    ({"markov": HystereticAgent()}, "Markov steerer"),
-    ({"hysteretic": SteerableAgent()}, "hysteretic agent"),
+    ({"markov": PathDependentAgent()}, "Markov steerer"),
+    ({"hysteretic": PathDependentAgent()}, "history-reading (hysteretic) steerer"),
+    ({"path-dependent": HystereticAgent()}, "path-dependent agent"),
+    ({"path-dependent": SteerableAgent()}, "path-dependent agent"),
 ])
 def test_calibration_fails_when_an_agent_is_not_what_it_claims(swap, reason):
     _, reasons = run_rollout_calibration(n_resamples=300, agents=swap)
-    assert any(reason in r for r in reasons), reasons
+    assert len(reasons) == 1 and reason in reasons[0], reasons
+    assert ("is flagged, not 'not flagged'" in reasons[0]) == (reason in ("Markov steerer",
+                                                                           "history-reading (hysteretic) steerer"))
 
 
-def test_cg2_is_zero_for_a_markov_steerer_and_not_for_a_hysteretic_one():
-    def loops(agent):
-        rows, _ = _score(T5, agent, lambda s: s.condition == "forced")
-        return {(r["session_id"], r["condition"]): r for r in rows}
+def test_holonomy_hand_worked():
+    # route A: moving the goal g1 -> g2 shifts 0.4 of mass from "left" to "right"
+    a_g1, a_g2 = {"left": 0.6, "right": 0.2, "wait": 0.2}, {"left": 0.2, "right": 0.6, "wait": 0.2}
+    e_a = steering_effect(a_g1, a_g2)
+    assert e_a == pytest.approx({"left": -0.4, "right": 0.4, "wait": 0.0})
+    # route B reaches the same state with other probabilities (it reads its history) but the same shift: holonomy 0
+    b_g1, b_g2 = {"left": 0.5, "right": 0.1, "wait": 0.4}, {"left": 0.1, "right": 0.5, "wait": 0.4}
+    assert holonomy(e_a, steering_effect(b_g1, b_g2)) == pytest.approx(0.0)
+    assert tv_distance(a_g1, b_g1) == pytest.approx(0.2)  # (the old CG-2, a TV of the probes, was not 0)
+    # route C: the same goal change shifts only 0.1, and from "wait": effect (0, +0.1, -0.1)
+    c_g1, c_g2 = {"left": 0.3, "right": 0.3, "wait": 0.4}, {"left": 0.3, "right": 0.4, "wait": 0.3}
+    e_c = steering_effect(c_g1, c_g2)
+    # e_c - e_a = (+0.4, -0.3, -0.1): half its L1 norm is 0.4
+    assert holonomy(e_a, e_c) == pytest.approx(0.5 * (0.4 + 0.3 + 0.1)) == holonomy(e_c, e_a)
+    # opposite steering after the two routes: the largest holonomy, 2
+    assert holonomy(steering_effect({"x": 1.0, "y": 0.0}, {"x": 0.0, "y": 1.0}),
+                    steering_effect({"x": 0.0, "y": 1.0}, {"x": 1.0, "y": 0.0})) == 2.0
 
-    markov, hyst = loops(SteerableAgent()), loops(HystereticAgent())
+
+def _loops(agent):
+    rows, _ = _score(T5, agent, lambda s: s.condition == "forced")
+    return {(r["session_id"], r["condition"]): r for r in rows}
+
+
+def test_forced_episodes_are_probed_once_per_goal_in_one_batched_call_each():
+    import orjson
+
+    calls = []
+
+    class Spy(Counting):
+        def act_batch(self, contexts, r_overrides=None):
+            calls.append([(c.session_id, c.t, r["goal"]) for c, r in zip(contexts, r_overrides)])
+            return super().act_batch(contexts, r_overrides)
+
+    agent = Spy()
+    specs = [s for s in T5.items(TS, "eval") if s.condition == "forced"]
+    traces = run_episodes(bind(agent), GRID, specs, language="en", split="eval", context_id=_cx)
+    lengths = sorted({len(s.forced) for s in specs})
+    # no act on a forced step; at each route length one batched act per probe goal, for every episode ending there
+    assert agent.act_calls == len(calls) == 2 * len(lengths)
+    by_id = {s.episode_id: s for s in specs}
+    for k, n in enumerate(lengths):
+        for j in (0, 1):
+            call = calls[2 * k + j]
+            assert {sid for sid, _, _ in call} == {s.episode_id for s in specs if len(s.forced) == n}
+            assert all(t == n and goal == by_id[sid].probe_goals[j] for sid, t, goal in call)
+    for tr in traces:
+        g1, g2 = tr.spec.probe_goals
+        assert (g1, g2) == (tr.spec.task.goal, tr.spec.task.alt_goal) and list(tr.probe_ps) == [g1, g2]
+        assert tr.probe_p == tr.probe_ps[g1] and len(tr.steps) == len(tr.spec.forced)
+        assert tr.probe_r["goal"] == g1  # the emitted r states the goal the observation shows
+    detail = orjson.loads(next(iter(_loops(PathDependentAgent()).values()))["detail"])
+    assert set(detail) == {"probe_goals", "reference", "loop"}
+    assert set(detail["loop"]) == {"actions", "goals", "p", "effect", "r"}
+    assert set(detail["loop"]["p"]) == set(detail["probe_goals"])
+    with pytest.raises(ValueError, match="probe goals repeat"):
+        EpisodeSpec("x", "x", specs[0].task, specs[0].seed, "forced", forced=("up",), goals=("A1",),
+                    probe_goals=("A1", "A1"))
+
+
+def test_cg2_is_zero_for_steerers_whose_goal_response_ignores_the_route():
+    markov, hyst = _loops(SteerableAgent()), _loops(HystereticAgent())
     assert len(markov) == 9 * 2 and all(r["score"] == 0.0 and r["r_change"] == 0.0 for r in markov.values())
-    goal = [r["score"] for k, r in hyst.items() if k[1] == "goal"]
-    route = [r["score"] for k, r in hyst.items() if k[1] == "route"]
-    assert sum(v > 0 for v in goal) >= 3 and np.mean(goal) > 0.05  # the g1 -> g2 -> g1 loop leaves a trace
-    assert all(v > 0 for v in route)  # so does the other route (momentum on the last action)
+    # the hysteretic agent reads its history: its probes after a loop differ from the reference's ...
+    import orjson
+
+    moved = {k: tv_distance(d["reference"]["p"][d["probe_goals"][0]], d["loop"]["p"][d["probe_goals"][0]])
+             for k, d in ((k, orjson.loads(r["detail"])) for k, r in hyst.items())}
+    assert all(v > 0.05 for k, v in moved.items() if k[1] == "route")  # momentum on another last move
+    assert sum(v > 0.05 for k, v in moved.items() if k[1] == "goal") >= 3  # the previous step's goal was g2
+    # ... but the goal change moves it the same way after every route
+    assert all(r["score"] <= 1e-12 for r in hyst.values())
+
+
+def test_cg2_is_above_zero_for_a_path_dependent_steerer_and_reproducible():
+    path = _loops(PathDependentAgent())
+    assert all(r["score"] > 0.2 for k, r in path.items() if k[1] == "goal")  # every goal loop
+    assert sum(r["score"] > 0.1 for k, r in path.items() if k[1] == "route") >= 4  # where the last move differs
+    assert _loops(PathDependentAgent()) == path  # bit for bit
 
 
 def test_a_sampled_episode_draws_from_the_distribution_it_reports():

@@ -11,21 +11,27 @@ randomness, every episode ending when the target is reached or the budget is spe
 ``nav`` = reach rate (steered) − reach rate (ablated), paired by task and seed, session-bootstrap
 CI; ``nav-plan`` the same for the variant. Pass bar (a direction): lift > 0 with the CI excluding 0.
 
-**CG-2, path dependence** (``nav-cg2``, ``nav-cg2-r``). Operationalised on the loop tasks (drift 0,
-so routes are deterministic): three forced episodes from the same start reach the same cell at the
-same step (the same state) with the same goal g1 clamped at the end:
+**CG-2, the holonomy of the steering** (``nav-cg2``, ``nav-cg2-r``). The spec asks whether the
+effect of moving r's goal from g1 to g2 depends on the route by which the state was reached.
+Operationalised on the loop tasks (drift 0, so routes are deterministic): three forced episodes
+from the same start reach the same cell at the same step (the same state):
 
 * reference **A**: route a, r's goal clamped to g1 at every step;
 * **route loop**: route b (the same moves in another order), goal g1 throughout;
-* **goal loop**: route a, r's goal clamped g1 → g2 → … → g1 (the alternative goal on every step
-  after the first, g1 again at the end).
+* **goal loop**: route a, r's goal clamped g1 → g2 → … → g2 (the alternative goal on every step
+  after the first).
 
-At the end state the model is probed: ``emit_r(c)`` and ``act(c, r_override = emit_r(c) with goal
-g1)``. The holonomy of a loop is TV(act at the end of A, act at the end of the loop) (``nav-cg2``:
-mean over loops of both kinds, CI over loop tasks) and the change of the emitted r (``nav-cg2-r``:
-:func:`trb.rollout.r_change`). A steering that depends only on the current state and goal gives 0
-exactly; a mean above :data:`HOLONOMY_TOLERANCE` (0.01 TV) is flagged red on Track 5's
-out-of-distribution behaviour.
+At the end state each is probed: ``emit_r(c)``, and ``act(c, r_override = emit_r(c) with goal
+g)`` for g = g1 and g = g2 (one batched act per probe goal). The **steering effect** after a route
+is the vector over actions ``e(a) = p(a | goal g2) − p(a | goal g1)``; the **holonomy** of a loop
+is the size of the difference of the two routes' effects, ``½ Σ_a |e_loop(a) − e_A(a)|``
+(:func:`holonomy`; in [0, 2], and at most TV(p_A(·|g1), p_A(·|g2)) + TV(p_loop(·|g1), p_loop(·|g2))).
+``nav-cg2`` is the mean over loops of both kinds, CI over loop tasks (session bootstrap). A model
+whose action depends on its history, but whose response to the goal change does not (the history
+adds the same to both probes), gives 0; a model whose goal response depends on the route gives
+> 0. The flag (:data:`HOLONOMY_RULE`) is decided by the interval against :data:`HOLONOMY_TOLERANCE`.
+``nav-cg2-r`` is the change of the emitted r at the end state (:func:`trb.rollout.r_change`) — a
+history dependence of the self-report, not a holonomy; it carries no flag.
 """
 
 from __future__ import annotations
@@ -39,19 +45,20 @@ import pyarrow as pa
 from environments.tasksets import TaskSet
 from trb.adapters.capabilities import RAblation
 from trb.paired_tests import discordant, mcnemar_one_sided
-from trb.rollout import EpisodeSpec, r_change, tv_distance
+from trb.rollout import EpisodeSpec, r_change
 from trb.stats import mean_by_session, paired_delta_by_session
 from trb.tracks.base import Column, Metric
 from trb.tracks.rollouts import EPISODE_COLUMNS, episode_row, paired, roll
 from trb.verdicts import FlagRule
 
-__all__ = ["TRACK", "Track5", "track5_items", "LOOP_KINDS", "HOLONOMY_TOLERANCE"]
+__all__ = ["TRACK", "Track5", "track5_items", "LOOP_KINDS", "HOLONOMY_TOLERANCE", "steering_effect", "holonomy"]
 
 REACH = ("steered", "steered-plan", "ablated")
 LOOP_KINDS = ("route", "goal")
-#: A mean holonomy above this TV is flagged as non-zero. A Markov steerer gives exactly 0; a text model's probe goes
-#: through its own emitted r and batched float arithmetic, which can move its distribution by far less than this
-#: without the steering depending on the route; 0.01 TV is the smallest change the flag calls material.
+#: A mean holonomy above this is flagged as non-zero. A steerer whose goal response does not depend on the route gives
+#: 0 (up to float rounding); a text model's probes go through its own emitted r and batched float arithmetic, which
+#: can move its distributions by far less than this without the steering depending on the route; 0.01 (on the TV
+#: scale: ½ Σ |difference|) is the smallest difference of steering effects the flag calls material.
 HOLONOMY_TOLERANCE = 0.01
 #: Steering that does not move the agent toward the target, decided by the exact paired (McNemar) test of the
 #: steered and ablated episodes: flagged when it establishes the lift below 0; not flagged when it establishes it
@@ -83,7 +90,20 @@ def track5_items(tasks: TaskSet, split: str) -> Iterator[EpisodeSpec]:
         plans = {"ref": (route_a, (g1,) * n), "route": (route_b, (g1,) * n), "goal": (route_a, (g1,) + (g2,) * (n - 1))}
         for kind, (route, goals) in plans.items():
             yield EpisodeSpec(f"{task.id}/{kind}", task.id, task, seed, "forced", forced=route, goals=goals,
-                              probe_goal=g1)
+                              probe_goals=(g1, g2))
+
+
+def steering_effect(p_g1: dict[str, float], p_g2: dict[str, float]) -> dict[str, float]:
+    """The effect of moving r's goal from g1 to g2 at one state: ``p(a | g2) − p(a | g1)`` for every action."""
+    return {a: p_g2.get(a, 0.0) - p_g1.get(a, 0.0) for a in sorted(set(p_g1) | set(p_g2))}
+
+
+def holonomy(effect_a: dict[str, float], effect_b: dict[str, float]) -> float:
+    """CG-2's holonomy of a loop: ``½ Σ_a |effect_b(a) − effect_a(a)|``, the size (on the TV scale) of the
+    difference of two routes' steering effects at the same state (:func:`steering_effect`). 0 when the goal change
+    moves the action distribution the same way after both routes; at most 2."""
+    keys = sorted(set(effect_a) | set(effect_b))
+    return 0.5 * sum(abs(effect_b.get(a, 0.0) - effect_a.get(a, 0.0)) for a in keys)
 
 
 class Track5:
@@ -106,12 +126,13 @@ class Track5:
                "share of episodes reaching the target with r's goal steered to it", headline=False, bounds=(0.0, 1.0)),
         Metric("nav-abl", "5", "reach", "Track 5 — reach rate, no-r_t ablation",
                "share of episodes reaching the target under the no-r_t ablation", headline=False, bounds=(0.0, 1.0)),
-        Metric("nav-cg2", "5", "holonomy", "Track 5 — CG-2 path dependence (TV)",
-               "TV between the action distributions at the same state and goal reached by a closed loop and by the "
-               "reference route (0: Markov steering; > 0 is a red flag)", headline=False, bounds=(0.0, 1.0),
-               chance=0.0, verdict=HOLONOMY_RULE),
+        Metric("nav-cg2", "5", "holonomy", "Track 5 — CG-2 holonomy of the steering",
+               "½ Σ_a |e_loop(a) − e_ref(a)|, where e(a) = p(a | r's goal g2) − p(a | r's goal g1) is the effect of "
+               "moving r's goal from g1 to g2 at the same state reached by a closed loop and by the reference route "
+               "(0: the goal's effect does not depend on the route; > 0 is a red flag)", headline=False,
+               bounds=(0.0, 2.0), chance=0.0, verdict=HOLONOMY_RULE),
         Metric("nav-cg2-r", "5", "holonomy", "Track 5 — CG-2 change of the emitted r",
-               "change of the emitted r at the same state and goal after a closed loop (trb.rollout.r_change)",
+               "change of the emitted r at the same state after a closed loop (trb.rollout.r_change)",
                headline=False, bounds=(0.0, 1.0), requires="r_change", main=False),
     )
     columns = (*EPISODE_COLUMNS,
@@ -141,18 +162,19 @@ class Track5:
                 loops.setdefault(tr.spec.task.id, {})[tr.spec.episode_id.rsplit("/", 1)[1]] = tr
         for loop_id, by in sorted(loops.items()):
             ref = by["ref"]
+            g1, g2 = ref.spec.probe_goals
+            effects = {k: steering_effect(tr.probe_ps[g1], tr.probe_ps[g2]) for k, tr in by.items()}
+            side = {k: {"actions": list(tr.spec.forced), "goals": list(tr.spec.goals), "p": tr.probe_ps,
+                        "effect": effects[k], "r": tr.probe_r} for k, tr in by.items()}
             for kind in LOOP_KINDS:
                 other = by[kind]
                 rows.append({"track": "5", "metric": "holonomy", "item_id": f"{loop_id}/{kind}", "session_id": loop_id,
                              "t": len(ref.steps), "split": split, "context_id": cx(ref.spec.task),
-                             "score": tv_distance(ref.probe_p, other.probe_p), "condition": kind,
+                             "score": holonomy(effects["ref"], effects[kind]), "condition": kind,
                              "steps": len(other.steps), "r_change": r_change(ref.probe_r, other.probe_r),
-                             "detail": orjson.dumps({
-                                 "reference": {"actions": list(ref.spec.forced), "goals": list(ref.spec.goals),
-                                               "p": ref.probe_p, "r": ref.probe_r},
-                                 "loop": {"actions": list(other.spec.forced), "goals": list(other.spec.goals),
-                                          "p": other.probe_p, "r": other.probe_r}},
-                                 option=orjson.OPT_SORT_KEYS, default=str).decode()})
+                             "detail": orjson.dumps({"probe_goals": [g1, g2], "reference": side["ref"],
+                                                     "loop": side[kind]},
+                                                    option=orjson.OPT_SORT_KEYS, default=str).decode()})
         reach = {c: sum(r["score"] for r in rows if r["metric"] == "reach" and r["condition"] == c) for c in REACH}
         return rows, {"scored": len(rows), "episodes": len(traces), "reached": reach, "loops": len(loops)}
 
