@@ -7,6 +7,10 @@ baseline, Track 6 included), exported with DuckDB's ``EXPORT DATABASE`` to Parqu
 one time-dependent field (``generated_at``) fixed and the plots' PNG bytes (matplotlib's, not the report's
 text) replaced by a placeholder in the HTML.
 
+The store's item scores are frozen as they were scored then: its Track 5 ``holonomy`` rows are the old CG-2 (a TV
+of action distributions, before issue 39 made it the difference of steering effects), shown under today's title.
+The test checks how a store is rendered, not what today's tracks would score.
+
 Regenerate the golden files only when a change of the report's text is meant (the commit says which):
 ``.venv/bin/python tests/trb/report_golden.py``.
 """
