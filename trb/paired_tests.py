@@ -23,7 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["discordant", "mcnemar_one_sided", "mcnemar_two_sided", "mcnemar_power", "mcnemar_n_for_power",
+__all__ = ["discordant", "mcnemar_one_sided", "mcnemar_verdict_test", "mcnemar_two_sided", "mcnemar_power", "mcnemar_n_for_power",
            "sign_flip", "kl_n", "EXACT_FLIPS", "MC_FLIPS"]
 
 #: Up to this many pairs the sign-flip test enumerates every sign vector (2^n); above, a seeded Monte Carlo.
@@ -50,6 +50,18 @@ def mcnemar_one_sided(b: int, c: int) -> tuple[float, float]:
     if m == 0:
         return 1.0, 1.0
     return float(binom.cdf(b, m, 0.5)), float(binom.sf(b - 1, m, 0.5))
+
+
+def mcnemar_verdict_test(first: Sequence[float], second: Sequence[float], *, why_none: str | None = None) -> dict:
+    """What a verdict decided by the exact paired test needs (:func:`trb.verdicts.decide_test`): the one-sided
+    p-values that the first condition is worse (``p_flag``) and better (``p_clear``), the counts they come from,
+    and ``why_none`` as the reason when no pair is discordant."""
+    b, c, n = discordant(first, second)
+    worse, better = mcnemar_one_sided(b, c)
+    out = {"p_flag": worse, "p_clear": better, "figures": f"b = {b}, c = {c} discordant of {n} pairs"}
+    if b + c == 0 and why_none:
+        out["why"] = why_none
+    return out
 
 
 def mcnemar_two_sided(b: int, c: int) -> float:

@@ -26,7 +26,7 @@ from trb.errors import CheckFailed, UsageError
 from trb.parts import DEFAULT_PART_ITEMS, cut_parts, merge_summaries, part_key_of
 from trb.provenance import check_transfer_provenance, trainers
 from trb.releases import Release
-from trb.run_spec import DEFAULT_FLUSH_SECONDS, RunSpec, check_track_options
+from trb.run_spec import DEFAULT_FLUSH_SECONDS, RunSpec, check_flush_seconds, check_track_options
 from trb.runners import RunJob, get_runner
 from trb.subjects import check_disjoint
 from trb.tracks.base import get_track, registered_tracks
@@ -213,7 +213,7 @@ def resume_run(run_id: str, *, results: str | os.PathLike = "results.duckdb",
         try:
             return _score_and_finish(store, run, release, bound, the_runner, plan, options, taskset, greedy,
                                      int(recorded.get("part_items") or DEFAULT_PART_ITEMS), progress,
-                                     done=store.parts(old["run_id"]), flush_seconds=_check_flush(flush_seconds))
+                                     done=store.parts(old["run_id"]), flush_seconds=check_flush_seconds(flush_seconds))
         finally:
             the_runner.stop()
     finally:
@@ -282,10 +282,6 @@ def _plan(release: Release, bound, chosen, options: dict, split: str, taskset, t
                          + _items_by_split(release, [t for t in chosen if t.id in counts], options))
     return {"counts": counts, "not_applicable": not_applicable, "split_check": split_check,
             "transfer_check": transfer_check}
-
-
-def _check_flush(seconds) -> float:
-    return RunSpec(release=None, baseline="", flush_seconds=seconds).flush_seconds
 
 
 def _score_and_finish(store, run: dict, release: Release, bound, the_runner, plan: dict, options: dict, taskset,

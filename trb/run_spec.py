@@ -18,7 +18,7 @@ from trb.errors import UsageError
 from trb.options import option_names
 from trb.parts import DEFAULT_PART_ITEMS
 
-__all__ = ["RunSpec", "DEFAULT_FLUSH_SECONDS", "check_track_options"]
+__all__ = ["RunSpec", "DEFAULT_FLUSH_SECONDS", "check_track_options", "check_flush_seconds"]
 
 #: Scored parts are stored together at most this often (seconds): a kill loses at most this much work, and
 #: the store is opened about once per interval, not once per part.
@@ -86,7 +86,7 @@ class RunSpec:
             set_(self, "flush_seconds", DEFAULT_FLUSH_SECONDS)
         if isinstance(self.part_items, bool) or not isinstance(self.part_items, int) or self.part_items < 1:
             raise UsageError(f"--part-items must be a whole number of at least 1, not {self.part_items!r}")
-        set_(self, "flush_seconds", _flush(self.flush_seconds))
+        set_(self, "flush_seconds", check_flush_seconds(self.flush_seconds))
         from trb.tracks.base import get_track, registered_tracks
 
         chosen = ([t for t in registered_tracks().values() if not getattr(t, "derived", False)]
@@ -137,7 +137,12 @@ def _names(names) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _flush(seconds) -> float:
+def check_flush_seconds(seconds) -> float:
+    """``seconds`` as a flush interval: a number, 0 or more.
+
+    Raises:
+        UsageError: not a number of seconds, negative or NaN.
+    """
     try:
         value = float(seconds)
     except (TypeError, ValueError):

@@ -137,8 +137,8 @@ def decide_test(rule: FlagRule, value, test: dict | None, *, confidence: float =
     out = {"name": rule.name, "rule": rule.rule(confidence), "threshold": rule.threshold, "says": rule.says,
            "test": rule.test, "value": None if _bad(value) else float(value), "ci_low": None, "ci_high": None,
            "red": False}
-    out["flag_clause"] = f"{rule.test} test p {'<'} {alpha:g} for the flagged side"
-    out["clear_clause"] = f"{rule.test} test p {'<'} {alpha:g} for the other side"
+    out["flag_clause"] = f"{rule.test} test p < {alpha:g} for the flagged side"
+    out["clear_clause"] = f"{rule.test} test p < {alpha:g} for the other side"
     if out["value"] is None:
         out["verdict"] = UNDEFINED
         return out

@@ -5,6 +5,28 @@ from __future__ import annotations
 from pathlib import Path
 
 
+class PlanFollower:
+    """A scripted adapter: weight 3 on r.planned_next, 1 elsewhere; r.caused_by_self 0.7 (its spec's kind is
+    ``kind``)."""
+
+    tier = "proxy"
+    capabilities = ()
+
+    def __init__(self, kind: str = "plan-follower") -> None:
+        self.kind = kind
+
+    def spec(self):
+        return {"kind": self.kind}
+
+    def emit_r(self, context):
+        return {"planned_next": context.action_space[0] if context.action_space else None, "caused_by_self": 0.7}
+
+    def act(self, context, r_override=None):
+        r = r_override or self.emit_r(context)
+        w = {a: 3.0 if a == r.get("planned_next") else 1.0 for a in context.action_space}
+        return {a: v / sum(w.values()) for a, v in w.items()}
+
+
 def make_release(tmp: Path, *, sessions: int = 120, seed: int = 4) -> Path:
     """A smoke release of ``sessions`` simulated sessions, cut through the corpus toolkit."""
     from corpus import Corpus, ingest, init_corpus

@@ -28,19 +28,11 @@ from toolkit.errors import ExitCode
 
 CHILD = """
 import sys
+from engine_helpers import PlanFollower
 from trb.run import RunSpec, run_tracks
 
-class Adapter:
-    tier = "proxy"
-    capabilities = ()
-    def spec(self):
-        return {"kind": "kill-test"}
-    def emit_r(self, context):
-        return {"planned_next": context.action_space[0] if context.action_space else None, "caused_by_self": 0.7}
-    def act(self, context, r_override=None):
-        r = r_override or self.emit_r(context)
-        w = {a: 3.0 if a == r.get("planned_next") else 1.0 for a in context.action_space}
-        return {a: v / sum(w.values()) for a, v in w.items()}
+def Adapter():
+    return PlanFollower("kill-test")
 
 while True:
     run = run_tracks(RunSpec(sys.argv[1], baseline="kill-test", results=sys.argv[2], tracks=("1", "3")), Adapter(),
@@ -57,7 +49,8 @@ def release(tmp_path_factory):
 
 
 def _env() -> dict:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "tests" / "trb"),
+                                                                      os.environ.get("PYTHONPATH")]))}
 
 
 def _whole_runs(results: Path) -> list[str]:

@@ -7,31 +7,13 @@ import json
 
 import duckdb
 import pytest
-from engine_helpers import make_release
+from engine_helpers import PlanFollower, make_release
 
 from toolkit.errors import ExitCode
 from trb.errors import UsageError
 from trb.parts import DEFAULT_PART_ITEMS
 from trb.run import RunSpec, run_tracks
 from trb.run_spec import DEFAULT_FLUSH_SECONDS
-
-
-class PlanFollower:
-    """Weight 3 on r.planned_next, 1 elsewhere; r.caused_by_self 0.7."""
-
-    tier = "proxy"
-    capabilities = ()
-
-    def spec(self):
-        return {"kind": "plan-follower"}
-
-    def emit_r(self, context):
-        return {"planned_next": context.action_space[0] if context.action_space else None, "caused_by_self": 0.7}
-
-    def act(self, context, r_override=None):
-        r = r_override or self.emit_r(context)
-        w = {a: 3.0 if a == r.get("planned_next") else 1.0 for a in context.action_space}
-        return {a: v / sum(w.values()) for a, v in w.items()}
 
 
 @pytest.fixture(scope="module")

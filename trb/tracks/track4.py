@@ -28,7 +28,7 @@ import numpy as np
 from environments.tasksets import TaskSet
 from trb.adapters.capabilities import RAblation
 from trb.detectability import cg1_calibration, cg1_completion, cg1_reading
-from trb.paired_tests import discordant, mcnemar_one_sided
+from trb.paired_tests import mcnemar_verdict_test
 from trb.rollout import EpisodeSpec
 from trb.stats import brier_quality_ratio_by_session, mean_by_session, ratio_by_session
 from trb.tracks.base import Metric
@@ -128,12 +128,9 @@ class Track4:
         """CG-1 beside the two ratios, and the exact tests their flags are decided by (:mod:`trb.verdicts`)."""
         if metric.key == "viab":
             _, v = paired(columns, "full", "ablated")
-            b, c, n = discordant(v["score"][0], v["score"][1])
-            worse, better = mcnemar_one_sided(b, c)
             cg = cg1_completion(v["score"][0], v["score"][1])
             return {"cg1": cg, "cg1_reading": cg1_reading(cg),
-                    "verdict_test": {"p_flag": worse, "p_clear": better,
-                                     "figures": f"b = {b}, c = {c} discordant of {n} pairs"}}
+                    "verdict_test": mcnemar_verdict_test(v["score"][0], v["score"][1])}
         if metric.key == "viab-cal":
             _, v = _same_outcome(columns)
             full, abl = (_brier(v["brier_sum"][i], v["n_conf"][i]) for i in (0, 1))

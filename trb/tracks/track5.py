@@ -44,7 +44,7 @@ import pyarrow as pa
 
 from environments.tasksets import TaskSet
 from trb.adapters.capabilities import RAblation
-from trb.paired_tests import discordant, mcnemar_one_sided
+from trb.paired_tests import mcnemar_verdict_test
 from trb.rollout import EpisodeSpec, r_change
 from trb.stats import mean_by_session, paired_delta_by_session
 from trb.tracks.base import Column, Metric
@@ -202,13 +202,10 @@ class Track5:
         out: dict = {}
         if metric.key in ("nav", "nav-plan"):
             _, v = paired(columns, "steered" if metric.key == "nav" else "steered-plan", "ablated")
-            b, c, n = discordant(v["score"][0], v["score"][1])
-            worse, better = mcnemar_one_sided(b, c)
-            out["verdict_test"] = {"p_flag": worse, "p_clear": better,
-                                   "figures": f"b = {b}, c = {c} discordant of {n} pairs",
-                                   **({"why": "no discordant pair: the two conditions never differed, so steering "
-                                              "was not shown to work (a dashboard light is not excluded)"}
-                                      if b + c == 0 else {})}
+            out["verdict_test"] = mcnemar_verdict_test(
+                v["score"][0], v["score"][1], why_none="no discordant pair: the two conditions never differed, so "
+                                                       "steering was not shown to work (a dashboard light is not "
+                                                       "excluded)")
         if metric.key in ("nav-cg2", "nav-cg2-r"):
             col = columns["score"] if metric.key == "nav-cg2" else columns["r_change"]
             vals = np.asarray(col, dtype=float)

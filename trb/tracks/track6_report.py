@@ -74,7 +74,7 @@ def _nan_none(x):
 
 
 def _transfer_figures(store: ResultsStore, name: str, ev: dict, tr: dict, ref: dict[str, dict | None], *,
-                      n_resamples: int, seed: int, refs: dict | None = None) -> dict:
+                      n_resamples: int, seed: int, ref_runs: tuple[dict, dict] | None = None) -> dict:
     """Track 6 for one baseline: every headline figure of a release track, on eval and on each transfer context."""
     from trb.run import not_applicable_text
 
@@ -104,8 +104,8 @@ def _transfer_figures(store: ResultsStore, name: str, ev: dict, tr: dict, ref: d
             figures[m.key] = {"title": m.title, "status": "undefined", "note": f"undefined: {err}"}
             continue
         est["status"] = "ok"
-        gaps = _paired_gaps(store, m, (ev, tr), refs.get(m.key), n_resamples=n_resamples, seed=seed) \
-            if refs and name != REFERENCE_BASELINE and ref.get(m.key) is not None \
+        gaps = _paired_gaps(store, m, (ev, tr), ref_runs, n_resamples=n_resamples, seed=seed) \
+            if ref_runs and name != REFERENCE_BASELINE and ref.get(m.key) is not None \
             and ref[m.key].get("title") == est["title"] else None
         est["collapse"] = collapse_check(est, ref.get(m.key), baseline=name, gaps=gaps)
         est["anti_goodhart"] = anti_goodhart(est, m)
@@ -127,8 +127,7 @@ def _trans_entry(store: ResultsStore, name: str, ev: dict | None, tr: dict | Non
     if ev is None:
         return {"status": "not run", "note": "not run: no eval-split run to measure the drop from", "figures": {},
                 "flags": []}
-    refs = {k: ref_runs for k in ref} if ref_runs is not None else None
-    figures = _transfer_figures(store, name, ev, tr, ref, n_resamples=n_resamples, seed=seed, refs=refs)
+    figures = _transfer_figures(store, name, ev, tr, ref, n_resamples=n_resamples, seed=seed, ref_runs=ref_runs)
     ok = {k: f for k, f in figures.items() if f.get("status") == "ok"}
     tracks = {k: metric_by_key(k).track for k in figures}
     out = {"status": "ok" if ok else "not run", "figures": figures,
