@@ -19,10 +19,12 @@ session bootstrap:
 CI above 0, the narrator's normalised governance effect (G − G_own) / (1 − G_own)
 is within ±0.05 of 0 with a CI containing 0 while the governed agent's lies above
 0, false_credit's balanced-accuracy CI contains 0.5 and the calibrated attributor's
-lies above 0.5, and the seven rollout agents of :mod:`trb.calibrate_rollouts` are told apart by
-Tracks 4 and 5: a self-model that helps (completion ratio CI above 1), one that harms (below 1),
-a dashboard light (lift ≈ 0), a steerable agent (lift CI above 0), a Markov steerer and a
-hysteretic one that reads its history (CG-2 holonomy not flagged) and a path-dependent one (CG-2
+lies above 0.5, and the ten rollout agents of :mod:`trb.calibrate_rollouts` get the verdicts the report
+would give them on Tracks 4 and 5: a self-model that helps (completion ratio passes, CG-1 "different"), one
+that harms (flagged legible but harmful), one that miscalibrates when acting through r (calibration retention
+flagged), an inert one (CG-1 "no difference", with the power to say it), a dashboard light (the lifts do not
+pass), a steerable agent (both lifts pass), a contrary one (flagged not a steering wheel), a Markov steerer
+and a hysteretic one that reads its history (CG-2 holonomy not flagged) and a path-dependent one (CG-2
 flagged); Track 2 (:mod:`trb.calibrate_grounding`) must put a
 grounded self-model's detection AUC CI above 0.5 and an ungrounded one's around 0.5; and Track 6
 (:mod:`trb.calibrate_transfer`) must flag a memoriser that collapses off-distribution and not an agent

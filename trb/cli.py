@@ -424,9 +424,9 @@ def calibrate(sessions, seed, as_json) -> None:
                                "agents": [{"agent": r["agent"], "track1": r["track1"] and vars(r["track1"]),
                                            "track1_normalised": r["track1_norm"] and vars(r["track1_norm"]),
                                            "track3": r["track3"] and vars(r["track3"])} for r in rep.rows],
-                               "rollout_agents": [{"agent": r["agent"], "track": r["track"],
-                                                   **{k: v and vars(v) for k, v in r.items()
-                                                      if k not in ("agent", "track")}} for r in rep.rollout_rows],
+                               "rollout_agents": [{**r, **{k: v and vars(v) for k, v in r.items()
+                                                           if k not in ("agent", "track", "verdicts", "cg1")}}
+                                                  for r in rep.rollout_rows],
                                "transfer_agents": rep.transfer,
                                "grounding_agents": [{"agent": r["agent"], "track": r["track"],
                                                      **{k: vars(v) for k, v in r["figures"].items()}}
@@ -449,14 +449,12 @@ def calibrate(sessions, seed, as_json) -> None:
         d = rep.delta
         click.echo(f"G(governed) - G(narrator) = {d['value']:.3f} [{d['ci_low']:.3f}, {d['ci_high']:.3f}] "
                    f"({d['n_sessions']} sessions)")
-        from trb.calibrate_rollouts import holonomy_verdict
-
-        click.echo(f"{'agent':<14} {'Track 4 completion ratio':<26} {'calibration retention':<26} "
-                   f"{'Track 5 lift':<26} CG-2 holonomy of the steering (verdict)")
+        click.echo(f"{'agent':<14} {'Track 4-5 figure':<18} {'[95% CI]':<26} verdict (CG-1)")
         for r in rep.rollout_rows:
-            cg2 = r.get("nav-cg2")
-            click.echo(f"{r['agent']:<14} {cell(r.get('viab')):<26} {cell(r.get('viab-cal')):<26} "
-                       f"{cell(r.get('nav')):<26} {cell(cg2)}{f' ({holonomy_verdict(cg2)})' if cg2 is not None else ''}")
+            for key, v in r["verdicts"].items():
+                cg = r["cg1"].get(key)
+                click.echo(f"{r['agent']:<14} {key:<18} {cell(r.get(key)):<26} {v['verdict']}"
+                           + (f" (CG-1: {cg['reading']}, p = {cg['p_value']:.3g}, power {cg['power']:.2f})" if cg else ""))
         click.echo(f"{'agent':<14} {'Track 2 ground (AUC)':<26} ground-rand (AUC vs random direction)")
         for r in rep.grounding_rows:
             click.echo(f"{r['agent']:<14} {cell(r['figures'].get('ground')):<26} {cell(r['figures'].get('ground-rand'))}")

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["FlagRule", "decide", "decide_test", "FLAGGED", "NOT_FLAGGED", "NOT_ESTABLISHED", "UNDEFINED", "verdict_text",
+__all__ = ["FlagRule", "decide", "decide_test", "verdict_of", "FLAGGED", "NOT_FLAGGED", "NOT_ESTABLISHED", "UNDEFINED", "verdict_text",
            "verdict_short"]
 
 #: How a verdict is decided: by the figure's interval, or by an exact test of the two paired conditions.
@@ -161,6 +161,19 @@ def decide_test(rule: FlagRule, value, test: dict | None, *, confidence: float =
     if test.get("why"):  # the track's own reason (no discordant pair)
         out["neither"] = f"{test['why']}; {out['neither']}"
     return out
+
+
+def verdict_of(rule: FlagRule, value, ci_low, ci_high, test: dict | None = None, *,
+               confidence: float = 0.95) -> dict:
+    """The verdict of ``rule`` on a figure, as the report gives it: by its interval (:func:`decide`), or, for an
+    exact-test rule, by ``test`` (the track's ``describe(...)["verdict_test"]``; :func:`decide_test`) with the
+    interval kept beside it. ``trb report`` and ``trb calibrate`` both decide through this one function."""
+    if rule.test == "interval":
+        return decide(rule, value, ci_low, ci_high, confidence=confidence)
+    v = decide_test(rule, value, test, confidence=confidence)
+    v["ci_low"] = None if _bad(ci_low) else float(ci_low)
+    v["ci_high"] = None if _bad(ci_high) else float(ci_high)
+    return v
 
 
 def verdict_text(v: dict) -> str:

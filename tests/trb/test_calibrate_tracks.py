@@ -116,9 +116,16 @@ def test_calibrate_cli_exit_codes(capsys):
     assert re.search(r"^memoriser .*\+0\.800 \[\+0\.800, \+0\.800\]\s+anti-Goodhart, collapsed$", out, re.M)
     assert re.search(r"^structure .*\+0\.000 \[\+0\.000, \+0\.000\]\s+-$", out, re.M)
     # CG-2 by its verdict: the history-reading steerers are not flagged, the path-dependent one is
-    assert re.search(r"^markov .* 0\.000 \[0\.000, 0\.000\] \(not flagged\)$", out, re.M)
-    assert re.search(r"^hysteretic .* 0\.000 \[0\.000, 0\.000\] \(not flagged\)$", out, re.M)
-    assert re.search(r"^path-dependent .* 0\.\d{3} \[0\.\d{3}, 0\.\d{3}\] \(flagged\)$", out, re.M)
+    assert re.search(r"^markov\s+nav-cg2\s+0\.000 \[0\.000, 0\.000\]\s+not flagged$", out, re.M)
+    assert re.search(r"^hysteretic\s+nav-cg2\s+0\.000 \[0\.000, 0\.000\]\s+not flagged$", out, re.M)
+    assert re.search(r"^path-dependent\s+nav-cg2\s+0\.\d{3} \[0\.\d{3}, 0\.\d{3}\]\s+flagged$", out, re.M)
+    # every Track 4-5 verdict with its rule's outcome; CG-1's reading beside the Track 4 figures
+    assert re.search(r"^harms\s+viab\s+0\.000 \[0\.000, 0\.000\]\s+flagged \(CG-1: different, p = ", out, re.M)
+    assert re.search(r"^inert\s+viab\s+1\.000 \[1\.000, 1\.000\]\s+not established \(CG-1: no difference of the "
+                     r"effect of interest or more, p = 1, power 1\.00\)$", out, re.M)
+    assert re.search(r"^miscalibrated\s+viab-cal\s+.*\s+flagged \(CG-1: different", out, re.M)
+    assert re.search(r"^contrary\s+nav\s+-0\.\d{3} \[-0\.\d{3}, -0\.\d{3}\]\s+flagged$", out, re.M)
+    assert re.search(r"^dashboard\s+nav-plan\s+0\.000 \[0\.000, 0\.000\]\s+not established$", out, re.M)
     # Track 2: the grounded self-model's detection AUC is far above chance, the ungrounded one's is chance
     assert re.search(r"^grounded\s+1\.000 \[1\.000, 1\.000\]\s+1\.000 \[1\.000, 1\.000\]$", out, re.M)
     assert re.search(r"^ungrounded\s+0\.500 \[0\.500, 0\.500\]\s+0\.500 \[0\.500, 0\.500\]$", out, re.M)

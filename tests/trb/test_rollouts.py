@@ -18,10 +18,14 @@ from scipy import stats as sps
 from environments.tasksets import TaskSetInvalid, default_taskset, load_taskset, parse_taskset
 from trb.adapters.capabilities import bind
 from trb.calibrate_rollouts import (
+    EXPECTED,
+    ContraryAgent,
     DashboardAgent,
     HarmsAgent,
     HelpsAgent,
     HystereticAgent,
+    InertAgent,
+    MiscalibratedAgent,
     PathDependentAgent,
     SteerableAgent,
     holonomy_verdict,
@@ -246,12 +250,23 @@ def test_track4_rows_pair_full_and_ablated_by_task_and_seed():
     assert summary["reached"]["full"] > summary["reached"]["ablated"]
 
 
-def test_calibration_world_separates_the_seven_rollout_agents():
+def test_calibration_world_separates_the_rollout_agents_by_the_reports_verdicts():
     rows, reasons = run_rollout_calibration(n_resamples=500)
     assert reasons == []
     by = {r["agent"]: r for r in rows}
+    # every expectation is read from the verdict or CG-1 reading the report would give, never a point value
+    for name, key, what, want, _ in EXPECTED:
+        got = by[name]["cg1"][key]["reading"] if what == "cg1" else by[name]["verdicts"][key]["verdict"]
+        assert (got != want[1]) if isinstance(want, tuple) else (got == want), (name, key, got)
     assert by["helps"]["viab"].ci_low > 1 and by["harms"]["viab"].ci_high < 1
-    assert by["steerable"]["nav"].ci_low > 0 and abs(by["dashboard"]["nav"].value) <= 0.05
+    # the exact tests behind the verdicts: harms and contrary established on their flagged side
+    assert by["harms"]["verdicts"]["viab"]["p_flag"] < 0.025 and by["contrary"]["verdicts"]["nav"]["p_flag"] < 0.025
+    # miscalibrated: completion about unchanged (not established), its calibration worse on the same-outcome pairs
+    assert by["miscalibrated"]["verdicts"]["viab"]["verdict"] == "not established"
+    assert by["miscalibrated"]["viab-cal"].value < 1
+    # inert: the two conditions never differ, and 192 pairs give the power to say "no difference"
+    cg = by["inert"]["cg1"]["viab"]
+    assert cg["b"] == cg["c"] == 0 and cg["n_used"] == 192 and cg["power"] >= 0.8
 
     def verdict(name):
         e = by[name]["nav-cg2"]
@@ -264,21 +279,30 @@ def test_calibration_world_separates_the_seven_rollout_agents():
     assert holonomy_verdict(by["path-dependent"]["nav-cg2"]) == "flagged" and holonomy_verdict(None) == "undefined"
 
 
-@pytest.mark.parametrize("swap, reason", [
-    ({"helps": HarmsAgent()}, "helping self-model"),
-    ({"harms": HelpsAgent()}, "harmful self-model"),
-    ({"steerable": DashboardAgent()}, "steerable agent"),
-    ({"dashboard": SteerableAgent()}, "dashboard light"),
-    ({"markov": PathDependentAgent()}, "Markov steerer"),
-    ({"hysteretic": PathDependentAgent()}, "history-reading (hysteretic) steerer"),
-    ({"path-dependent": HystereticAgent()}, "path-dependent agent"),
-    ({"path-dependent": SteerableAgent()}, "path-dependent agent"),
+@pytest.mark.parametrize("swap, says", [
+    ({"helps": HarmsAgent()}, ["helping self-model's completion ratio passes"]),
+    ({"helps": InertAgent()}, ["helping self-model's completion ratio passes", "CG-1 tells the helping"]),
+    ({"harms": HelpsAgent()}, ["harmful self-model is flagged"]),
+    ({"miscalibrated": SteerableAgent()}, ["miscalibrating self-model's calibration retention"]),
+    ({"inert": HelpsAgent()}, ["inert agent's calibration retention is not flagged",
+                               "CG-1 reads no difference for the inert agent"]),
+    ({"inert": MiscalibratedAgent()}, ["inert agent's calibration retention is not flagged",
+                                       "CG-1 reads no difference for the inert agent"]),
+    ({"steerable": DashboardAgent()}, ["steerable agent's lift passes", "steerable agent's stated-plan lift"]),
+    ({"dashboard": SteerableAgent()}, ["dashboard light's lift", "dashboard light's stated-plan lift"]),
+    ({"contrary": DashboardAgent()}, ["contrary agent is flagged", "contrary agent's stated-plan lift"]),
+    ({"markov": PathDependentAgent()}, ["Markov steerer"]),
+    ({"hysteretic": PathDependentAgent()}, ["history-reading (hysteretic) steerer"]),
+    ({"path-dependent": HystereticAgent()}, ["path-dependent agent"]),
+    ({"path-dependent": SteerableAgent()}, ["path-dependent agent"]),
+    ({"contrary": ContraryAgent(), "steerable": ContraryAgent()}, ["steerable agent's lift passes",
+                                                                   "steerable agent's stated-plan lift"]),
 ])
-def test_calibration_fails_when_an_agent_is_not_what_it_claims(swap, reason):
+def test_calibration_fails_when_an_agent_is_not_what_it_claims(swap, says):
     _, reasons = run_rollout_calibration(n_resamples=300, agents=swap)
-    assert len(reasons) == 1 and reason in reasons[0], reasons
-    assert ("is flagged, not 'not flagged'" in reasons[0]) == (reason in ("Markov steerer",
-                                                                           "history-reading (hysteretic) steerer"))
+    assert len(reasons) == len(says), reasons
+    for reason, what in zip(reasons, says):
+        assert what in reason and "FAILED" in reason, (reason, what)
 
 
 def test_holonomy_hand_worked():

@@ -17,7 +17,7 @@ from trb.report.sections import section_of
 from trb.results import ResultsStore
 from trb.stats import Estimate
 from trb.tracks.base import registered_tracks
-from trb.verdicts import FLAGGED, FlagRule, decide, decide_test, verdict_text
+from trb.verdicts import FLAGGED, FlagRule, verdict_of, verdict_text
 
 __all__ = ["run_profile"]
 
@@ -54,11 +54,7 @@ def _track_entry(est: Estimate | None, metric: str, *, synthetic_share: float | 
                           "percentile interval's coverage is in doubt"]
     if rule is not None and entry["status"] in ("ok", "undefined"):  # a verdict only on a figure the run has
         test = entry.pop("verdict_test", None)  # an exact test's p-values, from the track's describe
-        if rule.test == "interval":
-            v = decide(rule, entry["score"], entry["ci_low"], entry["ci_high"], confidence=confidence)
-        else:
-            v = {**decide_test(rule, entry["score"], test, confidence=confidence), "ci_low": entry["ci_low"],
-                 "ci_high": entry["ci_high"]}
+        v = verdict_of(rule, entry["score"], entry["ci_low"], entry["ci_high"], test, confidence=confidence)
         entry["verdicts"] = [v]
         if v["verdict"] == FLAGGED:
             entry["flags"] = [*entry.get("flags", []), verdict_text(v)]
