@@ -1,6 +1,6 @@
-"""Calibration of Track 2: two scripted agents with known grounding answers, scored by the real track code.
+"""Calibration of Track 2: three scripted agents with known grounding answers, scored by the real track code.
 
-Both agents compute the same state z_t from a context (a fixed, seeded random projection of the
+The agents compute the same state z_t from a context (a fixed, seeded random projection of the
 reference models' hashed context features, :func:`trb.reference.features.context_features`) and both
 learn their concept directions from the train split through the same capability
 (:func:`trb.grounding.learn_concepts`). They differ only in what their report reads:
@@ -8,7 +8,10 @@ learn their concept directions from the train split through the same capability
 * :class:`GroundedAgent` — its report reads z: slot logits are the projections of z (with the
   injection) onto its concept directions, so an injected concept registers: detection AUC well above 0.5;
 * :class:`UngroundedAgent` — its report is computed from the context alone and ignores z, so an
-  injection changes nothing: detection AUC 0.5 (every injected trial ties its null).
+  injection changes nothing: detection AUC 0.5 (every injected trial ties its null);
+* :class:`EntangledAgent` — the grounded agent with a state that cannot tell two goals apart: the
+  identifiability check must flag exactly those two concepts as not separable (and none of the grounded
+  agent's).
 
 :func:`run_grounding_calibration` scores both and says whether Track 2 separates them: on its own exact
 world by default (:func:`grounding_world`: sessions in train, dev and eval splits; a step's observation
@@ -18,6 +21,7 @@ no release; or on a release's splits.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,11 +32,11 @@ from trb.context import StepContext
 from trb.grounding import learn_concepts, learn_concepts_from
 from trb.reference.features import context_features
 
-__all__ = ["GroundedAgent", "UngroundedAgent", "GroundingWorld", "grounding_world", "run_grounding_calibration",
+__all__ = ["GroundedAgent", "UngroundedAgent", "EntangledAgent", "GroundingWorld", "grounding_world", "run_grounding_calibration",
            "GROUNDING_AGENTS"]
 
 #: The agents of this calibration (names ``run_calibration(agents=...)`` can replace).
-GROUNDING_AGENTS = ("grounded", "ungrounded")
+GROUNDING_AGENTS = ("grounded", "ungrounded", "entangled")
 _GOALS = tuple(f"G{i}" for i in range(6))
 
 _BUCKETS = 4096
@@ -114,6 +118,18 @@ class UngroundedAgent(_ScriptedGrounding):
     reads_z = False
 
 
+class EntangledAgent(GroundedAgent):
+    """Reads z like the grounded agent, but its state cannot tell goal G1 from G0 (it reads G1 as G0): the two
+    concepts' directions coincide (cosine ≈ 1), so Track 2's identifiability check must flag G0 and G1 as not
+    separable (an injection of one reads as the other) and leave the other goals clear."""
+
+    MERGED = ("G1", "G0")
+
+    def read_activations(self, contexts: Sequence[StepContext], site: str) -> np.ndarray:
+        seen = [dataclasses.replace(c, observation=(c.observation or "").replace(*self.MERGED)) for c in contexts]
+        return super().read_activations(seen, site)
+
+
 @dataclass
 class GroundingWorld:
     """The calibration's exact world: train contexts with their recorded slots, and the Track 2 items of dev and
@@ -163,7 +179,8 @@ def run_grounding_calibration(release_dir=None, *, split: str = "eval", seed: in
     from trb.tracks.track2 import TRACK, score_track2
 
     def make(source):
-        cast = {"grounded": GroundedAgent(source, seed), "ungrounded": UngroundedAgent(source, seed)}
+        cast = {"grounded": GroundedAgent(source, seed), "ungrounded": UngroundedAgent(source, seed),
+                "entangled": EntangledAgent(source, seed)}
         for k, v in (agents or {}).items():
             if k in cast:
                 cast[k] = v(source, seed) if isinstance(v, type) else v
@@ -184,14 +201,26 @@ def run_grounding_calibration(release_dir=None, *, split: str = "eval", seed: in
             rel.close()
     rows, reasons = [], []
     for name, agent in cast.items():
+        ident = agent.concept_directions().identifiability(_SITE, "goal")
+        if name == "entangled":  # its check is identifiability: its directions are read, no trial is needed
+            rows.append({"agent": name, "track": "2", "figures": {}, "identifiability": ident})
+            continue
         r, _ = score_track2(agent, items)
         cols = {k: np.asarray([row.get(k) for row in r], dtype=object) for k in r[0]}
         cols["score"] = cols["score"].astype(float)
         cols["strength"] = cols["strength"].astype(float)
         figs = {m.key: TRACK.aggregate(m, cols, n_resamples=n_resamples, confidence=0.95, seed=seed)
                 for m in TRACK.metrics}
-        rows.append({"agent": name, "track": "2", "figures": figs})
+        rows.append({"agent": name, "track": "2", "figures": figs, "identifiability": ident})
     by = {row["agent"]: row["figures"] for row in rows}
+    ident = {row["agent"]: row["identifiability"] for row in rows}
+    merged = sorted(EntangledAgent.MERGED)
+    if ident["entangled"]["flagged"] != merged:
+        reasons.append(f"Track 2 identifiability: the entangled agent's goal concepts flagged not separable are "
+                       f"{ident['entangled']['flagged'] or 'none'}, not {merged} (cosine ≥ {ident['entangled']['threshold']})")
+    if ident["grounded"]["flagged"]:
+        reasons.append(f"Track 2 identifiability: the grounded agent's goal concepts {ident['grounded']['flagged']} "
+                       "are flagged not separable, though its state tells every goal apart")
     for key in ("ground", "ground-rand"):
         g, u = by["grounded"][key], by["ungrounded"][key]
         if not g.ci_low > 0.5:

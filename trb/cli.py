@@ -429,6 +429,7 @@ def calibrate(sessions, seed, as_json) -> None:
                                                   for r in rep.rollout_rows],
                                "transfer_agents": rep.transfer,
                                "grounding_agents": [{"agent": r["agent"], "track": r["track"],
+                                                     "identifiability": r["identifiability"],
                                                      **{k: vars(v) for k, v in r["figures"].items()}}
                                                     for r in rep.grounding_rows]},
                               indent=2, default=str))
@@ -455,9 +456,10 @@ def calibrate(sessions, seed, as_json) -> None:
                 cg = r["cg1"].get(key)
                 click.echo(f"{r['agent']:<14} {key:<18} {cell(r.get(key)):<26} {v['verdict']}"
                            + (f" (CG-1: {cg['reading']}, p = {cg['p_value']:.3g}, power {cg['power']:.2f})" if cg else ""))
-        click.echo(f"{'agent':<14} {'Track 2 ground (AUC)':<26} ground-rand (AUC vs random direction)")
+        click.echo(f"{'agent':<14} {'Track 2 ground (AUC)':<26} {'ground-rand (AUC)':<26} goal concepts not separable")
         for r in rep.grounding_rows:
-            click.echo(f"{r['agent']:<14} {cell(r['figures'].get('ground')):<26} {cell(r['figures'].get('ground-rand'))}")
+            click.echo(f"{r['agent']:<14} {cell(r['figures'].get('ground')):<26} "
+                       f"{cell(r['figures'].get('ground-rand')):<26} {', '.join(r['identifiability']['flagged']) or '-'}")
         click.echo(f"{'agent':<14} {'Track 6: G on eval':<26} {'min over transfer contexts':<26} "
                    f"{'drop':<26} flags")
         for name, f in rep.transfer.items():

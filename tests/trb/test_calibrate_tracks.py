@@ -127,8 +127,25 @@ def test_calibrate_cli_exit_codes(capsys):
     assert re.search(r"^contrary\s+nav\s+-0\.\d{3} \[-0\.\d{3}, -0\.\d{3}\]\s+flagged$", out, re.M)
     assert re.search(r"^dashboard\s+nav-plan\s+0\.000 \[0\.000, 0\.000\]\s+not established$", out, re.M)
     # Track 2: the grounded self-model's detection AUC is far above chance, the ungrounded one's is chance
-    assert re.search(r"^grounded\s+1\.000 \[1\.000, 1\.000\]\s+1\.000 \[1\.000, 1\.000\]$", out, re.M)
-    assert re.search(r"^ungrounded\s+0\.500 \[0\.500, 0\.500\]\s+0\.500 \[0\.500, 0\.500\]$", out, re.M)
+    assert re.search(r"^grounded\s+1\.000 \[1\.000, 1\.000\]\s+1\.000 \[1\.000, 1\.000\]\s+-$", out, re.M)
+    assert re.search(r"^ungrounded\s+0\.500 \[0\.500, 0\.500\]\s+0\.500 \[0\.500, 0\.500\]\s+-$", out, re.M)
+    # identifiability: the entangled agent's two merged goals are flagged not separable
+    assert re.search(r"^entangled\s+-\s+-\s+G0, G1$", out, re.M)
+
+
+def test_calibration_fails_when_identifiability_is_not_what_the_agent_claims():
+    from trb.calibrate_grounding import EntangledAgent, GroundedAgent, run_grounding_calibration
+
+    rows, reasons = run_grounding_calibration(n_resamples=200)
+    assert reasons == []
+    by = {r["agent"]: r["identifiability"] for r in rows}
+    assert by["entangled"]["not_separable"][0][:2] == ["G0", "G1"] and by["entangled"]["not_separable"][0][2] > 0.99
+    assert by["grounded"]["flagged"] == [] and max(by["grounded"]["max_cos"].values()) < 0.8
+    # an "entangled" agent that tells every goal apart fails the check, as does a grounded one that cannot
+    _, reasons = run_grounding_calibration(n_resamples=200, agents={"entangled": GroundedAgent})
+    assert len(reasons) == 1 and "entangled agent's goal concepts flagged not separable are none" in reasons[0]
+    _, reasons = run_grounding_calibration(n_resamples=200, agents={"grounded": EntangledAgent})
+    assert any("grounded agent's goal concepts ['G0', 'G1'] are flagged" in r for r in reasons), reasons
 
 
 def test_calibration_fails_when_the_grounded_agent_ignores_z():
