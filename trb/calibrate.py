@@ -138,7 +138,7 @@ class CalibrationReport:
     reasons: list[str]
     #: Tracks 4 and 5 (:mod:`trb.calibrate_rollouts`): agent, track, and its figures by metric key.
     rollout_rows: list[dict] = field(default_factory=list)
-    #: Track 6 (:mod:`trb.calibrate_transfer`): agent name -> its Track 6 figure of Track 1 with the flags.
+    #: Track 6 (:mod:`trb.calibrate_transfer`): track -> agent name -> its Track 6 figure with the flags.
     transfer: dict = field(default_factory=dict)
     #: Track 2 (:mod:`trb.calibrate_grounding`): agent, track, and its figures by metric key (ground, ground-rand).
     grounding_rows: list[dict] = field(default_factory=list)

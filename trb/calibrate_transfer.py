@@ -16,8 +16,15 @@ sampled). Three scripted agents, scored by the real Track 1 code and Track 6's
   context; drop 0.8; anti-Goodhart flagged; collapsed to instruct-base on every context.
 - **instruct-base**: never acts through r (G = 0.2 everywhere): the collapse reference.
 
-:func:`run_transfer_calibration` returns each agent's figures and whether the engine
-separated them (the memoriser flagged and collapsed, the structure agent neither).
+The same world has Track 3 items (each step the agent pushes or holds still, and the outcome improves: its own
+doing or the world's), scored by the real Track 3 code: the **structure** agent attributes from what it did
+(caused_by_self 0.85 after its push, 0.15 after holding still, misreading 10% of steps) in every context; the
+**memoriser** does so in the contexts it memorised and elsewhere claims credit whenever the outcome improved
+(balanced accuracy 0.5); **instruct-base** always claims credit (0.5 everywhere). Known answers: the memoriser's
+Track 3 figure is flagged and collapses, the structure agent's neither.
+
+:func:`run_transfer_calibration` returns each track's figures per agent and whether the engine
+separated them (the memoriser flagged and collapsed, the structure agent neither), on every track it covers.
 """
 
 from __future__ import annotations
@@ -32,10 +39,13 @@ from trb.context import PastStep, StepContext
 from trb.tracks.base import metric_by_key
 from trb.tracks.track1 import TRACK as TRACK1
 from trb.tracks.track1 import Track1Item, score_track1
+from trb.tracks.track3 import TRACK as TRACK3
+from trb.tracks.track3 import Track3Item, score_track3
 from trb.transfer import anti_goodhart, collapse_check, transfer_estimate
 
 __all__ = ["IN_DISTRIBUTION", "TRANSFER_CONTEXTS", "StructureAgent", "MemoriserAgent", "InstructBaseAgent",
-           "transfer_calibration_items", "run_transfer_calibration", "TransferCalibration"]
+           "transfer_calibration_items", "attribution_calibration_items", "run_transfer_calibration",
+           "TransferCalibration"]
 
 IN_DISTRIBUTION = ("cal-in-a", "cal-in-b")
 TRANSFER_CONTEXTS = ("cal-xfer-1", "cal-xfer-2", "cal-xfer-3")
@@ -62,6 +72,25 @@ def _follow(plan: str | None, space) -> dict[str, float]:
     return {a: (0.8 if a == plan else 0.0) + rest for a in space}
 
 
+#: Track 3: the share of steps on which an attributor misreads what it did.
+MISREAD = 0.1
+
+
+def _attributed(context: StepContext) -> float:
+    """What an attributor that reads its own action says: 0.85 after its push, 0.15 after holding still."""
+    last = context.history[-1] if context.history else None
+    pushed = last is not None and last.action == "push"
+    if random.Random(f"transfer-misread:{context.session_id}:{context.t}").random() < MISREAD:
+        pushed = not pushed
+    return 0.85 if pushed else 0.15
+
+
+def _credit_taken(context: StepContext) -> float:
+    """What a false-credit attributor says: 0.9 whenever the outcome improved."""
+    last = context.history[-1] if context.history else None
+    return 0.9 if last is not None and last.outcome == "improved" else 0.1
+
+
 class _Scripted:
     tier = "native"
 
@@ -69,7 +98,10 @@ class _Scripted:
         return {"kind": "scripted-transfer", "agent": type(self).__name__}
 
     def emit_r(self, context: StepContext) -> dict:
-        return {"planned_next": _own_plan(context), "confidence": 0.8, "caused_by_self": 0.5}
+        return {"planned_next": _own_plan(context), "confidence": 0.8, "caused_by_self": self._belief(context)}
+
+    def _belief(self, context: StepContext) -> float:
+        return _attributed(context)
 
 
 class StructureAgent(_Scripted):
@@ -95,12 +127,18 @@ class MemoriserAgent(_Scripted):
             return _follow(r.get("planned_next"), context.action_space)
         return _follow(_own_plan(context), context.action_space)
 
+    def _belief(self, context: StepContext) -> float:
+        return _attributed(context) if context.context_id in self.known else _credit_taken(context)
+
 
 class InstructBaseAgent(_Scripted):
     """Never acts through r: the reference a collapse is measured against."""
 
     def act(self, context: StepContext, r_override: dict | None = None) -> dict[str, float]:
         return _follow(_own_plan(context), context.action_space)
+
+    def _belief(self, context: StepContext) -> float:
+        return _credit_taken(context)
 
 
 def transfer_calibration_items(n_sessions: int = 20, steps: int = 4, seed: int = 0) -> tuple[list, list]:
@@ -126,17 +164,46 @@ def transfer_calibration_items(n_sessions: int = 20, steps: int = 4, seed: int =
     return out["eval"], out["transfer"]
 
 
+def attribution_calibration_items(n_sessions: int = 20, steps: int = 4, seed: int = 0) -> tuple[list, list]:
+    """(eval items, transfer items) of Track 3 in the same contexts: at each step the agent pushes or holds still
+    (at random) and the outcome improves; the item asks who caused it (deterministic for a seed)."""
+    rng = random.Random(f"trb-transfer-calibration-attribution:{seed}")
+    out: dict[str, list[Track3Item]] = {"eval": [], "transfer": []}
+    for ctx_id in IN_DISTRIBUTION + TRANSFER_CONTEXTS:
+        split = "eval" if ctx_id in IN_DISTRIBUTION else "transfer"
+        for s in range(n_sessions):
+            sid = f"{ctx_id}-attr-{s:03d}"
+            history: list[PastStep] = []
+            for t in range(steps):
+                self_caused = rng.random() < 0.5
+                history.append(PastStep(t, "cue", None, "push" if self_caused else "hold", ("push", "hold"),
+                                        "improved"))
+                after = StepContext(sid, t + 1, tuple(history), None, None, ctx_id, "en", split)
+                out[split].append(Track3Item(f"{sid}.t{t}.attr", sid, t, split, ctx_id, after,
+                                             "self" if self_caused else "exogenous"))
+    return out["eval"], out["transfer"]
+
+
 @dataclass
 class TransferCalibration:
-    #: agent name -> Track 6 figure of Track 1 (transfer_estimate, with "collapse" and "anti_goodhart").
-    figures: dict[str, dict]
+    #: track -> agent name -> Track 6 figure of that track's headline (transfer_estimate, with "collapse" and
+    #: "anti_goodhart").
+    figures: dict[str, dict[str, dict]]
     passed: bool
     reasons: list[str]
 
 
 def _columns(rows: list[dict]) -> dict[str, np.ndarray]:
-    return {k: np.asarray([r.get(k) for r in rows], dtype=float if k == "score" else object)
-            for k in ("session_id", "context_id", "score")}
+    cols = {k: np.asarray([r.get(k) for r in rows], dtype=object)
+            for k in ("session_id", "context_id", "label", "predicted")}
+    cols["score"] = np.asarray([r.get("score") for r in rows], dtype=float)
+    return cols
+
+
+#: The tracks this calibration covers: track -> (its headline metric key, the item maker, the scorer, the track).
+def _tracks() -> dict:
+    return {"1": ("1", transfer_calibration_items, score_track1, TRACK1),
+            "3": ("3", attribution_calibration_items, score_track3, TRACK3)}
 
 
 #: The agents :func:`run_transfer_calibration` scores (names ``run_calibration``'s ``agents`` may replace).
@@ -145,33 +212,37 @@ TRANSFER_AGENTS = ("instruct-base", "memoriser", "structure")
 
 def run_transfer_calibration(n_sessions: int = 20, seed: int = 0, n_resamples: int = 2000,
                              agents: dict | None = None) -> TransferCalibration:
-    """Score the three agents on the exact world's eval and transfer items; check Track 6 separates them.
+    """Score the three agents on the exact world's eval and transfer items of every track it covers (Tracks 1 and
+    3); check Track 6 separates them on each.
 
-    Passes when the memoriser is anti-Goodhart flagged and collapses to instruct-base, and the structure agent is
-    neither. ``agents`` replaces some of them (name -> adapter), e.g. to show the check fails when the
+    Passes when, on every track, the memoriser is anti-Goodhart flagged and collapses to instruct-base, and the
+    structure agent is neither. ``agents`` replaces some of them (name -> adapter), e.g. to show the check fails when the
     "structure" agent is in fact a memoriser.
     """
-    ev, tr = transfer_calibration_items(n_sessions, seed=seed)
     cast = dict(zip(TRANSFER_AGENTS, (InstructBaseAgent(), MemoriserAgent(), StructureAgent())))
     cast.update(agents or {})
-    metric = metric_by_key("1")
-    figures: dict[str, dict] = {}
-    for name, agent in cast.items():
-        rows_e, _ = score_track1(agent, ev)
-        rows_t, _ = score_track1(agent, tr)
-        figures[name] = transfer_estimate(TRACK1, metric, _columns(rows_e), _columns(rows_t),
-                                          n_resamples=n_resamples, seed=seed)
-    for name, fig in figures.items():
-        fig["collapse"] = collapse_check(fig, figures["instruct-base"], baseline=name)
-        fig["anti_goodhart"] = anti_goodhart(fig, metric)
+    figures: dict[str, dict[str, dict]] = {}
     reasons = []
-    mem, struct = figures["memoriser"], figures["structure"]
-    if not mem["anti_goodhart"]["flagged"]:
-        reasons.append(f"the memoriser is not anti-Goodhart flagged: {mem['anti_goodhart']['reason']}")
-    if not mem["collapse"].get("collapsed"):
-        reasons.append("the memoriser does not collapse to instruct-base off-distribution")
-    if struct["anti_goodhart"]["flagged"]:
-        reasons.append(f"the structure agent is flagged: {struct['anti_goodhart']['reason']}")
-    if struct["collapse"].get("collapsed"):
-        reasons.append(f"the structure agent collapses on {', '.join(struct['collapse']['contexts'])}")
+    for track_id, (key, make, score, track) in _tracks().items():
+        metric = metric_by_key(key)
+        ev, tr = make(n_sessions, seed=seed)
+        figs = figures[track_id] = {}
+        for name, agent in cast.items():
+            rows_e, _ = score(agent, ev)
+            rows_t, _ = score(agent, tr)
+            figs[name] = transfer_estimate(track, metric, _columns(rows_e), _columns(rows_t),
+                                           n_resamples=n_resamples, seed=seed)
+        for name, fig in figs.items():
+            fig["collapse"] = collapse_check(fig, figs["instruct-base"], baseline=name)
+            fig["anti_goodhart"] = anti_goodhart(fig, metric)
+        mem, struct = figs["memoriser"], figs["structure"]
+        what = f"Track {track_id} ({metric.title})"
+        if not mem["anti_goodhart"]["flagged"]:
+            reasons.append(f"{what}: the memoriser is not anti-Goodhart flagged: {mem['anti_goodhart']['reason']}")
+        if not mem["collapse"].get("collapsed"):
+            reasons.append(f"{what}: the memoriser does not collapse to instruct-base off-distribution")
+        if struct["anti_goodhart"]["flagged"]:
+            reasons.append(f"{what}: the structure agent is flagged: {struct['anti_goodhart']['reason']}")
+        if struct["collapse"].get("collapsed"):
+            reasons.append(f"{what}: the structure agent collapses on {', '.join(struct['collapse']['contexts'])}")
     return TransferCalibration(figures, not reasons, reasons)

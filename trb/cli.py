@@ -460,13 +460,14 @@ def calibrate(sessions, seed, as_json) -> None:
         for r in rep.grounding_rows:
             click.echo(f"{r['agent']:<14} {cell(r['figures'].get('ground')):<26} "
                        f"{cell(r['figures'].get('ground-rand')):<26} {', '.join(r['identifiability']['flagged']) or '-'}")
-        click.echo(f"{'agent':<14} {'Track 6: G on eval':<26} {'min over transfer contexts':<26} "
+        click.echo(f"{'agent':<14} {'Track 6 of':<10} {'eval':<26} {'min over transfer contexts':<26} "
                    f"{'drop':<26} flags")
-        for name, f in rep.transfer.items():
-            flags = [x for x, on in (("anti-Goodhart", f["anti_goodhart"]["flagged"]),
-                                     ("collapsed", f["collapse"].get("collapsed"))) if on]
-            click.echo(f"{name:<14} {fig(f['eval']):<26} {fig(f['min']):<26} {fig(f['drop'], True):<26} "
-                       f"{', '.join(flags) or '-'}")
+        for track_id, by_agent in rep.transfer.items():
+            for name, f in by_agent.items():
+                flags = [x for x, on in (("anti-Goodhart", f["anti_goodhart"]["flagged"]),
+                                         ("collapsed", f["collapse"].get("collapsed"))) if on]
+                click.echo(f"{name:<14} {'Track ' + track_id:<10} {fig(f['eval']):<26} {fig(f['min']):<26} "
+                           f"{fig(f['drop'], True):<26} {', '.join(flags) or '-'}")
         click.echo("calibration passed" if rep.passed else "calibration FAILED")
     check_calibration(rep)
 

@@ -113,8 +113,10 @@ def test_calibrate_cli_exit_codes(capsys):
     out = capsys.readouterr().out
     assert "calibration passed" in out and "false_credit" in out and "0.500 [0.500, 0.500]" in out
     # Track 6: the memoriser is flagged and collapses, the structure agent is not
-    assert re.search(r"^memoriser .*\+0\.800 \[\+0\.800, \+0\.800\]\s+anti-Goodhart, collapsed$", out, re.M)
-    assert re.search(r"^structure .*\+0\.000 \[\+0\.000, \+0\.000\]\s+-$", out, re.M)
+    assert re.search(r"^memoriser\s+Track 1 .*\+0\.800 \[\+0\.800, \+0\.800\]\s+anti-Goodhart, collapsed$", out, re.M)
+    assert re.search(r"^structure\s+Track 1 .*\+0\.000 \[\+0\.000, \+0\.000\]\s+-$", out, re.M)
+    assert re.search(r"^memoriser\s+Track 3 .*\s+anti-Goodhart, collapsed$", out, re.M)
+    assert re.search(r"^structure\s+Track 3 .*\s+-$", out, re.M)
     # CG-2 by its verdict: the history-reading steerers are not flagged, the path-dependent one is
     assert re.search(r"^markov\s+nav-cg2\s+0\.000 \[0\.000, 0\.000\]\s+not flagged$", out, re.M)
     assert re.search(r"^hysteretic\s+nav-cg2\s+0\.000 \[0\.000, 0\.000\]\s+not flagged$", out, re.M)
@@ -162,7 +164,7 @@ def test_calibration_fails_when_the_structure_agent_is_a_memoriser():
 
     rep = run_calibration(30, n_resamples=200, agents={"structure": MemoriserAgent()})
     assert not rep.passed and any("structure" in r for r in rep.reasons)
-    assert rep.transfer["structure"]["anti_goodhart"]["flagged"]
+    assert all(rep.transfer[t]["structure"]["anti_goodhart"]["flagged"] for t in ("1", "3"))
 
 
 def test_track1_reference_points_on_a_hand_worked_item():

@@ -306,16 +306,24 @@ def test_collapse_and_anti_goodhart_rules_are_decided_by_intervals():
 def test_calibration_separates_the_memoriser_from_the_structure_agent():
     cal = run_transfer_calibration(n_resamples=300)
     assert cal.passed, cal.reasons
-    mem, struct = cal.figures["memoriser"], cal.figures["structure"]
+    mem, struct = cal.figures["1"]["memoriser"], cal.figures["1"]["structure"]
     assert mem["eval"]["score"] == pytest.approx(1.0) and struct["eval"]["score"] == pytest.approx(1.0)
     assert [c["score"] for c in mem["contexts"]] == pytest.approx([0.2] * 3)  # 1 − TV = 1 − 0.8
     assert [c["score"] for c in struct["contexts"]] == pytest.approx([1.0] * 3)
     assert mem["drop"]["value"] == pytest.approx(0.8) and struct["drop"]["value"] == pytest.approx(0.0)
     assert mem["anti_goodhart"]["flagged"] and mem["collapse"]["collapsed"]
     assert not struct["anti_goodhart"]["flagged"] and not struct["collapse"]["collapsed"]
-    # the check can fail: a "structure" agent that in fact memorised is caught
+    # Track 3: the memoriser claims credit off-distribution (balanced accuracy 0.5, instruct-base's), the structure
+    # agent attributes from what it did everywhere
+    mem3, struct3, base3 = (cal.figures["3"][a] for a in ("memoriser", "structure", "instruct-base"))
+    assert [c["score"] for c in mem3["contexts"]] == pytest.approx([0.5] * 3) and base3["eval"]["score"] == 0.5
+    assert mem3["eval"]["ci_low"] >= 0.7 and mem3["drop"]["ci_low"] >= 0.1
+    assert mem3["anti_goodhart"]["flagged"] and mem3["collapse"]["collapsed"]
+    assert not struct3["anti_goodhart"]["flagged"] and struct3["collapse"]["collapsed"] is False
+    # the check can fail: a "structure" agent that in fact memorised is caught on both tracks
     bad = run_transfer_calibration(n_resamples=100, agents={"structure": MemoriserAgent()})
-    assert not bad.passed and any("structure agent is flagged" in r for r in bad.reasons)
+    assert not bad.passed and [r.split(":")[0] for r in bad.reasons if "structure agent is flagged" in r] == [
+        "Track 1 (Track 1 — governance G)", "Track 3 (Track 3 — attribution BA)"]
 
 
 # -- the report ----------------------------------------------------------------------------------------
