@@ -16,6 +16,7 @@ meet, and it lives outside both. The eval engine itself reads only the release d
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -78,6 +79,7 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
     from trb.grounding import write_concepts
     from trb.reference.train import train_reference
     from trb.report import build_report, plot_profiles, plot_tracks, render_markdown
+    from trb.report.conclusions import conclusions, render_conclusions
     from trb.results import ResultsStore
     from trb.run import RunSpec, run_tracks
 
@@ -151,7 +153,10 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
     profiles = plot_profiles(report, work / "report-profiles.png")
     md = render_markdown(report, Path(plot.name), Path(profiles.name))
     (work / "report.md").write_text(md, encoding="utf-8")
+    found = conclusions(report)  # every verdict with its figures: what the README and the docs quote
+    (work / "conclusions.json").write_text(json.dumps(found, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (work / "conclusions.md").write_text(render_conclusions(found), encoding="utf-8")
     timings["total"] = time.perf_counter() - t0
     _say(f"[demo] done in {timings['total']:.1f} s; report: {work / 'report.md'}")
     return {"workdir": str(work), "release": str(release.directory), "results": str(results), "runs": runs,
-            "report": report, "markdown": md, "timings": timings}
+            "report": report, "markdown": md, "conclusions": found, "timings": timings}
