@@ -15,8 +15,14 @@ from trb.report.common import CONFIDENCE, _ci, _f, _metrics, _timings
 from trb.report.sections import section_of
 from trb.results import ResultsStore
 from trb.tracks.base import Metric, metric_by_key, registered_tracks
-from trb.transfer import AGAINST_OWN_ABLATION, REFERENCE_BASELINE, anti_goodhart, collapse_check, collapse_to_chance, \
-    transfer_estimate
+from trb.transfer import (
+    AGAINST_OWN_ABLATION,
+    REFERENCE_BASELINE,
+    anti_goodhart,
+    collapse_check,
+    collapse_to_chance,
+    transfer_estimate,
+)
 from trb.transfer import RULES as TRANSFER_RULES
 
 __all__ = ["SECTION"]
