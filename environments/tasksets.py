@@ -11,10 +11,12 @@ name = "grid-rollouts"
 version = "1"
 environment = "grid"            # a registered environment (environments.get_environment)
 language = "en"
+# seed_version = "1"            # optional: seed the episodes as this version did (default: version)
 
 [seeds]                         # episodes per task and split; the eval seeds are held out
 eval = 4
 train = 2
+transfer = 4                    # episodes per transfer task (only with transfer tasks: see below)
 
 [[viability]]                   # Track 4: reach the task's goal within the budget
 id = "v01"
@@ -43,12 +45,37 @@ budget = 10
 drift = 0.0                     # loops must be deterministic
 ```
 
+**Transfer tasks (Track 6).** A task with ``context = "<transfer context id>"`` is a *transfer task*: it
+is rolled on the transfer split only (``trb run --split transfer``), its rows carry that context id
+(so Track 6 groups them with the other tracks' items of the same context), and its episodes speak
+the context's language (``language = ".."`` on the task, by default the context id's last
+dot-separated part, e.g. ``it`` for ``xfer-lab-b.maze-9x9-gusty.careful.it``; the environment must
+have texts in it). Its stimulus is one the environment hosts (a held-out stimulus set of the
+context). A task without a context is in-distribution: rolled on eval and train, never on transfer.
+A set with transfer tasks needs ``transfer = N`` (N ≥ 1) in ``[seeds]``, and ``transfer`` seeds need
+a transfer task. On a transfer-split run the engine keeps the tasks whose context is one of the
+*release's* transfer contexts (:meth:`TaskSet.for_release`): a release context with no task is
+named in the run's record (``transfer.without_tasks``) and in the report, and a rollout track with no
+task on any of them is an error, not an empty run.
+
+```toml
+[[viability]]
+id = "xb-v01"
+context = "xfer-lab-b.maze-9x9-gusty.careful.it"   # a transfer context id of the release
+stimulus = "maze-9x9-gusty"
+start = "B8"
+goal = "H2"
+budget = 14
+```
+
 **Seeds and the held-out rule.** Episode ``k`` of a task in split ``s`` is seeded by the string
-``trb-rollout:<name>:<version>:<s>:<task id>:<k>`` (:class:`RolloutSeed`): the environment's
+``trb-rollout:<name>:<version>:<s>:<task id>:<k>`` (:class:`RolloutSeed`; ``<version>`` is
+``seed_version`` where the set gives one): the environment's
 randomness from its sha256, the policy's draws from a generator seeded by the same string. The eval
 seeds are held out: nothing in the toolkit trains on rollouts, the simulated corpus seeds its
 sessions by ``"<int>:<...>"`` strings (never this namespace), and the train seeds (for a lab that
-fits on rollouts) are a disjoint namespace, so no training sees an eval episode.
+fits on rollouts) are a disjoint namespace, so no training sees an eval episode. Transfer episodes
+are seeded in their own namespace (split ``transfer``) and only transfer tasks have them.
 
 :func:`load_taskset` reads and checks a file (every problem as ``FILE:LINE: key: message``);
 :func:`default_taskset` is the built-in grid task set.
@@ -60,7 +87,7 @@ import hashlib
 import json
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
@@ -72,10 +99,12 @@ __all__ = ["TaskSet", "RolloutTask", "RolloutSeed", "TaskSetInvalid", "load_task
            "default_taskset", "DEFAULT_TASKSET", "KINDS", "SPLITS", "taskset_sha"]
 
 KINDS = ("viability", "navigation", "loop")
-SPLITS = ("eval", "train")
-DEFAULT_TASKSET = "grid-rollouts-v1.toml"
+SPLITS = ("eval", "train", "transfer")
+DEFAULT_TASKSET = "grid-rollouts-v2.toml"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,63}$")
 _META = {"viability": {"id"}, "navigation": {"id", "target"}, "loop": {"id", "alt_goal", "route_a", "route_b"}}
+#: What any task may add to the environment's table: a transfer task's context and episode language.
+_TRANSFER_KEYS = {"context", "language"}
 MAX_SEEDS = 1000
 
 
@@ -115,6 +144,8 @@ class RolloutTask:
     target: tuple[str, ...] | None = None  # navigation: the region steering points at
     alt_goal: str | None = None  # loop: g2
     routes: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # loop: route a, route b
+    context: str | None = None  # a transfer task: the transfer context it is rolled in (None: in-distribution)
+    language: str | None = None  # a transfer task: its episodes' language (the context's)
 
     @property
     def goal(self) -> str:
@@ -133,14 +164,48 @@ class TaskSet:
     source: str = field(default="", compare=False)
     #: For a task set derived by :meth:`with_seeds`: the SHA of the one it was derived from.
     derived_from: str | None = None
+    #: Set by :meth:`for_release`: the release's transfer contexts (only their transfer tasks are rolled); None:
+    #: every transfer task. Not content: the same tasks, the same SHA.
+    release_contexts: tuple[str, ...] | None = field(default=None, compare=False)
+    #: ``[taskset] seed_version``: the version the episodes are seeded as (default: ``version``); v2 keeps v1's, so
+    #: the in-distribution tasks it keeps unchanged have the same episodes (a v1 and a v2 eval run are comparable).
+    seed_version: str | None = None
 
     def of_kind(self, kind: str) -> list[RolloutTask]:
         return [t for t in self.tasks if t.kind == kind]
 
     def seeds_for(self, task: RolloutTask, split: str) -> list[RolloutSeed]:
-        """The seeds of ``task``'s episodes in ``split`` (none for a split the set has no seeds for)."""
-        return [RolloutSeed(split, k, f"trb-rollout:{self.name}:{self.version}:{split}:{task.id}:{k}")
+        """The seeds of ``task``'s episodes in ``split`` (none for a split the set has no seeds for). A transfer task
+        has seeds on the transfer split only (and only for a context of the release, after :meth:`for_release`);
+        an in-distribution task has none there."""
+        if (task.context is not None) != (split == "transfer"):
+            return []
+        if task.context is not None and self.release_contexts is not None \
+                and task.context not in self.release_contexts:
+            return []
+        version = self.seed_version or self.version
+        return [RolloutSeed(split, k, f"trb-rollout:{self.name}:{version}:{split}:{task.id}:{k}")
                 for k in range(self.seeds.get(split, 0))]
+
+    def contexts(self) -> list[str]:
+        """The transfer contexts the set has tasks for, sorted."""
+        return sorted({t.context for t in self.tasks if t.context is not None})
+
+    def for_release(self, contexts) -> TaskSet:
+        """The same task set, rolling on the transfer split only the tasks of ``contexts`` (the release's transfer
+        context ids). Its SHA is the set's (the tasks are the same); :meth:`describe` records the contexts."""
+        return replace(self, release_contexts=tuple(sorted(str(c) for c in contexts)))
+
+    def transfer_coverage(self) -> dict | None:
+        """For a set restricted by :meth:`for_release`: the release's contexts, the tasks of each by kind, and the
+        contexts without a task (named, never silently skipped)."""
+        if self.release_contexts is None:
+            return None
+        tasks = {c: {k: sum(1 for t in self.of_kind(k) if t.context == c) for k in KINDS}
+                 for c in self.release_contexts}
+        return {"release_contexts": list(self.release_contexts), "tasks": tasks,
+                "without_tasks": [c for c, n in tasks.items() if not sum(n.values())],
+                "not_in_release": [c for c in self.contexts() if c not in self.release_contexts]}
 
     def env(self) -> Environment:
         return get_environment(self.environment)
@@ -155,15 +220,20 @@ class TaskSet:
                                   ", eval at least 1"], self.source)
         new = {**self.seeds, **seeds}
         content = {"name": self.name, "version": self.version, "environment": self.environment,
-                   "language": self.language, "seeds": new, "tasks": [_content(t) for t in self.tasks]}
+                   "language": self.language, "seeds": new, "tasks": [_content(t) for t in self.tasks],
+                   **({"seed_version": self.seed_version} if self.seed_version else {})}
         return TaskSet(self.name, self.version, self.environment, self.language, new, self.tasks,
-                       taskset_sha(content), self.source, derived_from=self.sha)
+                       taskset_sha(content), self.source, derived_from=self.sha, release_contexts=self.release_contexts,
+                       seed_version=self.seed_version)
 
     def describe(self) -> dict:
         """What a run row records of it."""
         return {"name": self.name, "version": self.version, "sha": self.sha, "environment": self.environment,
                 "language": self.language, "seeds": dict(self.seeds), "source": self.source,
-                "derived_from": self.derived_from, "tasks": {k: len(self.of_kind(k)) for k in KINDS}}
+                "derived_from": self.derived_from, "tasks": {k: len(self.of_kind(k)) for k in KINDS},
+                **({"transfer_tasks": {c: sum(1 for t in self.tasks if t.context == c) for c in self.contexts()}}
+                   if self.contexts() else {}),
+                **({"transfer": self.transfer_coverage()} if self.release_contexts is not None else {})}
 
 
 def taskset_sha(content: dict) -> str:
@@ -182,10 +252,16 @@ def load_taskset(path: str | Path) -> TaskSet:
     return parse_taskset(data, str(p))
 
 
-def default_taskset() -> TaskSet:
-    """The built-in grid task set (shipped in the package)."""
-    ref = resources.files("environments") / "tasksets" / DEFAULT_TASKSET
-    return parse_taskset(ref.read_bytes(), f"{DEFAULT_TASKSET} (built in)")
+def default_taskset(file: str | None = None) -> TaskSet:
+    """The built-in grid task set (shipped in the package); ``file`` names an earlier built-in version (e.g.
+    ``grid-rollouts-v1.toml``, which runs made before v2 record)."""
+    file = file or DEFAULT_TASKSET
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\-]*\.toml", file):
+        raise TaskSetInvalid([f"{file}: not a built-in task set file name"], file)
+    ref = resources.files("environments") / "tasksets" / file
+    if not ref.is_file():
+        raise TaskSetInvalid([f"{file}: no such built-in task set"], file)
+    return parse_taskset(ref.read_bytes(), f"{file} (built in)")
 
 
 def parse_taskset(data: bytes, name: str = "<taskset>") -> TaskSet:
@@ -219,7 +295,11 @@ def parse_taskset(data: bytes, name: str = "<taskset>") -> TaskSet:
         meta[key] = v
     if isinstance(meta["name"], str) and not _ID.match(meta["name"]):
         bad("taskset", "name", f"expected an id (letters, digits, . _ -), got {meta['name']!r}")
-    unknown = sorted(set(head) - {"name", "version", "environment", "language"})
+    seed_version = head.get("seed_version")
+    if seed_version is not None and (not isinstance(seed_version, str) or not seed_version.strip()):
+        bad("taskset", "seed_version", f"expected a version string (the version the episodes are seeded as), "
+                                       f"got {seed_version!r}")
+    unknown = sorted(set(head) - {"name", "version", "environment", "language", "seed_version"})
     for k in unknown:
         bad("taskset", k, "unknown key")
     env = None
@@ -272,19 +352,64 @@ def parse_taskset(data: bytes, name: str = "<taskset>") -> TaskSet:
                 tasks.append(task)
     if not problems and not tasks:
         bad("taskset", None, "no task: give at least one [[viability]], [[navigation]] or [[loop]] table")
+    if not problems and isinstance(seeds_t, dict):
+        has_transfer = any(t.context is not None for t in tasks)
+        if has_transfer and not seeds.get("transfer"):
+            bad("seeds", "transfer" if "transfer" in seeds_t else None,
+                "missing or 0: the set has transfer tasks (with a context), which need transfer = N episodes (N ≥ 1)")
+        elif seeds.get("transfer") and not has_transfer:
+            bad("seeds", "transfer", "no task declares a context: transfer seeds need transfer tasks "
+                                     "(context = \"<transfer context id>\")")
+        if has_transfer and not any(t.context is None for t in tasks):
+            bad("taskset", None, "every task is a transfer task: the eval split needs in-distribution tasks")
     if problems:
         raise TaskSetInvalid(problems, name)
-    content = {**meta, "seeds": seeds, "tasks": [_content(t) for t in tasks]}
+    content = {**meta, "seeds": seeds, "tasks": [_content(t) for t in tasks],
+               **({"seed_version": seed_version} if seed_version else {})}
     return TaskSet(meta["name"], meta["version"], meta["environment"], meta["language"], seeds, tuple(tasks),
-                   taskset_sha(content), name)
+                   taskset_sha(content), name, seed_version=seed_version)
 
 
 def _content(task: RolloutTask) -> dict:
-    return {"id": task.id, "kind": task.kind, "table": task.table, "target": list(task.target or []),
-            "alt_goal": task.alt_goal, "routes": [list(r) for r in task.routes or ()]}
+    out = {"id": task.id, "kind": task.kind, "table": task.table, "target": list(task.target or []),
+           "alt_goal": task.alt_goal, "routes": [list(r) for r in task.routes or ()]}
+    if task.context is not None:  # only then: an in-distribution task's content (and v1's SHA) is unchanged
+        out.update(context=task.context, language=task.language)
+    return out
+
+
+def _transfer(entry: dict, env: Environment | None, bad) -> tuple[bool, str | None, str | None]:
+    """A task's ``context`` and ``language`` (a transfer task's), checked: (ok, context, language)."""
+    context, language = entry.get("context"), entry.get("language")
+    if context is None:
+        if language is not None:
+            bad("language", "only a transfer task (with a context) sets its own language")
+            return False, None, None
+        return True, None, None
+    if not isinstance(context, str) or not _ID.match(context):
+        bad("context", f"expected a transfer context id (letters, digits, . _ -), got {context!r}")
+        return False, None, None
+    if language is None:
+        language = context.rsplit(".", 1)[-1]
+        if env is not None and language not in env.languages:
+            bad("language", f"missing, and the context id's last part {language!r} is not a language of the "
+                            f"{env.name} environment ({', '.join(env.languages)}): set language = \"..\"")
+            return False, None, None
+    elif not isinstance(language, str) or (env is not None and language not in env.languages):
+        bad("language", f"expected a language of the {getattr(env, 'name', '?')} environment "
+                        f"({', '.join(getattr(env, 'languages', ()))}), got {language!r}")
+        return False, None, None
+    return True, context, language
 
 
 def _task(kind: str, tid: str, entry: dict, env: Environment | None, bad) -> RolloutTask | None:
+    ok, context, language = _transfer(entry, env, bad)
+    entry = {k: v for k, v in entry.items() if k not in _TRANSFER_KEYS}
+    task = _task_table(kind, tid, entry, env, bad) if ok else None
+    return replace(task, context=context, language=language) if task is not None else None
+
+
+def _task_table(kind: str, tid: str, entry: dict, env: Environment | None, bad) -> RolloutTask | None:
     table = {k: v for k, v in entry.items() if k not in _META[kind] or k == "id"}
     ok = True
     if env is not None:

@@ -4,7 +4,7 @@ simulate → ingest → smoke release → train both native references and the t
 baselines on the train split, and learn every model's Track 2 concept directions there →
 Tracks 1–5 on all five spec baselines (§4: instruct base, CoT-prompted base and
 CoT-supervised finetune through the proxy adapter, where Track 2 is proxy-tier grounding; the
-Trace-AI ablation and full model through the native adapter) on the eval split, and Tracks 1–3
+Trace-AI ablation and full model through the native adapter) on the eval split, and Tracks 1–5
 on the transfer split (Track 6, with the demo's trainer recorded) → the report and its plots. Deterministic for a seed; leaves the
 corpus, the release, the checkpoints and ``results.duckdb`` in the work directory
 for ``trb report`` and ``trb query``.
@@ -30,10 +30,12 @@ __all__ = ["DEMO_SESSIONS", "demo_baseline_settings", "run_demo"]
 #: (closed-loop rollouts) on all five baselines; the LM baselines' training is most of the time.
 DEMO_SESSIONS = 500
 #: The tracks the demo runs on every baseline: 1, 2 and 3 on the release, 4 and 5 as closed-loop rollouts on the
-#: built-in task set (environments/tasksets/grid-rollouts-v1.toml).
+#: built-in task set (environments/tasksets/grid-rollouts-v2.toml).
 DEMO_TRACKS = ("1", "2", "3", "4", "5")
-#: The tracks of the demo's transfer-split runs (Track 6): those whose items come from the release.
-DEMO_TRANSFER_TRACKS = ("1", "2", "3")
+#: The tracks of the demo's transfer-split runs (Track 6): 1–3 on the release's transfer sessions, 4 and 5 as
+#: rollouts on the task set's transfer tasks of the release's transfer contexts (one seed each, as on eval: 60
+#: episodes a baseline; estimated +40 s over the five baselines from the eval rollouts' cost per episode).
+DEMO_TRANSFER_TRACKS = ("1", "2", "3", "4", "5")
 #: Track 2's trial budget in the demo, the same for every baseline (a fixed hash sample, recorded with each
 #: run): 10 contexts of each split and 3 concepts of each slot per context. A proxy model scores every value of
 #: the slot for every trial, so its trials cost about 0.25 s a context here at this budget.
@@ -129,7 +131,7 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
     step("concept directions (LM baselines)", t)
     from environments.tasksets import default_taskset
 
-    tasks = default_taskset().with_seeds(eval=rollout_seeds)
+    tasks = default_taskset().with_seeds(eval=rollout_seeds, transfer=rollout_seeds)
     results = work / "results.duckdb"
     options = {"2": dict(DEMO_GROUNDING)}
     transfer = "transfer" in (release.manifest.get("counts", {}).get("sessions") or {})
@@ -144,7 +146,7 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
                        tasks=tasks, track_options=options, trained_by=DEMO_TRAINER)
         runs[baseline] = run_tracks(spec, adapter, progress=progress)["run_id"]
         if transfer:  # Track 6: the same model on the held-out contexts
-            on_transfer = spec.with_(tracks=DEMO_TRANSFER_TRACKS, split="transfer", tasks=None)
+            on_transfer = spec.with_(tracks=DEMO_TRANSFER_TRACKS, split="transfer")
             runs[f"{baseline} (transfer)"] = run_tracks(on_transfer, adapter, progress=progress)["run_id"]
         step(f"run {baseline} ({how})", t)
 

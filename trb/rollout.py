@@ -108,6 +108,7 @@ class _Live:
     def __init__(self, spec: EpisodeSpec, env: Environment, language: str, split: str, context_id: str | None):
         self.spec = spec
         self.trace = EpisodeTrace(spec)
+        language = spec.task.language or language  # a transfer task speaks its context's language
         self.ep: Episode = env.start(spec.task.table, goal=spec.task.goal, seed=spec.seed.value, language=language,
                                      target=spec.target)
         self.rng = random.Random(spec.seed.text + ":policy")
@@ -155,7 +156,8 @@ def run_episodes(adapter, env: Environment, specs: Sequence[EpisodeSpec], *, lan
                  max_batch: int = MAX_BATCH) -> list[EpisodeTrace]:
     """Roll every episode of ``specs`` to its end in lockstep; return their traces in the order given.
 
-    ``adapter`` is a :class:`~trb.adapters.capabilities.BoundAdapter`; the ``ablated`` condition needs its
+    ``language`` is the episodes' language, except a transfer task's (:class:`RolloutTask` ``language``: its
+    context's). ``adapter`` is a :class:`~trb.adapters.capabilities.BoundAdapter`; the ``ablated`` condition needs its
     ``r_ablation`` capability. ``progress`` is called with the number of episodes that finish.
 
     Raises:

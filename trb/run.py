@@ -13,6 +13,7 @@ import gc
 import json
 import os
 import shutil
+import sys
 import time
 import uuid
 from datetime import datetime, timezone
@@ -39,7 +40,8 @@ __all__ = ["BASELINES", "HELD_OUT_SPLITS", "RunSpec", "DEFAULT_FLUSH_SECONDS", "
 BASELINES = ("instruct-base", "cot-prompted", "cot-sft", "trace-ablation", "trace-full")
 #: Splits never used to fit anything (spec §5): the only ones Δgov is computed on.
 HELD_OUT_SPLITS = ("eval", "transfer")
-#: Why a rollout track (source "tasks") is not applicable on a transfer-split run.
+#: Why a rollout track (source "tasks") was not applicable on a transfer-split run made before task sets had transfer
+#: tasks (kept: stored runs say it); a run now rolls the task set's tasks of the release's transfer contexts.
 ROLLOUT_NO_TRANSFER = ("a rollout track: its items come from a task set, not the release, and task sets declare no "
                        "transfer context or collector, so nothing can be scored off-distribution with checked "
                        "provenance")
@@ -123,13 +125,14 @@ def run_tracks(spec: RunSpec, adapter, *, progress: bool = True) -> dict:
     trainer = trainers(list(spec.trained_by) or None, bound.spec().get("trained_by"))
     split = spec.split
     taskset = None
-    if split != "transfer" and any(_from_tasks(t) for t in chosen):
+    if any(_from_tasks(t) for t in chosen):
         from environments.tasksets import TaskSet, default_taskset, load_taskset
 
         tasks = spec.tasks
         taskset = tasks if isinstance(tasks, TaskSet) else default_taskset() if tasks is None else load_taskset(tasks)
     release = spec.release if isinstance(spec.release, Release) else Release(spec.release)
     try:
+        taskset = _for_release(taskset, release, split)
         plan = _plan(release, bound, chosen, options, split, taskset, trainer, spec.allow_train_split)
         run = {
             "run_id": uuid.uuid4().hex,
@@ -195,7 +198,7 @@ def resume_run(run_id: str, *, results: str | os.PathLike = "results.duckdb",
         chosen = [get_track(t) for t in old["tracks"]]
         options = check_track_options(timings.get("track_options"), chosen)
         split = old["split"]
-        taskset = _recorded_taskset(old)
+        taskset = _for_release(_recorded_taskset(old), release, split)
         plan = _plan(release, bound, chosen, options, split, taskset, trainers(old.get("trained_by"), None),
                      allow_train_split=split == "train")
         if plan["counts"] != recorded.get("counts"):
@@ -265,14 +268,14 @@ def _plan(release: Release, bound, chosen, options: dict, split: str, taskset, t
         missing = bound.missing(track.needs)
         if missing:
             not_applicable[track.id] = {"status": "not_applicable", "needs": missing}
-        elif split == "transfer" and _from_tasks(track):
-            not_applicable[track.id] = {"status": "not_applicable", "needs": [], "reason": ROLLOUT_NO_TRANSFER}
         elif getattr(track, "unavailable", None) is not None and track.unavailable(bound):
             # the adapter has the capability but not what the track needs of it (Track 2: concept directions)
             not_applicable[track.id] = {"status": "not_applicable", "needs": [], "reason": track.unavailable(bound)}
         else:
             counts[track.id] = track.count(taskset if _from_tasks(track) else release, split,
                                            **options.get(track.id, {}))
+    if split == "transfer":
+        _check_transfer_tasks(taskset, [t for t in chosen if _from_tasks(t) and t.id in counts], counts)
     if not counts:
         raise UsageError(f"no requested track can run on adapter {bound.name} on split {split!r}: " + "; ".join(
             f"track {t}: {not_applicable_text(s)}" for t, s in not_applicable.items()))
@@ -282,6 +285,38 @@ def _plan(release: Release, bound, chosen, options: dict, split: str, taskset, t
                          + _items_by_split(release, [t for t in chosen if t.id in counts], options))
     return {"counts": counts, "not_applicable": not_applicable, "split_check": split_check,
             "transfer_check": transfer_check}
+
+
+def _for_release(taskset, release: Release, split: str):
+    """On a transfer-split run, the task set restricted to the release's transfer contexts (TaskSet.for_release)."""
+    if taskset is None or split != "transfer":
+        return taskset
+    rows = release.rows("SELECT context_id FROM transfer ORDER BY context_id") if "transfer" in release.splits else []
+    return taskset.for_release([r["context_id"] for r in rows])
+
+
+def _check_transfer_tasks(taskset, rollout_tracks, counts: dict) -> None:
+    """A transfer-split run of a rollout track needs tasks on the release's transfer contexts.
+
+    Raises:
+        UsageError: a requested rollout track has no task on any of the release's transfer contexts (naming them
+            and the contexts the task set has tasks for)."""
+    if not rollout_tracks:
+        return
+    cov = taskset.transfer_coverage() or {}
+    empty = [t.id for t in rollout_tracks if counts.get(t.id, 0) == 0]
+    if empty:
+        raise UsageError(
+            f"track(s) {', '.join(empty)} on the transfer split: task set {taskset.name} v{taskset.version} "
+            f"({taskset.sha[:12]}) has no {'transfer task' if not taskset.seeds.get('transfer') else 'task'} for "
+            f"any of the release's transfer contexts ({', '.join(cov.get('release_contexts') or ()) or 'none'}); "
+            f"its transfer tasks are for: {', '.join(taskset.contexts()) or 'no context'}. Give a task set with "
+            "tasks whose context is one of them (environments.tasksets: context = \"<id>\"), or leave Tracks 4 "
+            "and 5 out of the transfer run")
+    if cov.get("without_tasks"):
+        print(f"trb run: the task set has no rollout task for transfer context(s) {', '.join(cov['without_tasks'])}"
+              f": Tracks {', '.join(t.id for t in rollout_tracks)} are not scored there (recorded with the run)",
+              file=sys.stderr)
 
 
 def _score_and_finish(store, run: dict, release: Release, bound, the_runner, plan: dict, options: dict, taskset,
@@ -412,7 +447,9 @@ def _recorded_taskset(old: dict):
         return None
     info = old.get("taskset") or {}
     source = str(info.get("source") or "")
-    ts = default_taskset() if source.endswith("(built in)") else load_taskset(source)
+    # a built-in set by the file it was (runs made before v2 name grid-rollouts-v1.toml)
+    ts = default_taskset(source.removesuffix(" (built in)").strip() or None) if source.endswith("(built in)") \
+        else load_taskset(source)
     if info.get("derived_from"):  # the same tasks with other episode counts (TaskSet.with_seeds)
         if ts.sha != info["derived_from"]:
             raise UsageError(f"run {old['run_id']} used a task set derived from {info['derived_from'][:12]}, but "

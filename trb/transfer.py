@@ -58,8 +58,8 @@ import numpy as np
 
 from trb.tracks.base import Metric
 
-__all__ = ["HIGH_LEVEL", "LARGE_DROP", "REFERENCE_BASELINE", "RULES", "transfer_estimate", "collapse_check",
-           "anti_goodhart"]
+__all__ = ["HIGH_LEVEL", "LARGE_DROP", "REFERENCE_BASELINE", "RULES", "AGAINST_OWN_ABLATION", "transfer_estimate",
+           "collapse_check", "collapse_to_chance", "anti_goodhart"]
 
 #: Anti-Goodhart: an eval level at or above this is "high" (figures on a 0–1 scale).
 HIGH_LEVEL = 0.7
@@ -69,6 +69,10 @@ LARGE_DROP = 0.1
 _EPS = 1e-12
 #: The baseline a collapse is measured against (spec §4 baseline 1).
 REFERENCE_BASELINE = "instruct-base"
+
+#: Figures that compare the model with its own no-r_t ablation (Tracks 4 and 5's headlines): the value of no effect
+#: (the ablation's own level: a completion ratio of 1, a reach-rate lift of 0) is what they can collapse to.
+AGAINST_OWN_ABLATION = {"viab": 1.0, "nav": 0.0}
 
 #: The rules, as every format states them.
 RULES = {
@@ -81,10 +85,14 @@ RULES = {
                  f"{REFERENCE_BASELINE} in distribution when the eval difference's interval lies above 0; then "
                  "collapsed when on some transfer context the difference's whole interval lies at or below 0, not "
                  "collapsed when on every context it lies above 0; otherwise not established (a figure without a "
-                 f"paired difference: against {REFERENCE_BASELINE}'s point values)"),
+                 f"paired difference: against {REFERENCE_BASELINE}'s point values); Tracks 4 and 5's figures compare "
+                 "the model with its own no-r_t ablation, so they collapse to that ablation, not to another baseline: "
+                 "the completion ratio's (viab) and the reach-rate lift's (nav) own intervals (paired bootstrap of the "
+                 "task-and-seed pairs, per context) against 1 and 0 (never across tiers)"),
     "anti_goodhart": (f"flagged, not celebrated (spec §5), by intervals: the eval interval's lower bound ≥ {HIGH_LEVEL} "
                       f"and the drop's interval's lower bound ≥ {LARGE_DROP}; not flagged when either interval lies "
-                      "below its threshold; otherwise not established (figures on a 0–1 scale)"),
+                      "below its threshold; otherwise not established (figures on a 0–1 scale: G, balanced accuracy, "
+                      "AUC; never a ratio such as viab or a difference such as nav: not applicable there)"),
     "high_level": HIGH_LEVEL,
     "large_drop": LARGE_DROP,
     "reference_baseline": REFERENCE_BASELINE,
@@ -142,7 +150,28 @@ def _fast(metric: Metric, group: _Group):
             with np.errstate(invalid="ignore", divide="ignore"):
                 return ((w @ tp) / (w @ p) + (w @ tn) / (w @ n)) / 2
         return ba
+    if metric.key in _PAIRED and "condition" in cols:
+        a, b = _PAIRED[metric.key]
+        cond = np.asarray(cols["condition"], dtype=object)
+        score = np.asarray(cols["score"], dtype=float)
+        sa, sb = (np.bincount(codes, weights=np.where(cond == c, score, 0.0), minlength=k) for c in (a, b))
+        na, nb = (np.bincount(codes, weights=(cond == c).astype(float), minlength=k) for c in (a, b))
+        both = ((na > 0) & (nb > 0)).astype(float)  # the pairs (task and seed) with both conditions
+        if metric.key == "viab":  # Σ full / Σ ablated over the drawn pairs
+            num, den = sa * both, sb * both
+        else:  # the mean over the drawn pairs of steered − ablated
+            num, den = (sa - sb) * both, both
+
+        def paired_stat(w):
+            d = w @ den
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where(d > 0, (w @ num) / np.where(d > 0, d, 1.0), np.nan)
+        return paired_stat
     return None
+
+
+#: Tracks 4 and 5's headline figures: the paired conditions (a, b) of one task and seed, a session of their rows.
+_PAIRED = {"viab": ("full", "ablated"), "nav": ("steered", "ablated")}
 
 
 def _generic(track, metric: Metric, group: _Group, confidence: float, seed: int):
@@ -152,7 +181,11 @@ def _generic(track, metric: Metric, group: _Group, confidence: float, seed: int)
         for b, row in enumerate(w):
             take = np.concatenate([np.repeat(group.items[j][None, :], int(c), axis=0).ravel()
                                    for j, c in enumerate(row) if c]) if row.any() else np.array([], dtype=int)
+            # each copy of a session drawn more than once is a session of its own (a paired figure pairs by id)
+            copy = np.concatenate([np.repeat(np.arange(int(c)), len(group.items[j]))
+                                   for j, c in enumerate(row) if c]) if row.any() else np.array([], dtype=int)
             sub = {k: v[take] for k, v in group.columns.items()}
+            sub["session_id"] = np.asarray([f"{s_}#{c_}" for s_, c_ in zip(sub["session_id"], copy)], dtype=object)
             try:
                 out[b] = track.aggregate(metric, sub, n_resamples=0, confidence=confidence, seed=seed).value
             except ValueError:
@@ -339,17 +372,36 @@ def collapse_check(entry: dict, reference: dict | None, *, baseline: str, gaps: 
     return out
 
 
-def _collapse_by_gaps(entry: dict, gaps: dict) -> dict:
+def collapse_to_chance(entry: dict, metric: Metric) -> dict:
+    """The collapse rule for a figure that compares the model with its own no-r_t ablation (Tracks 4 and 5:
+    :data:`AGAINST_OWN_ABLATION`): the baseline it may collapse to is that ablation, the figure's chance value (a
+    completion ratio of 1, a reach-rate lift of 0), so its own intervals (paired bootstrap of the task-and-seed
+    pairs, per context) are read against that value; no other baseline, and so no other tier, is compared."""
+    chance = AGAINST_OWN_ABLATION[metric.key]
+
+    def shifted(e: dict) -> dict:
+        lo, hi = e.get("ci_low"), e.get("ci_high")
+        return {"value": e["score"] - chance, "ci_low": None if lo is None else lo - chance,
+                "ci_high": None if hi is None else hi - chance, "n_sessions": e.get("n_sessions")}
+
+    gaps = {"eval": shifted(entry["eval"]), "contexts": {c["context_id"]: shifted(c) for c in entry["contexts"]}}
+    out = _collapse_by_gaps(entry, gaps, against=f"the no-r_t ablation ({metric.key} = {chance:g})")
+    out.pop("paired", None)
+    out["against"] = {"figure": "the model's own no-r_t ablation", "value": chance}
+    return out
+
+
+def _collapse_by_gaps(entry: dict, gaps: dict, against: str = REFERENCE_BASELINE) -> dict:
     """The collapse rule on paired differences from the reference (figure − reference), against 0."""
     ev = gaps["eval"]
     above = _above(ev.get("ci_low"), ev.get("ci_high"), 0.0)
-    gap_text = f"figure − {REFERENCE_BASELINE} {ev['value']:+.3f} {_ci_text(ev)}"
+    gap_text = f"figure − {against} {ev['value']:+.3f} {_ci_text(ev)}"
     if above is False:
         return {"checked": True, "collapsed": False, "verdict": "not collapsed", "contexts": [], "paired": gaps,
-                "note": f"not above {REFERENCE_BASELINE} in distribution ({gap_text}): no collapse to speak of"}
+                "note": f"not above {against} in distribution ({gap_text}): no collapse to speak of"}
     if above is None:
         return {"checked": True, "collapsed": None, "verdict": "not established", "contexts": [], "paired": gaps,
-                "note": f"above {REFERENCE_BASELINE} in distribution not established ({gap_text})"}
+                "note": f"above {against} in distribution not established ({gap_text})"}
     hit, open_ = [], []
     for c in entry["contexts"]:
         g = gaps["contexts"].get(c["context_id"])
@@ -376,8 +428,10 @@ def anti_goodhart(entry: dict, metric: Metric) -> dict:
     """The anti-Goodhart rule (module docstring) for one figure's :func:`transfer_estimate`:
     ``{"applies": bool, "flagged": bool, "verdict": flagged | not flagged | not established, "reason": ...}``."""
     if metric.bounds != (0.0, 1.0):
+        kind = ("a ratio" if metric.key == "viab" else "a difference" if metric.key == "nav" else
+                "not on a 0–1 scale")
         return {"applies": False, "flagged": False, "verdict": "not applicable",
-                "reason": "the figure is not on a 0–1 scale: the thresholds do not apply"}
+                "reason": f"not applicable: the figure is {kind}, and the rule's thresholds are for 0–1 figures"}
     ev, drop = entry["eval"], entry["drop"]
     high = _above(ev.get("ci_low"), ev.get("ci_high"), HIGH_LEVEL - _EPS)
     large = _above(drop.get("ci_low"), drop.get("ci_high"), LARGE_DROP - _EPS)

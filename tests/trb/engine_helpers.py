@@ -78,3 +78,68 @@ def make_reference(release: Path, out: Path, variant: str = "full") -> Path:
 
     train_reference(release, variant, out, seed=0, epochs=1, progress=False)
     return out
+
+
+class GridSteerer:
+    """A scripted native-tier rollout adapter that reads the grid in any language and on any context: its stimulus
+    set is the part of the context id that names one; the first two cells the observation names are where it is
+    and the goal it is shown. It acts toward r's goal (0.9, the rest uniform); its no-r_t ablation acts toward the
+    goal it sees half the time (0.45, the rest uniform). On the contexts in ``ignores_r`` it acts as its ablation
+    whatever r says (its r_t governs nothing there: Tracks 4 and 5 collapse to the ablation on them)."""
+
+    tier = "native"
+
+    def __init__(self, ignores_r=()):
+        from trb.adapters.capabilities import BatchedAct, RAblation
+
+        self.capabilities = (BatchedAct, RAblation)
+        self.ignores_r = set(ignores_r)
+
+    def spec(self):
+        return {"kind": "grid-steerer", "ignores_r": sorted(self.ignores_r)}
+
+    @staticmethod
+    def _where(context):
+        import re
+
+        from simworld import STIMULUS_SETS
+        from simworld.world import parse_cell
+
+        stim = next(p for p in (context.context_id or "").split(".") if p in STIMULUS_SETS)
+        cells = re.findall(r"\b([A-Z][0-9]{1,2})\b", context.observation or "")
+        return STIMULUS_SETS[stim].layout, parse_cell(cells[0]), parse_cell(cells[1])
+
+    @staticmethod
+    def _headed(layout, pos, goal, space, follow):
+        moves = (layout.improving_actions(pos, goal, "path") if goal is not None and layout.is_free(goal) else ()) \
+            or ("wait",)
+        return {a: (follow / len(moves) if a in moves else 0.0) + (1 - follow) / len(space) for a in space}
+
+    def emit_r(self, context):
+        from simworld.world import cell_name
+
+        layout, pos, goal = self._where(context)
+        moves = layout.improving_actions(pos, goal, "path") or ("wait",)
+        return {"goal": cell_name(goal), "planned_next": moves[0], "caused_by_self": None, "confidence": 0.6}
+
+    def act(self, context, r_override=None):
+        return self.act_batch([context], [r_override])[0]
+
+    def act_batch(self, contexts, r_overrides=None):
+        from simworld.world import parse_cell
+
+        out = []
+        for c, r in zip(contexts, r_overrides or [None] * len(contexts)):
+            if c.context_id in self.ignores_r:
+                out.append(self.act_ablated(c))
+                continue
+            layout, pos, _ = self._where(c)
+            out.append(self._headed(layout, pos, parse_cell((r or self.emit_r(c)).get("goal")), c.action_space, 0.9))
+        return out
+
+    def act_ablated(self, context):
+        layout, pos, goal = self._where(context)
+        return self._headed(layout, pos, goal, context.action_space, 0.45)
+
+    def act_ablated_batch(self, contexts):
+        return [self.act_ablated(c) for c in contexts]

@@ -10,12 +10,13 @@ import duckdb
 import numpy as np
 import pytest
 
+from environments.tasksets import default_taskset
 from trb.adapters.capabilities import RAblation
 from trb.calibrate_transfer import InstructBaseAgent, MemoriserAgent, StructureAgent, run_transfer_calibration
 from trb.provenance import TransferProvenanceError
 from trb.report import build_report, render_html, render_json, render_markdown
 from trb.results import ResultsStore
-from trb.run import ROLLOUT_NO_TRANSFER, RunSpec, run_tracks
+from trb.run import RunSpec, run_tracks
 from trb.tracks.base import get_track, metric_by_key
 from trb.transfer import HIGH_LEVEL, LARGE_DROP, anti_goodhart, collapse_check, transfer_estimate
 
@@ -92,7 +93,7 @@ def test_a_transfer_run_refuses_contexts_its_trainer_collected(release, tmp_path
     assert runs == (1, "eval")  # the refused runs wrote no row
 
 
-def test_the_trainer_is_recorded_and_rollout_tracks_are_not_applicable_off_distribution(release, tmp_path):
+def test_the_trainer_is_recorded_and_rollout_tracks_roll_the_transfer_tasks(release, tmp_path):
     class Ablatable(StructureAgent):
         capabilities = (RAblation,)
 
@@ -108,18 +109,15 @@ def test_the_trainer_is_recorded_and_rollout_tracks_are_not_applicable_off_distr
     results = tmp_path / "r.duckdb"
     run = run_tracks(RunSpec(release, baseline="x", tracks=("1", "4", "5"), split="transfer", results=results,
                              trained_by="Flag Lab"), Ablatable(), progress=False)
-    assert run["summary"]["4"] == run["summary"]["5"] == {"status": "not_applicable", "needs": [],
-                                                           "reason": ROLLOUT_NO_TRANSFER}
-    assert run["summary"]["1"]["scored"] > 0 and run["taskset_sha"] is None
+    # the built-in task set's transfer tasks, on the release's transfer contexts (test_transfer_rollouts.py)
+    assert run["summary"]["4"]["episodes"] > 0 and run["summary"]["5"]["episodes"] > 0
+    assert run["summary"]["1"]["scored"] > 0 and run["taskset_sha"] == default_taskset().sha
     con = duckdb.connect(str(results), read_only=True)
     trained_by, timings = con.execute("SELECT trained_by, timings FROM runs").fetchone()
     assert trained_by == ["Flag Lab", "Spec Lab"]
     check = json.loads(timings)["transfer_check"]
     assert check["checked"] and [c["collector_org"] for c in check["contexts"]] == _collectors(release)
     con.close()
-    rep = build_report(ResultsStore(results), n_resamples=0)
-    (row,) = rep["baselines"]
-    assert row["tracks"]["viab"]["note"] == f"not applicable ({ROLLOUT_NO_TRANSFER})"
 
 
 # -- the statistic against an independent computation ----------------------------------------------------

@@ -34,10 +34,14 @@ EPISODE_COLUMNS = (
 
 
 def context_id(tasks: TaskSet):
-    """The context id a rollout's contexts carry: ``<stimulus>.rollout.<language>`` (for the grid; the
-    environment's task table names its stimulus set), like a release's ``<stimulus>.<population>.<language>``."""
+    """The context id a rollout's contexts carry: a transfer task's own context (the release's transfer context id,
+    so Track 6 groups its rows with the other tracks' items there); otherwise ``<stimulus>.rollout.<language>``
+    (for the grid; the environment's task table names its stimulus set), like a release's
+    ``<stimulus>.<population>.<language>``."""
 
     def of(task) -> str:
+        if task.context is not None:
+            return task.context
         return f"{task.table.get('stimulus', tasks.environment)}.rollout.{tasks.language}"
 
     return of

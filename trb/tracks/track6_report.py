@@ -15,7 +15,14 @@ from trb.report.common import CONFIDENCE, _ci, _f, _metrics, _timings
 from trb.report.sections import section_of
 from trb.results import ResultsStore
 from trb.tracks.base import Metric, metric_by_key, registered_tracks
-from trb.transfer import REFERENCE_BASELINE, anti_goodhart, collapse_check, transfer_estimate
+from trb.transfer import (
+    AGAINST_OWN_ABLATION,
+    REFERENCE_BASELINE,
+    anti_goodhart,
+    collapse_check,
+    collapse_to_chance,
+    transfer_estimate,
+)
 from trb.transfer import RULES as TRANSFER_RULES
 
 __all__ = ["SECTION"]
@@ -104,10 +111,16 @@ def _transfer_figures(store: ResultsStore, name: str, ev: dict, tr: dict, ref: d
             figures[m.key] = {"title": m.title, "status": "undefined", "note": f"undefined: {err}"}
             continue
         est["status"] = "ok"
-        gaps = _paired_gaps(store, m, (ev, tr), ref_runs, n_resamples=n_resamples, seed=seed) \
+        if m.key in AGAINST_OWN_ABLATION:  # Tracks 4 and 5: against the model's own ablation, never another baseline
+            est["collapse"] = collapse_to_chance(est, m)
+            without = _contexts_without_tasks(tr)
+            if without:
+                est["contexts_without_tasks"] = without
+        gaps = None if m.key in AGAINST_OWN_ABLATION else _paired_gaps(store, m, (ev, tr), ref_runs, n_resamples=n_resamples, seed=seed) \
             if ref_runs and name != REFERENCE_BASELINE and ref.get(m.key) is not None \
             and ref[m.key].get("title") == est["title"] else None
-        est["collapse"] = collapse_check(est, ref.get(m.key), baseline=name, gaps=gaps)
+        if m.key not in AGAINST_OWN_ABLATION:
+            est["collapse"] = collapse_check(est, ref.get(m.key), baseline=name, gaps=gaps)
         est["anti_goodhart"] = anti_goodhart(est, m)
         flags = []
         if est["anti_goodhart"]["flagged"]:
@@ -120,6 +133,34 @@ def _transfer_figures(store: ResultsStore, name: str, ev: dict, tr: dict, ref: d
     return figures
 
 
+#: The tracks Track 6 re-reads (spec §3 Track 6: "re-run Tracks 1–5 on each transfer context").
+TRANSFER_OF = ("1", "2", "3", "4", "5")
+
+
+def _contexts_without_tasks(run: dict) -> list[str]:
+    """The release's transfer contexts the run's task set had no rollout task for (recorded with the run)."""
+    info = run.get("taskset")
+    if isinstance(info, str):
+        import json
+
+        info = json.loads(info)
+    return list(((info or {}).get("transfer") or {}).get("without_tasks") or ())
+
+
+def _coverage(figures: dict, ok: dict, tracks: dict, ev: dict, tr: dict) -> dict:
+    """Which of Tracks 1–5 the entry covers, and for each one it does not, why."""
+    covers = sorted({tracks[k] for k in ok}, key=lambda t: (len(t), t))
+    missing = {}
+    for t in TRANSFER_OF:
+        if t in covers:
+            continue
+        why = [f.get("note") or f.get("status") for k, f in figures.items() if tracks[k] == t]
+        ran = {str(x) for x in (tr.get("tracks") or [])}
+        missing[t] = why[0] if why else ("not run on the transfer split" if t not in ran else
+                                         "no figure on both the eval and the transfer split")
+    return {"covers": covers, "complete": not missing, "missing": missing}
+
+
 def _trans_entry(store: ResultsStore, name: str, ev: dict | None, tr: dict | None, ref: dict[str, dict | None], *,
                  n_resamples: int, seed: int, ref_runs: tuple[dict, dict] | None = None) -> dict:
     if tr is None:
@@ -130,8 +171,9 @@ def _trans_entry(store: ResultsStore, name: str, ev: dict | None, tr: dict | Non
     figures = _transfer_figures(store, name, ev, tr, ref, n_resamples=n_resamples, seed=seed, ref_runs=ref_runs)
     ok = {k: f for k, f in figures.items() if f.get("status") == "ok"}
     tracks = {k: metric_by_key(k).track for k in figures}
+    cov = _coverage(figures, ok, tracks, ev, tr)
     out = {"status": "ok" if ok else "not run", "figures": figures,
-           "covers": sorted({tracks[k] for k in ok}, key=lambda t: (len(t), t)),
+           "covers": cov["covers"], "complete": cov["complete"], "missing": cov["missing"],
            "not_covered": {tracks[k]: f.get("note") or f.get("status") for k, f in figures.items() if k not in ok},
            "flags": [fl for f in figures.values() for fl in f.get("flags") or ()],
            "anti_goodhart": any(f["anti_goodhart"]["flagged"] for f in ok.values()),
@@ -164,6 +206,9 @@ def _context_text(f: dict) -> str:
     text = "; ".join(f"{c['context_id']}: {_f(c['score'])} {_ci(c)} ({c['n_sessions']} sessions"
                      + (", no interval: not in the minimum)" if c["context_id"] in small else ")")
                      for c in f["contexts"])
+    if f.get("contexts_without_tasks"):
+        text += "; " + "; ".join(f"{c}: no rollout task in the task set (not scored)"
+                                 for c in f["contexts_without_tasks"])
     return text
 
 
@@ -243,7 +288,12 @@ def _vector_text(entry: dict) -> str:
                      f"drop {_f(f['drop']['value'], True)} {_ci(f['drop'], True)} ({f['n_contexts']} contexts)")
     text = "; ".join(parts)
     if entry.get("covers") is not None:
-        text = f"covers Track(s) {', '.join(entry['covers']) or 'none'}: {text}"
+        head = f"covers Track(s) {', '.join(entry['covers']) or 'none'}"
+        if entry.get("missing"):
+            head += " (incomplete: " + "; ".join(f"Track {t}: {why}" for t, why in entry["missing"].items()) + ")"
+        elif entry.get("complete"):
+            head += " (complete: Tracks 1–5)"
+        text = f"{head}: {text}"
     if entry.get("anti_goodhart"):
         text += " · ⚠ ANTI-GOODHART FLAG"
     if entry.get("collapsed"):
