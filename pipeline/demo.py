@@ -37,9 +37,12 @@ DEMO_TRACKS = ("1", "2", "3", "4", "5")
 #: episodes a baseline; estimated +40 s over the five baselines from the eval rollouts' cost per episode).
 DEMO_TRANSFER_TRACKS = ("1", "2", "3", "4", "5")
 #: Track 2's trial budget in the demo, the same for every baseline (a fixed hash sample, recorded with each
-#: run): 10 contexts of each split and 3 concepts of each slot per context. A proxy model scores every value of
-#: the slot for every trial, so its trials cost about 0.25 s a context here at this budget.
-DEMO_GROUNDING = {"max_contexts": 10, "max_concepts": 3}
+#: run): 8 contexts of each split and every concept injected into each, so every concept has 8 injected trials,
+#: over Track 2's minimum of 5 (trb.tracks.track2.MIN_TRIALS; at 10 contexts × 3 of ~17 concepts each had 1–2 and
+#: every concept fell out of the headline). A proxy model scores every value of the slot for every trial: about
+#: 0.25 s a context at 3 concepts a slot, so about 0.7 s a context here (17 concepts), 11 s a proxy run (16
+#: contexts), about 40 s more than before over the six proxy runs (eval and transfer): `make demo` ≈ 5.2 min.
+DEMO_GROUNDING = {"max_contexts": 8}
 #: Who trained the demo's models, recorded with every run: the simulated transfer contexts were collected by
 #: other (simulated) labs, so the transfer-provenance rule (spec §5) lets the demo run them.
 DEMO_TRAINER = "TRB demo (local training)"

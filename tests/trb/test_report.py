@@ -427,6 +427,8 @@ def test_track1_slices_appear_in_markdown_and_html(report):
 
 #: Each concept's largest cosine with another concept's direction: goal=B's is not separable (≥ 0.8).
 CONCEPTS = {"goal=A": 0.21, "goal=B": 0.93, "planned_next=up": 0.35}
+#: The concepts the headline keeps: the separable ones (each has 16 dev and 32 eval injected trials, over 5).
+KEPT = ("goal=A", "planned_next=up")
 STRENGTHS = (1.0, 2.0, 4.0, 8.0)
 SITES = ("h", "embed")
 T2_B = 200
@@ -462,12 +464,12 @@ def t2_rows(gain: float, seed: int, *, sessions: int = 16, dev: int = 8, steps: 
     return rows
 
 
-def _auc_mean(rows, pos, neg, weights=None) -> float:
-    """Mean over concepts of sklearn's (weighted) ROC AUC of ``pos`` trials against ``neg`` trials; nan if none."""
+def _auc_mean(rows, pos, neg, weights=None, concepts=KEPT) -> float:
+    """Mean over ``concepts`` of sklearn's (weighted) ROC AUC of ``pos`` trials against ``neg`` trials; nan if none."""
     from sklearn.metrics import roc_auc_score
 
     aucs = []
-    for c in CONCEPTS:
+    for c in concepts:
         sel = [r for r in rows if r["concept"] == c and (pos(r) or neg(r))]
         y = np.array([pos(r) for r in sel])
         w = np.ones(len(sel)) if weights is None else np.array([weights[r["session_id"]] for r in sel])
@@ -476,24 +478,38 @@ def _auc_mean(rows, pos, neg, weights=None) -> float:
     return float(np.mean(aucs)) if aucs else math.nan
 
 
-def hand_ground(rows) -> tuple[float, float, list[dict]]:
-    """A run's ground figure by hand: the strength with the best dev AUC against the random null at the default
-    site (ties: the smaller), then the eval AUC against the zero null there. Returns (AUC, strength, the trials)."""
+def _dev_zero(rows) -> dict[float, float]:
+    """The dev AUC against the zero null at the default site, by strength, over the kept concepts."""
     dev = [r for r in rows if r["split"] == "dev" and r["site_rank"] == 0]
-    dev_auc = {s: _auc_mean(dev, lambda r, s=s: r["condition"] == "injected" and r["strength"] == s,
-                            lambda r, s=s: r["condition"] == "random" and r["strength"] == s) for s in STRENGTHS}
-    strength = max(STRENGTHS, key=lambda s: (dev_auc[s], -s))
-    trials = [r for r in rows if r["split"] == "eval" and r["site_rank"] == 0
+    return {s: _auc_mean(dev, lambda r, s=s: r["condition"] == "injected" and r["strength"] == s,
+                         lambda r: r["condition"] == "zero") for s in STRENGTHS}
+
+
+def hand_ground(rows, strength: float | None = None) -> tuple[float, float, list[dict]]:
+    """A run's ground figure by hand: the strength with the best dev AUC against the zero null at the default
+    site over the separable concepts (ties: the smaller), unless given, then the eval AUC against the zero null
+    there over those concepts. Returns (AUC, strength, the trials)."""
+    if strength is None:
+        dev_auc = _dev_zero(rows)
+        strength = max(STRENGTHS, key=lambda s: (dev_auc[s], -s))
+    trials = [r for r in rows if r["split"] == "eval" and r["site_rank"] == 0 and r["concept"] in KEPT
               and (r["condition"] == "zero" or (r["condition"] == "injected" and r["strength"] == strength))]
     return _auc_mean(trials, lambda r: r["condition"] == "injected", lambda r: r["condition"] == "zero"), strength, \
         trials
+
+
+def hand_shared(*runs) -> float:
+    """The gap's shared strength by hand: the best AUC against the zero null on the runs' dev trials pooled, each
+    run's concept a stratum (equal concept counts: the mean of the runs' dev AUCs); ties: the smaller."""
+    dev = [_dev_zero(rows) for rows in runs]
+    return max(STRENGTHS, key=lambda s: (round(float(np.mean([d[s] for d in dev])), 12), -s))
 
 
 def _auc_pairs(rows, pos, neg, counts: dict) -> float:
     """Mean over concepts of the pairwise AUC under session counts, by enumerating pairs: a pair from sessions
     i != j weighs k_i * k_j, a pair within one session k_i (once per copy); nan if none."""
     aucs = []
-    for c in CONCEPTS:
+    for c in KEPT:
         p = [r for r in rows if r["concept"] == c and pos(r)]
         q = [r for r in rows if r["concept"] == c and neg(r)]
         num = den = 0.0
@@ -561,13 +577,19 @@ def _gap(rep: dict) -> dict:
 
 def test_ground_gap_is_the_paired_session_bootstrap_of_the_two_auc(t2):
     rep, rows = t2
-    full, s_full, trials_full = hand_ground(rows["full"])
-    abl, s_abl, trials_abl = hand_ground(rows["abl"])
+    head_full, s_full, _ = hand_ground(rows["full"])
+    head_abl, _, _ = hand_ground(rows["abl"])
     by = {b["name"]: b["tracks"] for b in rep["baselines"]}
-    assert by["trace-full"]["ground"]["score"] == pytest.approx(full, abs=1e-12)
-    assert by["trace-ablation"]["ground"]["score"] == pytest.approx(abl, abs=1e-12)
+    assert by["trace-full"]["ground"]["score"] == pytest.approx(head_full, abs=1e-12)
+    assert by["trace-ablation"]["ground"]["score"] == pytest.approx(head_abl, abs=1e-12)
     assert by["trace-full"]["ground"]["strength"]["strength"] == s_full
+    # the gap: both models at ONE strength, chosen on their pooled dev trials (never eval, never the gap)
+    shared = hand_shared(rows["full"], rows["abl"])
+    full, _, trials_full = hand_ground(rows["full"], shared)
+    abl, _, trials_abl = hand_ground(rows["abl"], shared)
     gap = _gap(rep)
+    assert gap["strength"]["strength"] == shared and gap["strength"]["split"] == "dev"
+    assert gap["concepts"] == list(KEPT) and gap["left_out"] == ["goal=B"]
     assert gap["value"] == pytest.approx(full - abl, abs=1e-12) and gap["value"] < 0
     assert gap["bootstrap"] == "paired" and gap["n_sessions"] == 16
     assert gap["n_items"] == len(trials_full) + len(trials_abl)
@@ -577,7 +599,8 @@ def test_ground_gap_is_the_paired_session_bootstrap_of_the_two_auc(t2):
     # by the point value), and every format says so plainly, with the two levels
     assert gap["ci_low"] < 0 < gap["ci_high"]
     assert gap["direction_met"] is None
-    plain = f"full model above the ablation not established ({full:.3f} vs {abl:.3f}; the gap's CI includes 0)"
+    plain = (f"full model above the ablation not established ({full:.3f} vs {abl:.3f} at the shared strength; the "
+             "gap's CI includes 0)")
     assert plain in gap["statement"]
     js = json.loads(render_json(rep))
     assert plain in js["track2"]["gap"]["statement"] and js["track2"]["gap"]["value"] == pytest.approx(full - abl)
@@ -591,8 +614,9 @@ def test_ground_gap_is_independent_when_the_runs_are_on_different_steps(tmp_path
     skip = {f"eval-s{k}/{t}" for k in (0, 1) for t in (0, 1)}  # the ablation lacks two eval sessions
     store, rows = t2_store(tmp_path / "r.duckdb", full_gain=0.45, abl_gain=0.05, abl_skip=skip)
     gap = _gap(build_report(store, n_resamples=T2_B))
-    full, _, trials_full = hand_ground(rows["full"])
-    abl, _, trials_abl = hand_ground(rows["abl"])
+    shared = hand_shared(rows["full"], rows["abl"])
+    full, _, trials_full = hand_ground(rows["full"], shared)
+    abl, _, trials_abl = hand_ground(rows["abl"], shared)
     assert gap["bootstrap"] == "independent" and gap["n_sessions"] == 16 + 14
     assert gap["value"] == pytest.approx(full - abl, abs=1e-12) and gap["value"] > 0
     assert (gap["ci_low"], gap["ci_high"]) == pytest.approx(hand_gap_ci(trials_full, trials_abl, paired=False),
@@ -610,12 +634,16 @@ def test_track2_details_in_markdown_html_and_json(t2):
     assert {c: f["separable"] for c, f in js["per_concept"].items()} == {"goal=A": True, "goal=B": False,
                                                                          "planned_next=up": True}
     assert any(f.startswith("not identifiable: 1 of 3 concepts") for f in js["flags"])
-    # the dev AUCs the strength was chosen on, against sklearn
-    dev = [r for r in rows["full"] if r["split"] == "dev" and r["site_rank"] == 0]
-    for s in STRENGTHS:
-        want = _auc_mean(dev, lambda r, s=s: r["condition"] == "injected" and r["strength"] == s,
-                         lambda r, s=s: r["condition"] == "random" and r["strength"] == s)
-        assert g["strength"]["dev_auc_random"][f"{s:g}"] == pytest.approx(want, abs=1e-12)
+    # the dev AUCs the strength was chosen on (against the zero null, the separable concepts), against sklearn
+    for s, want in _dev_zero(rows["full"]).items():
+        assert g["strength"]["dev_auc_zero"][f"{s:g}"] == pytest.approx(want, abs=1e-12)
+    # the not-separable concept is out of the headline and named beside it, with the AUC over every concept
+    assert js["concepts"]["included"] == list(KEPT) and js["concepts"]["not_separable"] == ["goal=B"]
+    assert js["per_concept"]["goal=B"]["in_headline"] is False
+    every = _auc_mean([r for r in rows["full"] if r["split"] == "eval" and r["site_rank"] == 0],
+                      lambda r: r["condition"] == "injected" and r["strength"] == g["strength"]["strength"],
+                      lambda r: r["condition"] == "zero", concepts=CONCEPTS)
+    assert js["concepts"]["all_concepts"]["zero"] == pytest.approx(every, abs=1e-12) != g["score"]
     s = f"{g['strength']['strength']:g}"
     md, page = render_markdown(rep, None), render_html(rep)
     for text in (md, page):

@@ -14,16 +14,25 @@ an adapter without it is "not applicable (needs activation_access)".
 * **Metric.** Detection AUC of injected vs null trials (Mann-Whitney, ties 1/2) within each
   concept, averaged over concepts, with a session-bootstrap CI (:func:`trb.grounding.detection_auc_by_session`):
   ``ground`` against the zero null, ``ground-rand`` against the random null, both at the adapter's
-  default site and at the **headline strength**, chosen on the dev split alone: the strength with the
-  highest dev AUC against the random null (ties: the smaller). The figures are on the evaluated
-  split's trials only; with no dev trials the strength is fixed a priori at :data:`DEFAULT_STRENGTH`.
-* **Identifiability.** Concepts whose direction has a cosine similarity of at least
-  :data:`trb.grounding.COSINE_FLAG` with another concept's (same slot and site) are flagged as
-  not separable: their AUC is not evidence that the slot is grounded.
+  default site and at the **headline strength**, chosen on the dev split alone (:data:`CHOICE_RULE`):
+  the strength with the highest dev AUC against the zero null, the headline's own null (ties: the
+  smaller). The figures are on the evaluated split's trials only; with no dev trials the strength is
+  fixed a priori at :data:`DEFAULT_STRENGTH`.
+* **The headline's concepts** (:data:`CONCEPT_RULE`). Concepts whose direction has a cosine similarity
+  of at least :data:`trb.grounding.COSINE_FLAG` with another concept's (same slot and site) are not
+  separable, and concepts with fewer than :data:`MIN_TRIALS` injected trials are too thin: both are
+  left out of the headline AUC and named beside it, with the AUC over every concept. With no concept
+  left the headline is undefined (never 0).
+* **Budget** (:data:`BUDGET_RULE`). Unless ``max_contexts`` is given, each split keeps
+  :func:`contexts_for_width` (``target_width``, default :data:`TARGET_WIDTH`) contexts: enough for the
+  AUC's 95 % CI to be at most the target wide by the Hanley–McNeil variance at AUC 0.5.
+* **Pass bar** (:mod:`trb.tracks.track2_report`): the full − ablation gap is read at one strength shared
+  by both models, :func:`choose_shared_strength` (:data:`SHARED_RULE`).
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterator
 from hashlib import blake2b
@@ -38,8 +47,9 @@ from trb.options import Option
 from trb.releases import Release
 from trb.tracks.base import Column, ItemRow, Metric, StepItem
 
-__all__ = ["TRACK", "Track2", "Track2Item", "track2_items", "score_track2", "choose_strength", "STRENGTHS",
-           "DEFAULT_STRENGTH", "CHOICE_SPLIT", "RANDOM_SEED"]
+__all__ = ["TRACK", "Track2", "Track2Item", "track2_items", "score_track2", "choose_strength", "choose_shared_strength",
+           "headline_concepts", "contexts_for_width", "width_for_trials", "STRENGTHS", "DEFAULT_STRENGTH",
+           "CHOICE_SPLIT", "RANDOM_SEED", "MIN_TRIALS", "TARGET_WIDTH"]
 
 #: Injection strengths: multiples of the concept direction (a mean difference, so 1 moves z by one class gap).
 STRENGTHS = (1.0, 2.0, 4.0, 8.0)
@@ -51,8 +61,57 @@ CHOICE_SPLIT = "dev"
 RANDOM_SEED = 20250
 #: How a trial budget (``max_contexts``) samples contexts: blake2b of this prefix and the item id, smallest first.
 SAMPLE = "blake2b('trb-track2-sample:' + item_id), smallest first"
-CHOICE_RULE = ("the strength with the highest dev-split detection AUC against the random-direction null at the "
-               "default site (ties: the smaller strength)")
+CHOICE_RULE = ("the strength with the highest dev-split detection AUC against the zero null (nothing injected: the "
+               "headline's own null) at the default site, over the concepts the headline keeps (ties: the smaller "
+               "strength)")
+#: Fewest injected trials (reported split, default site, one strength) a concept needs to count in the headline.
+MIN_TRIALS = 5
+CONCEPT_RULE = (f"the headline AUC averages the concepts that are separable (direction cosine below the threshold "
+                f"with every other concept of the same slot and site) and have at least {MIN_TRIALS} injected trials; "
+                "the others are left out and named, beside the AUC over every concept; with none left the headline "
+                "is undefined")
+SHARED_RULE = ("one strength for both models, chosen on the dev split only (never eval, never the gap): the strength "
+               "with the highest detection AUC against the zero null on both models' dev trials pooled (each model's "
+               "concept its own stratum, the concepts each headline keeps, default site); ties: the smaller strength; "
+               f"with no dev trials {DEFAULT_STRENGTH:g} a priori. The gap averages the concepts both headlines keep")
+#: The default trial budget: the width the detection AUC's 95 % CI is sized to reach.
+TARGET_WIDTH = 0.10
+BUDGET_RULE = ("unless max_contexts is given, each split (eval and dev) keeps n contexts, n the smallest count at "
+               "which a concept's AUC from n injected and n null trials has a 95% CI no wider than the target width "
+               "by the Hanley–McNeil variance at AUC 0.5, (2n+1)/(12n²) (the largest it takes; every concept injected "
+               "into every context; independent trials), capped by the contexts the split has")
+
+
+def width_for_trials(n: int, confidence: float = 0.95) -> float:
+    """The normal-theory CI width of one concept's AUC from ``n`` injected and ``n`` null trials at AUC 0.5
+    (Hanley–McNeil: variance (2n+1)/(12n²))."""
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    return 2 * z * math.sqrt((2 * n + 1) / (12 * n * n))
+
+
+def contexts_for_width(width: float = TARGET_WIDTH, confidence: float = 0.95) -> int:
+    """The smallest n with :func:`width_for_trials` (n) ≤ ``width``: the contexts per split of the default budget."""
+    from statistics import NormalDist
+
+    if not width > 0:
+        raise UsageError(f"Track 2's target_width must be positive, got {width!r}")
+    h2 = (width / (2 * NormalDist().inv_cdf(0.5 + confidence / 2))) ** 2
+    n = max(1, math.floor((2 + math.sqrt(4 + 48 * h2)) / (24 * h2)) - 1)  # the root of 12 h² n² − 2n − 1, then up
+    while width_for_trials(n, confidence) > width:
+        n += 1
+    return n
+
+
+def _budget(max_contexts: int | None, target_width: float | None) -> tuple[int, dict]:
+    """The contexts per split and the budget's record: explicit ``max_contexts``, else sized from the width."""
+    _check_budget(max_contexts)
+    if max_contexts is not None:
+        return max_contexts, {"max_contexts": max_contexts, "source": "max_contexts"}
+    w = TARGET_WIDTH if target_width is None else float(target_width)
+    n = contexts_for_width(w)
+    return n, {"max_contexts": n, "source": "target_width", "target_width": w, "rule": BUDGET_RULE}
 
 
 def _null_aucs(columns, rows, strength: float) -> dict:
@@ -108,13 +167,15 @@ def _concepts_for(item_id: str, slot: str, concepts, dist: dict, budget: int | N
     return [j for j in js if j in keep]
 
 
-def track2_items(release: Release, split: str = "eval", max_contexts: int | None = None) -> Iterator[Track2Item]:
+def track2_items(release: Release, split: str = "eval", max_contexts: int | None = None, *,
+                 target_width: float | None = None) -> Iterator[Track2Item]:
     """Every step context of ``split``, then (unless ``split`` is dev) of the dev split, where the strength is chosen.
 
     ``max_contexts`` (the trial budget) keeps at most that many contexts of each split: a fixed sample, the
-    contexts whose item id has the smallest :data:`SAMPLE` hash, independent of the model and the seed.
+    contexts whose item id has the smallest :data:`SAMPLE` hash, independent of the model and the seed. Without
+    it, the default budget: :func:`contexts_for_width` of ``target_width`` (default :data:`TARGET_WIDTH`).
     """
-    _check_budget(max_contexts)
+    max_contexts, _ = _budget(max_contexts, target_width)
     yield from _split_items(release, split, max_contexts)
     if split != CHOICE_SPLIT and CHOICE_SPLIT in release.splits:
         yield from _split_items(release, CHOICE_SPLIT, max_contexts)
@@ -130,8 +191,8 @@ def _random_vectors(keys: list[str], norms: np.ndarray, d: int) -> np.ndarray:
     return out
 
 
-def score_track2(adapter, items, timer=None, progress=None, *, max_concepts: int | None = None
-                 ) -> tuple[list[ItemRow], dict]:
+def score_track2(adapter, items, timer=None, progress=None, *, max_concepts: int | None = None,
+                 budget: dict | None = None) -> tuple[list[ItemRow], dict]:
     """The trials of every item (see the module docstring). ``max_concepts``: inject at most that many concepts of
     each slot into each context (the ones with the smallest hash of item id and concept; every concept the
     slot can give otherwise). Raises AdapterError when the adapter has no concept directions or breaks the
@@ -204,6 +265,7 @@ def score_track2(adapter, items, timer=None, progress=None, *, max_concepts: int
     rec = dirs.record
     return rows, {"scored": len(rows), "contexts": splits, "sites": sites, "strengths": list(STRENGTHS),
                   **({"max_concepts": max_concepts} if max_concepts is not None else {}),
+                  **({"budget": budget} if budget is not None else {}),
                   "concepts": len(rec["concepts"]), "identifiability": ident,
                   "directions": {"release": rec.get("release"), "split": rec.get("split"),
                                  "model_sha256": rec.get("model_sha256")}}
@@ -229,22 +291,101 @@ def _report_mask(columns) -> tuple[np.ndarray, bool]:
     return is_dev, True
 
 
-def choose_strength(columns) -> dict:
-    """The headline strength, from the dev split's trials alone (never the evaluated split's)."""
-    dev = (columns["split"] == CHOICE_SPLIT) & (columns["site_rank"] == 0)
+def headline_concepts(columns, rows: np.ndarray | None = None) -> dict:
+    """Which concepts the headline keeps (:data:`CONCEPT_RULE`), from ``rows`` at the default site (default: the
+    reported split's): ``included``, ``not_separable`` (cosine ≥ the flag), ``too_few_trials`` (concept ->
+    injected trials, fewer than :data:`MIN_TRIALS`; counted at the strength with the most: each strength has the
+    same trials)."""
+    if rows is None:
+        rows = _report_mask(columns)[0]
+    at = rows & (columns["site_rank"] == 0)
+    inj = at & (columns["condition"] == "injected")
+    included, flagged, thin = [], [], {}
+    for c in dict.fromkeys(columns["concept"][at].tolist()):
+        sel = at & (columns["concept"] == c)
+        n = max((int((inj & sel & (columns["strength"] == s)).sum()) for s in STRENGTHS), default=0)
+        if float(columns["cos_max"][sel][0]) >= COSINE_FLAG:
+            flagged.append(c)
+        elif n < MIN_TRIALS:
+            thin[c] = n
+        else:
+            included.append(c)
+    return {"included": included, "not_separable": flagged, "too_few_trials": thin, "min_trials": MIN_TRIALS,
+            "rule": CONCEPT_RULE}
+
+
+def _no_concepts(kept: dict) -> str:
+    """Why no concept is left for the headline."""
+    parts = []
+    if kept["not_separable"]:
+        parts.append(f"{len(kept['not_separable'])} not separable (cosine ≥ {COSINE_FLAG}: "
+                     f"{', '.join(kept['not_separable'])})")
+    if kept["too_few_trials"]:
+        parts.append(f"{len(kept['too_few_trials'])} with fewer than {MIN_TRIALS} injected trials ("
+                     + ", ".join(f"{c}: {n}" for c, n in kept["too_few_trials"].items()) + ")")
+    return "no concept left for the headline: " + ("; ".join(parts) or "no concept has trials")
+
+
+def _in(columns, concepts) -> np.ndarray:
+    return np.isin(columns["concept"], np.asarray(list(concepts), dtype=object))
+
+
+def headline_masks(columns, null: str, strength: float, rows: np.ndarray, concepts) -> tuple[np.ndarray, np.ndarray]:
+    """(injected, null) masks of the headline figure: ``rows`` at the default site, ``concepts`` only, injected at
+    ``strength`` against ``null`` (zero; or random at the same strength)."""
+    at = rows & (columns["site_rank"] == 0) & _in(columns, concepts)
+    inj = at & (columns["condition"] == "injected") & (columns["strength"] == strength)
+    nm = at & (columns["condition"] == null)
+    if null == "random":
+        nm &= columns["strength"] == strength
+    return inj, nm
+
+
+def _dev_aucs(parts: list) -> dict[str, float]:
+    """The dev-split AUC against the zero null at each strength, every part's (columns, concepts) trials pooled with
+    each part's concept its own stratum; rounded to 12 digits, so that the order of the parts cannot decide a tie."""
     aucs: dict[str, float] = {}
     for s in STRENGTHS:
-        inj = dev & (columns["condition"] == "injected") & (columns["strength"] == s)
-        rnd = dev & (columns["condition"] == "random") & (columns["strength"] == s)
+        score, pos, strata, sess = [], [], [], []
+        for k, (cols, concepts) in enumerate(parts):
+            inj, nm = headline_masks(cols, "zero", s, cols["split"] == CHOICE_SPLIT, concepts)
+            sel = inj | nm
+            score.append(cols["score"][sel].astype(float))
+            pos.append(inj[sel])
+            strata.append(np.array([f"{k}|{c}" for c in cols["concept"][sel]], dtype=object))
+            sess.append(cols["session_id"][sel])
         try:
-            aucs[f"{s:g}"] = _auc(columns, inj, rnd).value
+            aucs[f"{s:g}"] = round(detection_auc_by_session(np.concatenate(score), np.concatenate(pos),
+                                                            np.concatenate(strata), np.concatenate(sess),
+                                                            n_resamples=0).value, 12)
         except ValueError:
             continue
+    return aucs
+
+
+def _choice(aucs: dict[str, float], rule: str) -> dict:
     if not aucs:
         return {"strength": DEFAULT_STRENGTH, "split": None,
-                "rule": f"no dev-split trials: fixed a priori at {DEFAULT_STRENGTH:g}", "dev_auc_random": {}}
+                "rule": f"no dev-split trials: fixed a priori at {DEFAULT_STRENGTH:g}", "dev_auc_zero": {}}
     best = max(STRENGTHS, key=lambda s: (aucs.get(f"{s:g}", -1.0), -s))
-    return {"strength": best, "split": CHOICE_SPLIT, "rule": CHOICE_RULE, "dev_auc_random": aucs}
+    return {"strength": best, "split": CHOICE_SPLIT, "rule": rule, "dev_auc_zero": aucs}
+
+
+def _dev_concepts(columns) -> list:
+    return headline_concepts(columns, columns["split"] == CHOICE_SPLIT)["included"]
+
+
+def choose_strength(columns) -> dict:
+    """The headline strength (:data:`CHOICE_RULE`), from the dev split's trials alone (never the evaluated split's)."""
+    return _choice(_dev_aucs([(columns, _dev_concepts(columns))]), CHOICE_RULE)
+
+
+def choose_shared_strength(*runs) -> dict:
+    """One strength for several runs' figures (:data:`SHARED_RULE`): their dev trials pooled, each run's concept a
+    stratum; the same whatever the runs' order, and never reads an eval trial or the figures compared."""
+    parts = sorted(((cols, _dev_concepts(cols)) for cols in runs),
+                   key=lambda p: (len(p[0]["score"]), float(np.sum(p[0]["score"]))))
+    return _choice(_dev_aucs(parts), SHARED_RULE)
 
 
 #: How proxy-tier Track 2 figures are labelled in every output.
@@ -300,37 +441,44 @@ class Track2:
     #: Options a run may set (``RunSpec(track_options={"2": {...}})``, or ``trb run``'s flags), recorded with the run.
     options = (
         Option("max_contexts", "The trial budget: at most N step contexts of each split (eval and dev), a fixed "
-                               "hash sample, the same for every model; recorded with the run (default: every "
-                               "context).", type=int, minimum=1, flag="--grounding-contexts", metavar="N"),
+                               "hash sample, the same for every model; recorded with the run (default: sized from "
+                               "--grounding-width).", type=int, minimum=1, flag="--grounding-contexts", metavar="N"),
+        Option("target_width", f"The default trial budget: enough contexts of each split for the detection AUC's "
+                               f"95% CI to be at most W wide (Hanley-McNeil at AUC 0.5; default {TARGET_WIDTH:g}); "
+                               "--grounding-contexts overrides it.", type=float, minimum=0.001,
+               flag="--grounding-width", metavar="W"),
         Option("max_concepts", "The trial budget: inject at most K concepts of each slot into each context, a "
                                "fixed hash sample; recorded with the run (default: every concept).", type=int,
                minimum=1, flag="--grounding-concepts", metavar="K"),
     )
 
-    def count(self, release: Release, split: str, max_contexts: int | None = None, **_) -> int:
-        _check_budget(max_contexts)
+    def count(self, release: Release, split: str, max_contexts: int | None = None,
+              target_width: float | None = None, **_) -> int:
+        max_contexts, _ = _budget(max_contexts, target_width)
         splits = [split] + ([CHOICE_SPLIT] if split != CHOICE_SPLIT and CHOICE_SPLIT in release.splits else [])
         return sum(min(release.count("steps", s), max_contexts or release.count("steps", s)) for s in splits)
 
-    def items(self, release: Release, split: str, max_contexts: int | None = None, **_) -> Iterator[Track2Item]:
-        return track2_items(release, split, max_contexts)
+    def items(self, release: Release, split: str, max_contexts: int | None = None,
+              target_width: float | None = None, **_) -> Iterator[Track2Item]:
+        return track2_items(release, split, max_contexts, target_width=target_width)
 
     #: Summary fields of the whole run, the same in every part (:func:`trb.parts.merge_summaries`).
-    summary_constant = ("sites", "strengths", "max_concepts", "concepts", "identifiability", "directions")
+    summary_constant = ("sites", "strengths", "max_concepts", "concepts", "identifiability", "directions", "budget")
 
-    def score(self, adapter, items, timer=None, progress=None, max_concepts: int | None = None, **_):
-        return score_track2(adapter, items, timer, progress, max_concepts=max_concepts)
+    def score(self, adapter, items, timer=None, progress=None, max_concepts: int | None = None,
+              max_contexts: int | None = None, target_width: float | None = None, **_):
+        return score_track2(adapter, items, timer, progress, max_concepts=max_concepts,
+                            budget=_budget(max_contexts, target_width)[1])
 
     def aggregate(self, metric: Metric, columns, *, n_resamples: int, confidence: float, seed: int):
         if metric.key not in ("ground", "ground-rand"):
             raise KeyError(metric.key)
         strength = choose_strength(columns)["strength"]
         report, _ = _report_mask(columns)
-        at = report & (columns["site_rank"] == 0)
-        inj = at & (columns["condition"] == "injected") & (columns["strength"] == strength)
-        null = at & (columns["condition"] == _null(metric))
-        if _null(metric) == "random":
-            null &= columns["strength"] == strength
+        kept = headline_concepts(columns, report)
+        if not kept["included"]:
+            raise ValueError(_no_concepts(kept))
+        inj, null = headline_masks(columns, _null(metric), strength, report, kept["included"])
         return _auc(columns, inj, null, n_resamples=n_resamples, confidence=confidence, seed=seed)
 
     #: Rows of this split choose the headline strength and are not scored (Track 6 keeps them out of the contexts).
@@ -346,11 +494,8 @@ class Track2:
         if metric.key not in ("ground", "ground-rand"):
             raise KeyError(metric.key)
         strength = choose_strength(shared if shared is not None else columns)["strength"]
-        at = (columns["split"] != CHOICE_SPLIT) & (columns["site_rank"] == 0)
-        inj = at & (columns["condition"] == "injected") & (columns["strength"] == strength)
-        null = at & (columns["condition"] == _null(metric))
-        if _null(metric) == "random":
-            null &= columns["strength"] == strength
+        rows = columns["split"] != CHOICE_SPLIT
+        inj, null = headline_masks(columns, _null(metric), strength, rows, headline_concepts(columns, rows)["included"])
         sel = inj | null
         score, pos = np.asarray(columns["score"], dtype=float)[sel], inj[sel]
         concept, code = np.asarray(columns["concept"], dtype=object)[sel], np.asarray(codes)[sel]
@@ -372,34 +517,44 @@ class Track2:
         choice = choose_strength(columns)
         report, same = _report_mask(columns)
         strength = choice["strength"]
-        sweep: dict = {}
+        kept = headline_concepts(columns, report)
+        sweep: dict = {}  # over the headline's concepts (every concept where it keeps none)
+        over = report & _in(columns, kept["included"]) if kept["included"] else report
         for site in dict.fromkeys(columns["site"][report].tolist()):
-            at = report & (columns["site"] == site)
+            at = over & (columns["site"] == site)
             sweep[site] = {}
             for s in STRENGTHS:
                 sweep[site][f"{s:g}"] = _null_aucs(columns, at, s)
         at = report & (columns["site_rank"] == 0)
         per: dict = {}
-        flagged = []
         for c in dict.fromkeys(columns["concept"][at].tolist()):
             sel = at & (columns["concept"] == c)
             fig = _null_aucs(columns, sel, strength)
             cos = float(columns["cos_max"][sel][0])
             fig["cos_max"] = cos
             fig["separable"] = cos < COSINE_FLAG
-            if cos >= COSINE_FLAG:
-                flagged.append(c)
+            fig["n_injected"] = int((sel & (columns["condition"] == "injected") & (columns["strength"] == strength)
+                                     ).sum())
+            fig["in_headline"] = c in kept["included"]
             per[c] = fig
+        kept["all_concepts"] = _null_aucs(columns, at, strength)  # the AUC over every concept, beside the headline
+        flagged = kept["not_separable"]
         flags = []
         if flagged:
             flags.append(f"not identifiable: {len(flagged)} of {len(per)} concepts have a direction with cosine ≥ "
-                         f"{COSINE_FLAG} to another concept's ({', '.join(flagged)}); their AUC is not evidence of "
-                         "grounding")
+                         f"{COSINE_FLAG} to another concept's ({', '.join(flagged)}); left out of the headline: their "
+                         "AUC is not evidence of grounding")
+        if kept["too_few_trials"]:
+            flags.append(f"too few trials: {len(kept['too_few_trials'])} of {len(per)} concepts have fewer than "
+                         f"{MIN_TRIALS} injected trials (" + ", ".join(f"{c}: {n}" for c, n in
+                                                              kept["too_few_trials"].items())
+                         + "); left out of the headline")
         if same:
             flags.append("the strength was chosen on the dev split and the figure is on the dev split too")
         elif choice["split"] is None:
             flags.append(choice["rule"])
-        out = {"strength": choice, "sweep": sweep, "per_concept": per, "cosine_threshold": COSINE_FLAG}
+        out = {"strength": choice, "sweep": sweep, "per_concept": per, "cosine_threshold": COSINE_FLAG,
+               "concepts": kept}
         if flags:
             out["flags"] = flags
         return out

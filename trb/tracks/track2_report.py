@@ -31,28 +31,26 @@ GROUND_DIRECTION = (f"spec §3 Track 2: AUC materially above 0.5 and, for a nati
                     f"model without L_gov ({FULL} above {ABLATION}; higher is better)")
 
 
-def _ground_trials(store: ResultsStore, run: dict) -> dict[str, np.ndarray] | None:
-    """The trials of a run's headline ``ground`` figure (reported split, default site, injected at the strength
-    chosen on dev, and the zero null) as columns: score, injected, concept, session_id, step (the step's item id).
-
-    The selection is :meth:`trb.tracks.track2.Track2.aggregate`'s; the caller checks the AUC it gives is the
-    run's ``ground`` figure. None when the run has no Track 2 trials.
-    """
-    from trb.tracks.track2 import CHOICE_SPLIT, choose_strength
-
+def _ground_columns(store: ResultsStore, run: dict) -> dict[str, np.ndarray] | None:
+    """A run's Track 2 ``grounding`` trials (every split, site, condition and strength) as columns; None when the
+    run has none."""
     m = _metric("ground")
-    names = ["item_id", "session_id", "split", "condition", "concept", "site_rank", "strength", "score"]
+    names = ["item_id", "session_id", "split", "condition", "concept", "site_rank", "strength", "score", "cos_max"]
     table = store.items(run["run_id"], track=m.track, columns=["metric", *names])
     table = table.filter(pc.equal(table.column("metric"), m.metric))
     if table.num_rows == 0:
         return None
-    cols = _columns(table, names)
-    strength = choose_strength(cols)["strength"]
-    is_dev = cols["split"] == CHOICE_SPLIT
-    reported = ~is_dev if (~is_dev).any() else is_dev
-    at = reported & (cols["site_rank"] == 0)
-    inj = at & (cols["condition"] == "injected") & (cols["strength"] == strength)
-    sel = inj | (at & (cols["condition"] == "zero"))
+    return _columns(table, names)
+
+
+def _ground_trials(cols: dict[str, np.ndarray], strength: float, concepts) -> dict[str, np.ndarray]:
+    """The trials of a ``ground`` figure at ``strength`` over ``concepts`` (reported split, default site, injected
+    and the zero null: :func:`trb.tracks.track2.headline_masks`, the selection ``aggregate`` makes) as columns:
+    score, injected, concept, session_id, step (the step's item id)."""
+    from trb.tracks.track2 import _report_mask, headline_masks
+
+    inj, nm = headline_masks(cols, "zero", strength, _report_mask(cols)[0], concepts)
+    sel = inj | nm
     return {"score": cols["score"][sel].astype(float), "injected": inj[sel], "concept": cols["concept"][sel],
             "session_id": cols["session_id"][sel],
             "step": np.array([str(i).split("|", 1)[0] for i in cols["item_id"][sel]], dtype=object)}
@@ -120,9 +118,10 @@ def ground_gap_by_session(a: dict[str, np.ndarray], b: dict[str, np.ndarray], *,
     return Estimate(value, float(low), float(high), n_items, k, int(dist.size - kept.size)), how
 
 
-def _ground_statement(gap: Estimate, full: dict, abl: dict) -> tuple[bool | None, str]:
+def _ground_statement(gap: Estimate, full: dict, abl: dict, at: dict | None = None) -> tuple[bool | None, str]:
     """Whether the Track 2 direction holds (True, False, or None: not established), said plainly; each part decided
-    by its interval against its threshold, never by the point value (:mod:`trb.verdicts`)."""
+    by its interval against its threshold, never by the point value (:mod:`trb.verdicts`). ``full`` and ``abl``:
+    the two headline figures; ``at``: their AUCs at the shared strength (the gap's levels; default the headlines)."""
     chance = _metric("ground").chance
     parts, verdicts = [], []
     lo, hi = full.get("ci_low"), full.get("ci_high")
@@ -136,7 +135,8 @@ def _ground_statement(gap: Estimate, full: dict, abl: dict) -> tuple[bool | None
         parts.append(f"{FULL} AUC above {chance} not established ({_f(full['score'])}; its CI "
                      + (f"reaches {chance})" if lo is not None else "is not available)"))
         verdicts.append(None)
-    levels = f"{_f(full['score'])} vs {_f(abl['score'])}"
+    levels = (f"{_f(full['score'])} vs {_f(abl['score'])}" if at is None else
+              f"{_f(at[FULL])} vs {_f(at[ABLATION])} at the shared strength")
     if gap.has_ci and gap.ci_low > 0:
         parts.append(f"full model above the ablation ({levels}; the gap's CI lies above 0)")
         verdicts.append(True)
@@ -172,23 +172,33 @@ def _ground_gap(store: ResultsStore, latest: dict, split: str, rows: list[dict],
                                f"tiers ({', '.join(sorted(tiers))}): native-tier and {PROXY_GROUNDING} are never "
                                "compared")
     from trb.grounding import detection_auc_by_session
+    from trb.tracks.track2 import choose_shared_strength, headline_concepts
 
-    trials = {b: _ground_trials(store, latest[(b, split)]) for b in (FULL, ABLATION)}
-    for b, t in trials.items():  # the trials must be those of the figure the report shows
-        if t is None or not math.isclose(detection_auc_by_session(t["score"], t["injected"], t["concept"],
-                                                                  t["session_id"], n_resamples=0).value,
-                                         figures[b]["score"], abs_tol=1e-12):
-            return _comparison(name, GROUND_DIRECTION, None, f"the Track 2 trials of {b} do not reproduce its "
-                               "ground figure: the gap is not computed")
+    cols = {b: _ground_columns(store, latest[(b, split)]) for b in (FULL, ABLATION)}
+    if any(c is None for c in cols.values()):
+        return _comparison(name, GROUND_DIRECTION, None, "a run has no Track 2 trials: the gap is not computed")
+    shared = choose_shared_strength(cols[FULL], cols[ABLATION])
+    kept = {b: headline_concepts(cols[b]) for b in (FULL, ABLATION)}
+    concepts = [c for c in kept[FULL]["included"] if c in kept[ABLATION]["included"]]
+    left = sorted({c for k in kept.values() for c in [*k["not_separable"], *k["too_few_trials"],
+                                                          *k["included"]]} - set(concepts))
+    more = {"strength": shared, "concepts": concepts, "left_out": left}
+    if not concepts:
+        return _comparison(name, GROUND_DIRECTION, None, "undefined: no concept is kept by both models' headlines",
+                           **more)
+    trials = {b: _ground_trials(cols[b], shared["strength"], concepts) for b in (FULL, ABLATION)}
     try:
         est, how = ground_gap_by_session(trials[FULL], trials[ABLATION], n_resamples=n_resamples,
                                          confidence=CONFIDENCE, seed=seed)
     except ValueError as e:
-        return _comparison(name, GROUND_DIRECTION, None, f"undefined: {e}")
-    met, statement = _ground_statement(est, figures[FULL], figures[ABLATION])
+        return _comparison(name, GROUND_DIRECTION, None, f"undefined: {e}", **more)
+    at = {b: detection_auc_by_session(t["score"], t["injected"], t["concept"], t["session_id"], n_resamples=0).value
+          for b, t in trials.items()}
+    met, statement = _ground_statement(est, figures[FULL], figures[ABLATION], at)
     return _comparison(name, GROUND_DIRECTION, est, bootstrap=how, direction_met=met, statement=statement,
-                       tier="proxy" if tiers == {"proxy"} else "native",
-                       levels={b: {k: figures[b].get(k) for k in ("score", "ci_low", "ci_high")}
+                       tier="proxy" if tiers == {"proxy"} else "native", **more,
+                       levels={b: {"score": figures[b].get("score"), "ci_low": figures[b].get("ci_low"),
+                                   "ci_high": figures[b].get("ci_high"), "at_shared_strength": at[b]}
                                for b in (FULL, ABLATION)})
 
 
@@ -196,7 +206,15 @@ def _track2_summary(tables: list[dict], baselines: list[dict]) -> dict:
     """The report's Track 2 block: the pass bar's gap on each held-out split (the first one's as ``gap``), the
     rules, and which rows are native-tier and which proxy-tier grounding."""
     from trb.grounding import COSINE_FLAG
-    from trb.tracks.track2 import CHOICE_RULE, CHOICE_SPLIT
+    from trb.tracks.track2 import (
+        BUDGET_RULE,
+        CHOICE_RULE,
+        CHOICE_SPLIT,
+        CONCEPT_RULE,
+        MIN_TRIALS,
+        SHARED_RULE,
+        TARGET_WIDTH,
+    )
 
     gaps = {t["split"]: next(c for c in t["pass_bars"] if c["direction"] == GROUND_DIRECTION)
             for t in tables if t.get("pass_bars")}
@@ -204,6 +222,8 @@ def _track2_summary(tables: list[dict], baselines: list[dict]) -> dict:
     first = next((g for g in gaps.values() if g["value"] is not None), None)
     return {"direction": GROUND_DIRECTION, "gap": first, "gaps": gaps,
             "strength_rule": f"chosen on the {CHOICE_SPLIT} split only, never on eval: {CHOICE_RULE}",
+            "gap_strength_rule": SHARED_RULE, "concept_rule": CONCEPT_RULE, "min_trials": MIN_TRIALS,
+            "budget_rule": BUDGET_RULE, "target_width": TARGET_WIDTH,
             "cosine_threshold": COSINE_FLAG,
             "native_tier": [f"{b['name']} ({b['split']})" for b in scored if b["adapter_tier"] != "proxy"],
             "proxy_tier": {"label": PROXY_GROUNDING, "note": PROXY_GROUNDING_NOTE,
@@ -227,9 +247,9 @@ def _ground_capabilities() -> list[str]:
 _GROUND_INTRO = ("Detection AUC of injected-vs-null trials (per concept, then averaged; session-bootstrap CI): ground "
                  "against the zero null (nothing injected), ground-rand against a random direction of the same norm "
                  "at the same strength. Both are read on the evaluated split's trials at the adapter's default site "
-                 "and at the headline strength, chosen on the dev split alone, never on eval: {rule}. Concepts whose "
-                 "direction has a cosine of at least {cos} with another concept's are not separable: their AUC is "
-                 "not evidence of grounding.")
+                 "and at the headline strength, chosen on the dev split alone, never on eval: {rule}. Concepts: "
+                 "{concepts} (not separable: a direction cosine of at least {cos} with another concept's; their AUC "
+                 "is not evidence of grounding). The pass bar's gap: {shared}. Trial budget: {budget}.")
 
 
 def _ground_rows(report: dict, proxy: bool) -> list[dict]:
@@ -259,8 +279,36 @@ def _strength_texts(entry: dict) -> tuple[str, str, list[tuple[str, float, bool]
     choice = entry["strength"]
     s = f"{choice['strength']:g}"
     how = "chosen on dev, never eval" if choice.get("split") == "dev" else choice["rule"]
-    dev = [(k, v, k == s) for k, v in (choice.get("dev_auc_random") or {}).items()]
+    dev = [(k, v, k == s) for k, v in (choice.get("dev_auc_zero") or {}).items()]
     return s, how, dev
+
+
+def _kept_text(entry: dict) -> str:
+    """The concepts left out of the headline and the AUC over every concept, beside the headline."""
+    kept = entry.get("concepts")
+    if not kept:
+        return "—"
+    out = [f"{len(kept['included'])} in headline"]
+    if kept["not_separable"]:
+        out.append(f"not separable: {', '.join(kept['not_separable'])}")
+    if kept["too_few_trials"]:
+        out.append(f"under {kept['min_trials']} trials: " + ", ".join(f"{c} ({n})" for c, n in
+                                                                     kept["too_few_trials"].items()))
+    if kept["not_separable"] or kept["too_few_trials"]:
+        out.append(f"all concepts: {_pair(kept.get('all_concepts'))}")
+    return " · ".join(out)
+
+
+def _width_text(entry: dict) -> str:
+    """The CI width reached, beside the target of the default budget (or the explicit budget)."""
+    width = (entry["ci_high"] - entry["ci_low"]) if entry.get("ci_low") is not None else None
+    got = f"CI width {width:.3f}" if width is not None else "no CI"
+    budget = entry.get("budget") or {}
+    if budget.get("source") == "target_width":
+        return f"{got} (target {budget['target_width']:g}; {budget['max_contexts']:,} contexts a split)"
+    if budget.get("max_contexts"):
+        return f"{got} (budget: {budget['max_contexts']:,} contexts a split)"
+    return f"{got} (no budget)"
 
 
 def _sweep_grid(rows: list[dict]) -> list[tuple[str, str, list[tuple[dict | None, bool]]]]:
@@ -301,7 +349,8 @@ def _concept_text(fig: dict | None, threshold: float) -> str:
         return "—"
     cos = f"max cos {fig['cos_max']:.3f}"
     if fig.get("separable", True):
-        return f"{_pair(fig)} · {cos}"
+        thin = "" if fig.get("in_headline", True) else f" · left out: {fig.get('n_injected')} injected trials"
+        return f"{_pair(fig)} · {cos}{thin}"
     return f"⚠ not separable ({cos} ≥ {threshold}): {_pair(fig)} is not evidence of grounding"
 
 
@@ -315,8 +364,14 @@ def _ground_gap_lines(report: dict, proxy: bool) -> list[str]:
             if not proxy:
                 out.append(f"{c['comparison']} on {split}: not available — {c.get('note', '')}.")
             continue
-        out.append(f"{c['comparison']} on {split} = {_f(c['value'], True)} {_ci(c, True)} ({c['bootstrap']} "
-                   f"session bootstrap; {c['n_sessions']:,} sessions, {c['n_items']:,} trials): {c['statement']}.")
+        strength = c.get("strength") or {}
+        at = f"at one strength for both, {strength['strength']:g}" if strength else ""
+        if strength.get("split") is None and strength:
+            at += " (no dev trials: a priori)"
+        left = f"; left out: {', '.join(c['left_out'])}" if c.get("left_out") else ""
+        out.append(f"{c['comparison']} on {split} = {_f(c['value'], True)} {_ci(c, True)} ({at}{left}; "
+                   f"{c['bootstrap']} session bootstrap; {c['n_sessions']:,} sessions, {c['n_items']:,} trials): "
+                   f"{c['statement']}.")
     return out
 
 
@@ -331,9 +386,10 @@ def _ground_titles(proxy: bool) -> tuple[str, str, str]:
 
 def _ground_intro() -> str:
     from trb.grounding import COSINE_FLAG
-    from trb.tracks.track2 import CHOICE_RULE
+    from trb.tracks.track2 import BUDGET_RULE, CHOICE_RULE, CONCEPT_RULE, SHARED_RULE
 
-    return _GROUND_INTRO.format(rule=CHOICE_RULE, cos=COSINE_FLAG)
+    return _GROUND_INTRO.format(rule=CHOICE_RULE, cos=COSINE_FLAG, concepts=CONCEPT_RULE, shared=SHARED_RULE,
+                                budget=BUDGET_RULE)
 
 
 def _ground_markdown(report: dict) -> list[str]:
@@ -359,19 +415,19 @@ def _ground_markdown(report: dict) -> list[str]:
             lines += [f"Pass-bar direction ({GROUND_DIRECTION}):", ""]
             lines += [f"- **{ln}**" for ln in _ground_gap_lines(report, proxy)] + [""]
         lines += [f"| baseline | split | {zero} [95% CI] | {rand} [95% CI] | vs chance (0.5) | headline strength | "
-                  "dev AUC vs random null, by strength | flags |", "|" + "---|" * 8]
+                  "dev AUC vs zero null, by strength | concepts | flags |", "|" + "---|" * 9]
         for b in rows:
             g, gr = b["tracks"]["ground"], b["tracks"].get("ground-rand") or {}
             s, how, dev = _strength_texts(g)
             dev_text = " · ".join(f"**{k}: {_f(v)}**" if chosen else f"{k}: {_f(v)}" for k, v, chosen in dev) or "—"
             flags = "; ".join(f"⚠ {f}" for f in g.get("flags") or ()) or "none"
             cells = [b["name"], b["split"], f"{_f(g['score'])} {_ci(g)} · {g['n_items']:,} trials / "
-                     f"{g['n_sessions']:,} sessions", f"{_f(gr.get('score'))} {_ci(gr)}", _chance_text(g),
-                     f"{s} ({how})", dev_text, flags]
+                     f"{g['n_sessions']:,} sessions · {_width_text(g)}", f"{_f(gr.get('score'))} {_ci(gr)}",
+                     _chance_text(g), f"{s} ({how})", dev_text, _kept_text(g), flags]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         heads = _ground_heads(rows)
-        lines += ["", "AUC by activation site and strength on the evaluated split, vs the zero null / vs the random "
-                  "null (◀ the headline: default site, strength chosen on dev):", "",
+        lines += ["", "AUC by activation site and strength on the evaluated split over the headline's concepts, vs the "
+                  "zero null / vs the random null (◀ the headline: default site, strength chosen on dev):", "",
                   "| site | strength | " + " | ".join(heads) + " |", "|" + "---|" * (2 + len(heads))]
         for site, s, cells in _sweep_grid(rows):
             texts = [f"**{_pair(fig)}** ◀" if head else _pair(fig) for fig, head in cells]
@@ -418,7 +474,8 @@ def _ground_html(report: dict) -> str:
         notes = _HtmlNotes(f"ground{int(proxy)}-note")
         head = [_lines("baseline", "tier · split"), _lines(*(e(x) for x in zero.split(": ", 1))),
                 _lines(*(e(x) for x in rand.split(": ", 1))), _lines("vs chance", "(0.5)"),
-                _lines("headline", "strength"), _lines("dev AUC vs random null", "by strength")]
+                _lines("headline", "strength"), _lines("dev AUC vs zero null", "by strength"),
+                _lines("concepts", "left out")]
         body = []
         for b in rows:
             g, gr = b["tracks"]["ground"], b["tracks"].get("ground-rand") or {}
@@ -431,16 +488,16 @@ def _ground_html(report: dict) -> str:
                 chance = f'<span class="red">{chance}</span>'
             cells = [_lines(e(b["name"]), e(f"{b['adapter_tier']} · {b['split']}")),
                      _lines(e(f"{_f(g['score'])} {_ci(g)}") + marks,
-                            e(f"{g['n_items']:,} trials / {g['n_sessions']:,} sessions")),
+                            e(f"{g['n_items']:,} trials / {g['n_sessions']:,} sessions"), e(_width_text(g))),
                      _lines(e(f"{_f(gr.get('score'))} {_ci(gr)}")), _lines(chance), _lines(e(s), e(how)),
-                     _lines(dev_text)]
+                     _lines(dev_text), _lines(e(_kept_text(g)))]
             body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
         parts.append('<div class="wide"><table><thead><tr>' + "".join(f"<th>{h}</th>" for h in head)
                      + "</tr></thead><tbody>" + "".join(body) + "</tbody></table></div>")
         parts.append(notes.html())
         heads = _ground_heads(rows)
-        parts.append("<p>AUC by activation site and strength on the evaluated split, vs the zero null / vs the random "
-                     "null (◀ the headline: default site, strength chosen on dev):</p>")
+        parts.append("<p>AUC by activation site and strength on the evaluated split over the headline's concepts, vs "
+                     "the zero null / vs the random null (◀ the headline: default site, strength chosen on dev):</p>")
         body = []
         for site, s, cells in _sweep_grid(rows):
             texts = [f"<strong>{e(_pair(fig))}</strong> ◀" if hd else e(_pair(fig)) for fig, hd in cells]
@@ -457,7 +514,8 @@ def _ground_html(report: dict) -> str:
                 if fig is None:
                     cells.append("—")
                 elif fig.get("separable", True):
-                    cells.append(_lines(e(_pair(fig)), e(f"max cos {fig['cos_max']:.3f}")))
+                    thin = "" if fig.get("in_headline", True) else f" · left out: {fig.get('n_injected')} trials"
+                    cells.append(_lines(e(_pair(fig)), e(f"max cos {fig['cos_max']:.3f}{thin}")))
                 else:  # not separable: the AUC is shown greyed, under the flag, never as a signal
                     cells.append(_lines('<span class="red">⚠ not separable: not evidence</span>',
                                         e(f"({_pair(fig)}) · max cos {fig['cos_max']:.3f} ≥ {threshold}")))
@@ -480,8 +538,12 @@ class Track2Report:
         return {"default_site": str(default[0])} if len(default) else {}
 
     def entry_label(self, metric, run: dict) -> dict:
-        """Every Track 2 figure names its tier: proxy-tier grounding is not the spec's Track 2."""
-        return _grounding_tier(run.get("adapter_tier"))
+        """Every Track 2 figure names its tier (proxy-tier grounding is not the spec's Track 2) and the run's trial
+        budget (recorded in its summary; none on runs scored before the default budget)."""
+        from trb.report.common import _timings
+
+        budget = ((_timings(run).get("summary") or {}).get(GROUND_TRACK) or {}).get("budget")
+        return {**_grounding_tier(run.get("adapter_tier")), **({"budget": budget} if budget else {})}
 
     def tier_title(self, metric, tier: str | None) -> str | None:
         """A proxy adapter's Track 2 figure under its own name, here as everywhere."""
