@@ -9,6 +9,7 @@ import pytest
 
 from trb.grounding import detection_auc_by_session
 from trb.report.common import ABLATION, FULL
+from trb.stats import Estimate
 from trb.tracks.track2 import (
     CHOICE_RULE,
     MIN_TRIALS,
@@ -170,6 +171,12 @@ def test_the_gap_verdict_at_one_strength():
     gap, _ = ground_gap_by_session(_trials(rng, 60, 0.5), _trials(rng, 60, 0.5), n_resamples=500)
     met, text = _ground_statement(gap, head, {"score": 0.6}, {FULL: 0.6, ABLATION: 0.6})
     assert gap.ci_low < 0 < gap.ci_high and met is None and text.startswith("direction not established")
+    # both models at the ceiling (AUC 1 at the shared strength): a zero gap with a zero-width interval is not
+    # evidence that the full model is not above the ablation
+    zero = Estimate(0.0, 0.0, 0.0, 240, 12)
+    met, text = _ground_statement(zero, {"score": 1.0, "ci_low": 1.0, "ci_high": 1.0}, {"score": 1.0},
+                                  {FULL: 1.0, ABLATION: 1.0})
+    assert met is None and "both at the ceiling, AUC 1" in text and "NOT above" not in text
 
 
 @pytest.mark.slow

@@ -137,7 +137,12 @@ def _ground_statement(gap: Estimate, full: dict, abl: dict, at: dict | None = No
         verdicts.append(None)
     levels = (f"{_f(full['score'])} vs {_f(abl['score'])}" if at is None else
               f"{_f(at[FULL])} vs {_f(at[ABLATION])} at the shared strength")
-    if gap.has_ci and gap.ci_low > 0:
+    top = (full.get("score"), abl.get("score")) if at is None else (at.get(FULL), at.get(ABLATION))
+    if all(v is not None and v >= 1 - 1e-12 for v in top):  # both at AUC 1: no gap can show at this strength
+        parts.append(f"full model above the ablation not established ({levels}: both at the ceiling, AUC 1, so the "
+                     "gap cannot show a difference at this strength)")
+        verdicts.append(None)
+    elif gap.has_ci and gap.ci_low > 0:
         parts.append(f"full model above the ablation ({levels}; the gap's CI lies above 0)")
         verdicts.append(True)
     elif gap.has_ci and gap.ci_high <= 0:
