@@ -13,6 +13,15 @@ Episodes are deterministic given (task, goal, seed, language, target) and the ac
 half-recorded session can be replayed from its actions, and a closed-loop rollout (Tracks 4 and 5,
 :mod:`trb.rollout`) re-created from its seed. A rollout's tasks come from a versioned task set
 (:mod:`environments.tasksets`).
+
+**The optional resume hook.** An environment may also offer
+``resume(stimulus_set, language, observation, seed) -> Episode | None``: the episode at a *recorded*
+step of a release's session, rebuilt from what the release holds (the session's stimulus set and
+language, the step's observation text) and a seed for what happens next; None when that step is not
+one of its own. Track 4 acts the release's interventions through it in closed loop (the model sees
+the recorded steps before t, then acts under do(r′) from the rebuilt state); an environment without
+it leaves them "not resumable". :func:`resumable` finds the environment that can resume a step. It
+is not part of the :class:`Environment` protocol, so environments written before it stay valid.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ from typing import Literal, Protocol, runtime_checkable
 from toolkit.errors import ExitCode, ToolkitError
 
 __all__ = ["ENTRY_POINT_GROUP", "StepOutcome", "Episode", "Environment", "EnvironmentRefused",
-           "register_environment", "get_environment", "environment_names", "environment_problems"]
+           "register_environment", "get_environment", "environment_names", "environment_problems", "resumable"]
 
 ENTRY_POINT_GROUP = "trb.environments"
 Cause = Literal["self", "exogenous", "both", "none"]
@@ -148,3 +157,17 @@ def get_environment(name: str) -> Environment:
         problems = "".join(f"; {p}" for p in _PLUGINS["problems"])
         raise EnvironmentRefused(f"no environment named {name!r}; known: {', '.join(environment_names())}{problems}")
     return _REGISTERED[name]
+
+
+def resumable(stimulus_set: str | None, language: str | None, observation: str | None, seed: int
+              ) -> tuple[str, Episode] | None:
+    """The first registered environment (by name) whose ``resume`` hook rebuilds this recorded step, with the
+    episode it rebuilt; None when none does (the step is not resumable)."""
+    for name in environment_names():
+        hook = getattr(_REGISTERED[name], "resume", None)
+        if hook is None:
+            continue
+        ep = hook(stimulus_set, language, observation, seed)
+        if ep is not None:
+            return name, ep
+    return None

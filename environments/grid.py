@@ -4,6 +4,9 @@ A task table: ``stimulus`` (a stimulus set of :data:`simworld.STIMULUS_SETS`), `
 ``goal`` cells (e.g. ``"B2"``), ``paired_goal`` (the second session's goal, same start),
 ``budget`` (steps), and optionally ``drift`` (the probability of a push each step, overriding
 the stimulus set's; 0 turns it off). Actions: up, down, left, right, wait.
+
+It offers the optional ``resume`` hook (:mod:`environments.base`): an episode rebuilt at a recorded step from
+that step's observation text alone (Track 4's interventions).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from environments.base import StepOutcome
 from simworld import STIMULUS_SETS
-from simworld.render import LANGUAGES
+from simworld.render import LANGUAGES, parse_observation
 from simworld.world import ACTIONS, GridWorld, cell_name, parse_cell
 
 __all__ = ["GridEnvironment", "ENVIRONMENT"]
@@ -109,6 +112,28 @@ class GridEnvironment:
         world = GridWorld(STIMULUS_SETS[task["stimulus"]], rng=random.Random(seed), language=language,
                           drift=task.get("drift"))
         world.reset(task["start"], goal, task["budget"], target=target)
+        return _GridEpisode(world)
+
+    def resume(self, stimulus_set: str | None, language: str | None, observation: str | None,
+               seed: int) -> _GridEpisode | None:
+        """The episode at a recorded step, rebuilt from the step's observation text (the environment's own
+        rendering, :func:`simworld.render.parse_observation`): step n of the budget, the cell, the goal; the drift
+        is the stimulus set's, drawn from ``random.Random(seed)``; the steps left are budget − n + 1, and the
+        target is the goal. None when the step is not one of this environment's: an unknown stimulus set or
+        language, or a text that is no grid observation of that stimulus set (an open-ended step's, say)."""
+        stim = STIMULUS_SETS.get(stimulus_set) if isinstance(stimulus_set, str) else None
+        if stim is None or language not in LANGUAGES:
+            return None
+        seen = parse_observation(observation, language, stim.layout)
+        if seen is None:
+            return None
+        pos, goal = parse_cell(seen["pos"]), parse_cell(seen["goal"])
+        n, budget = seen["n"], seen["budget"]
+        if (pos is None or goal is None or pos == goal or not stim.layout.is_free(pos)
+                or not stim.layout.is_free(goal) or not 1 <= n <= budget):
+            return None
+        world = GridWorld(stim, rng=random.Random(seed), language=language)
+        world.reset(pos, goal, budget, t=n - 1)
         return _GridEpisode(world)
 
     def check_region(self, task: Mapping, cells: Sequence[str]) -> str | None:

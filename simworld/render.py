@@ -14,7 +14,7 @@ improvement cannot be read from the outcome alone.
 
 from __future__ import annotations
 
-__all__ = ["LANGUAGES", "render_observation", "render_outcome"]
+__all__ = ["LANGUAGES", "render_observation", "render_outcome", "parse_observation"]
 
 _T = {
     "en": {
@@ -140,3 +140,37 @@ def render_outcome(
         key = "level"
     text = t[key].format(pos=pos)
     return text + t["budget"] if out_of_budget else text
+
+
+def _pattern(template: str):
+    """A regex of a filled-in observation template: {n}, {budget} numbers, {pos}, {goal} cells."""
+    import re
+
+    out, rest = [], template
+    fields = {"{n}": r"(?P<n>\d+)", "{budget}": r"(?P<budget>\d+)", "{pos}": r"(?P<pos>[A-Z]\d{1,2})",
+              "{goal}": r"(?P<goal>[A-Z]\d{1,2})"}
+    for piece in re.split(r"(\{n\}|\{budget\}|\{pos\}|\{goal\})", rest):
+        out.append(fields.get(piece) or re.escape(piece))
+    return re.compile("^" + "".join(out) + "$")
+
+
+def parse_observation(text: str, language: str, layout) -> dict | None:
+    """The inverse of :func:`render_observation` for ``layout`` in ``language``: ``{"n": step (1-based),
+    "budget", "pos", "goal"}`` (cells as names), or None when ``text`` is no observation of that layout there.
+
+    A first-step observation (the long one) is recognised only for the layout it describes (its grid and walls)."""
+    if language not in _T or not isinstance(text, str):
+        return None
+    cache = layout.__dict__.setdefault("_parse_cache", {})
+    pats = cache.get(language)
+    if pats is None:
+        pats = cache[language] = (_pattern(_T[language]["obs_short"]),
+                                  _pattern(_observation_template(layout, language)))
+    for first, pat in enumerate(pats):
+        m = pat.match(text)
+        if m is not None:
+            n = int(m.group("n"))
+            if (n == 1) != bool(first):  # the long form is the first step's, the short one every later step's
+                return None
+            return {"n": n, "budget": int(m.group("budget")), "pos": m.group("pos"), "goal": m.group("goal")}
+    return None

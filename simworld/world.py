@@ -396,8 +396,11 @@ class GridWorld:
         return pos
 
     def reset(self, start: str | Pos, goal: str | Pos, budget: int,
-              target: Iterable[str | Pos] | None = None) -> State:
+              target: Iterable[str | Pos] | None = None, t: int = 0) -> State:
         """Start an episode at ``start`` with ``goal`` and ``budget`` steps; return the first state.
+
+        ``t`` (default 0) starts it part-way, at step ``t`` (0-based) of the budget with ``budget - t`` steps left:
+        an episode resumed at a recorded step (:meth:`environments.grid.GridEnvironment.resume`).
 
         ``target`` (cells) is the region whose reaching ends the episode (default: the goal cell alone).
         A target other than the goal is what a rollout steers toward (Track 5): the observation still
@@ -408,10 +411,12 @@ class GridWorld:
             raise ValueError("start and goal must differ")
         if not isinstance(budget, int) or budget < 1:
             raise ValueError("budget must be a positive int")
+        if not isinstance(t, int) or not 0 <= t < budget:
+            raise ValueError(f"the start step must be from 0 to budget - 1 ({budget - 1}), got {t!r}")
         self.target = frozenset([g]) if target is None else frozenset(self._pos(c, "target") for c in target)
         if not self.target or s in self.target:
             raise ValueError("the target region must be non-empty and must not hold the start")
-        self._state = State(self.layout, s, g, 0, budget)
+        self._state = State(self.layout, s, g, t, budget)
         self._done = False
         self.observation = render_observation(self._state, self.language)
         return self._state

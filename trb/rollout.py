@@ -24,6 +24,13 @@ the current observation and action space; the context id, language and split), s
 renders and windows them as it does for Tracks 1 and 3. The r a past step shows is the r_t in force
 there: the emitted one (``own``, ``ablated``), the clamped one (``steered``, ``forced``).
 
+**Resumed episodes** (Track 4's interventions): a spec with ``resume`` (a :class:`Resumption`) starts at a
+recorded step of a release's session instead of a task's start: the environment's ``resume`` hook rebuilds
+the state from the step's observation (:mod:`environments.base`), the context's past steps are the
+recorded ones (exactly as Track 1's c_t holds them), and its context id and language are the session's. With
+``do_r``, the first step's act is under do(r′) (``act(c_t, r_override = r′)``, shown as that step's r in the
+later contexts); the episode then goes on as its condition says (``own``: through its own r_t).
+
 **Randomness** (common random numbers): an episode's environment is seeded by its seed's integer,
 its action draws by ``random.Random(seed text + ":policy")``; the paired conditions of one task and
 seed share both, so their difference is the conditions', not the dice's.
@@ -42,11 +49,23 @@ from trb.distributions import check_distribution
 from trb.errors import AdapterError
 from trb.tracks.timing import AdapterTimer
 
-__all__ = ["CONDITIONS", "EpisodeSpec", "StepRecord", "EpisodeTrace", "run_episodes", "tv_distance", "r_change"]
+__all__ = ["CONDITIONS", "Resumption", "EpisodeSpec", "StepRecord", "EpisodeTrace", "run_episodes", "tv_distance", "r_change"]
 
 CONDITIONS = ("own", "ablated", "steered", "steered-plan", "forced")
 #: Episodes advanced together in one batched call (bounds memory; results do not depend on it).
 MAX_BATCH = 512
+
+
+@dataclass(frozen=True)
+class Resumption:
+    """Where a resumed episode starts: a recorded step (its session's stimulus set, language and context id, the
+    step's observation) and the recorded steps before it, the context's past."""
+
+    stimulus_set: str | None
+    language: str | None
+    observation: str
+    history: tuple[PastStep, ...]
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +82,8 @@ class EpisodeSpec:
     forced: tuple[str, ...] | None = None  # forced: the actions
     goals: tuple[str, ...] | None = None  # forced: r's goal at each step
     probe_goals: tuple[str, ...] = ()  # forced: the goals of the final probes (one act each), in order
+    resume: Resumption | None = None  # start at a recorded step (environment's resume hook) instead of the task's
+    do_r: dict | None = None  # the first step acts under do(r′) (own / steered conditions)
 
     def __post_init__(self) -> None:
         if len(set(self.probe_goals)) != len(self.probe_goals):
@@ -108,11 +129,20 @@ class _Live:
     def __init__(self, spec: EpisodeSpec, env: Environment, language: str, split: str, context_id: str | None):
         self.spec = spec
         self.trace = EpisodeTrace(spec)
-        language = spec.task.language or language  # a transfer task speaks its context's language
-        self.ep: Episode = env.start(spec.task.table, goal=spec.task.goal, seed=spec.seed.value, language=language,
-                                     target=spec.target)
         self.rng = random.Random(spec.seed.text + ":policy")
         self.history: list[PastStep] = []
+        if spec.resume is not None:
+            at = spec.resume
+            ep = env.resume(at.stimulus_set, at.language, at.observation, spec.seed.value)
+            if ep is None:
+                raise ValueError(f"episode {spec.episode_id}: environment {env.name} cannot resume its recorded step")
+            self.ep, self.history = ep, list(at.history)
+            language, context_id = at.language, at.context_id
+        else:
+            language = spec.task.language or language  # a transfer task speaks its context's language
+            self.ep: Episode = env.start(spec.task.table, goal=spec.task.goal, seed=spec.seed.value,
+                                         language=language, target=spec.target)
+        self.start_t = len(self.history)
         self.language, self.split, self.context_id = language, split, context_id
         self.probed = False
 
@@ -208,6 +238,8 @@ def _advance(adapter, active: list[_Live], greedy: bool, timer: AdapterTimer, pr
             ablated.append(i)
         else:
             acted[i] = r if cond == "own" else _steer(r, x)
+            if x.spec.do_r is not None and len(x.history) == x.start_t:
+                acted[i] = dict(x.spec.do_r)
             acting.append(i)
             overrides.append(acted[i])
     dists: list[dict | None] = [None] * len(active)

@@ -273,7 +273,7 @@ def _plan(release: Release, bound, chosen, options: dict, split: str, taskset, t
             not_applicable[track.id] = {"status": "not_applicable", "needs": [], "reason": track.unavailable(bound)}
         else:
             counts[track.id] = track.count(taskset if _from_tasks(track) else release, split,
-                                           **options.get(track.id, {}))
+                                           **_with_release(track, release), **options.get(track.id, {}))
     if split == "transfer":
         _check_transfer_tasks(taskset, [t for t in chosen if _from_tasks(t) and t.id in counts], counts)
     if not counts:
@@ -338,7 +338,7 @@ def _score_and_finish(store, run: dict, release: Release, bound, the_runner, pla
     def todo():
         for t in tracks:
             source = taskset if _from_tasks(t) else release
-            items = t.items(source, split, **options.get(t.id, {}))
+            items = t.items(source, split, **_with_release(t, release), **options.get(t.id, {}))
             for part in cut_parts(t.id, items, part_key_of(t), part_items):
                 had = stored.get((t.id, part.index))
                 if had is None:
@@ -437,6 +437,12 @@ def _score_and_finish(store, run: dict, release: Release, bound, the_runner, pla
 def _from_tasks(track) -> bool:
     """A closed-loop track: its work list comes from a rollout task set, not the release."""
     return getattr(track, "source", "release") == "tasks"
+
+
+def _with_release(track, release: Release) -> dict:
+    """A rollout track that also reads the release (``with_release``: Track 4's interventions) is handed it as
+    ``release=`` beside its task set."""
+    return {"release": release} if _from_tasks(track) and getattr(track, "with_release", False) else {}
 
 
 def _recorded_taskset(old: dict):

@@ -120,7 +120,8 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
         na = (s.get("not_applicable") or {}).get(m.key)
         if n == 0:
             if na:
-                out[m.key] = _track_entry(None, m.definition, note=f"not applicable (needs {', '.join(na['needs'])}; "
+                why = na.get("reason") or f"needs {', '.join(na['needs'])}"
+                out[m.key] = _track_entry(None, m.definition, note=f"not applicable ({why}; "
                                           f"{na['n_items']} items not scored)",
                                           extra={"not_applicable": True, "needs": na["needs"]},
                                           status="not applicable")
@@ -168,7 +169,7 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
             extra.update(section.entry_extra(m, sub))
         out[m.key] = _track_entry(est, m.definition, synthetic_share=share, extra=extra, rule=m.verdict,
                                   confidence=confidence)
-        if na:
+        if na and na["n_items"]:
             out[m.key]["n_not_applicable"] = na["n_items"]
     loaded.clear()
     out = {m.key: out[m.key] for m in _metrics() if m.key in out}  # in the registry's order, as before

@@ -17,7 +17,8 @@ A track declares:
 * ``count(source, split)`` and ``items(source, split)``: its work list, from the release, or, for a
   track whose ``source`` is ``"tasks"`` (the closed-loop Tracks 4 and 5), from the rollout task set
   the run was given (:mod:`environments.tasksets`); such a track's ``score`` also takes
-  ``tasks=`` and ``split=``;
+  ``tasks=`` and ``split=``; one that declares ``with_release = True`` (Track 4: the release's
+  interventions beside the task set's episodes) is also handed ``release=`` in ``count`` and ``items``;
 * ``score(adapter, items, timer, progress)``: item rows (:class:`ItemRow`) and a summary;
 * ``aggregate(metric, columns, ...)``: an :class:`~trb.stats.Estimate` for one metric
   from that metric's item columns (session bootstrap);
