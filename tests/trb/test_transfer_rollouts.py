@@ -104,9 +104,14 @@ def test_a_transfer_run_of_tracks_4_and_5_rolls_each_release_context(store):
     run = next(r for r in store.runs() if r["split"] == "transfer" and r["baseline"] == "trace-full")
     assert run["timings"]["summary"]["4"]["episodes"] == 3 * 4 * 4 * 2  # contexts × tasks × seeds × conditions
     rows = store.items(run["run_id"]).to_pylist()
+    # Track 4 also acts the transfer split's Track 1 interventions through (their rows: metric "intervention"),
+    # each in its recorded session's own context
+    acted = [r for r in rows if r["metric"] == "intervention"]
+    assert acted and {r["context_id"] for r in acted} <= set(CONTEXTS)
     by = {}
     for r in rows:
-        by.setdefault((r["track"], r["context_id"]), set()).add(r["item_id"].split("/")[0])
+        if r["metric"] != "intervention":
+            by.setdefault((r["track"], r["context_id"]), set()).add(r["item_id"].split("/")[0])
     assert sorted({c for _, c in by}) == CONTEXTS
     for (_track, ctx), tasks in by.items():  # each context's rows come from its own tasks only
         prefix = "x" + ctx.split(".")[0].removeprefix("xfer-lab-")
