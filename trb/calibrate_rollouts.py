@@ -50,10 +50,10 @@ contrary, path-dependent, the dashboard light on the pass bars) and one that mus
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 from simworld import STIMULUS_SETS
+from simworld.render import parse_observation
 from simworld.world import ACTIONS, cell_name, parse_cell
 from trb.adapters.capabilities import BatchedAct, RAblation
 from trb.context import StepContext
@@ -62,19 +62,26 @@ __all__ = ["ROLLOUT_AGENTS", "EXPECTED", "HelpsAgent", "HarmsAgent", "Miscalibra
            "SteerableAgent", "ContraryAgent", "MarkovSteerer", "HystereticAgent", "PathDependentAgent", "figure",
            "holonomy_verdict", "run_rollout_calibration"]
 
-_AT = re.compile(r"\bat ([A-Z][0-9]{1,2})\b")
-_GOAL = re.compile(r"goal is ([A-Z][0-9]{1,2})\b")
-_STEP = re.compile(r"Step (\d+) of (\d+)")
 _FOLLOW = 0.9
 ACTION_MOVES = ACTIONS[:4]
 
 
+def _stimulus(context: StepContext):
+    """The stimulus set a context id names: ``<stimulus>.rollout.<language>``, or a transfer context's
+    ``<lab>.<stimulus>.<population>.<language>``."""
+    parts = (context.context_id or "").split(".")
+    return next(STIMULUS_SETS[p] for p in parts if p in STIMULUS_SETS)
+
+
 def _where(context: StepContext):
-    obs = context.observation or ""
-    layout = STIMULUS_SETS[(context.context_id or "").split(".")[0]].layout
-    at, goal, step = _AT.search(obs), _GOAL.search(obs), _STEP.search(obs)
-    steps_left = int(step.group(2)) - int(step.group(1)) + 1 if step else 0
-    return layout, parse_cell(at.group(1)), parse_cell(goal.group(1)), steps_left
+    """(layout, cell, goal, steps left) of the observation, read in the context's language (the environment's own
+    rendering, inverted: :func:`simworld.render.parse_observation`)."""
+    layout = _stimulus(context).layout
+    seen = parse_observation(context.observation or "", context.language, layout)
+    if seen is None:
+        raise ValueError(f"not an observation of {_stimulus(context).name} in {context.language!r}: "
+                         f"{context.observation!r}")
+    return layout, parse_cell(seen["pos"]), parse_cell(seen["goal"]), seen["budget"] - seen["n"] + 1
 
 
 def _toward(layout, pos, goal) -> tuple[str, ...]:
@@ -191,8 +198,8 @@ class PathDependentAgent(_GridAgent):
             return 0.3
         last = context.history[-1]
         kept = parse_cell((last.r or {}).get("goal")) == goal
-        was = _AT.search(last.observation or "")
-        toward = was is not None and last.action in _toward(layout, parse_cell(was.group(1)), goal)
+        was = parse_observation(last.observation or "", context.language, layout)
+        toward = was is not None and last.action in _toward(layout, parse_cell(was["pos"]), goal)
         return 0.3 + 0.3 * kept + 0.3 * toward
 
 

@@ -184,6 +184,131 @@ def attribution_calibration_items(n_sessions: int = 20, steps: int = 4, seed: in
     return out["eval"], out["transfer"]
 
 
+def rollout_structure():
+    """Tracks 4 and 5's structure agent, in every context alike: acts through r toward r's goal (0.9 on a move toward
+    it); with no r it walks to the goal it sees half as reliably (0.45, the rest uniform). Acting through r helps
+    and steering r steers, in distribution and off it; its ablation completes sometimes, so its ratio is defined on
+    every context."""
+    from trb.calibrate_rollouts import HelpsAgent, _GridAgent
+
+    class RolloutStructure(HelpsAgent):
+        def _ablated(self, context):
+            sure = _GridAgent._ablated(self, context)
+            return {a: 0.5 * p + 0.5 / len(sure) for a, p in sure.items()}
+
+    return RolloutStructure()
+
+
+def rollout_memoriser():
+    """Tracks 4 and 5's memoriser: the helping self-model on the task set's in-distribution contexts; on a transfer
+    context (one of the release's held-out contexts) it acts on what it sees, r or not (a dashboard light): there its
+    completion ratio is exactly 1 and its lift exactly 0, its own ablation's — it collapses."""
+    from trb.calibrate_rollouts import HelpsAgent
+
+    class RolloutMemoriser(HelpsAgent):
+        def _act(self, context, r):
+            return self._seen(context) if _off_distribution(context) else super()._act(context, r)
+
+        def _ablated(self, context):
+            return self._seen(context) if _off_distribution(context) else super()._ablated(context)
+
+        def _seen(self, context):
+            from trb.calibrate_rollouts import _GridAgent
+
+            return _GridAgent._ablated(self, context)  # toward the goal it sees
+
+    return RolloutMemoriser()
+
+
+def _off_distribution(context: StepContext) -> bool:
+    return (context.context_id or "").startswith("xfer-")
+
+
+#: Transfer seeds per transfer task in the rollout part: enough pairs for the structure agent's intervals.
+ROLLOUT_TRANSFER_SEEDS = 4
+
+
+def _rollout_figures(agents: dict, *, n_resamples: int, seed: int) -> dict[str, dict[str, dict]]:
+    """Track 6 of Tracks 4 and 5 (viab, nav) for the rollout structure agent and memoriser: the task set's eval
+    episodes against its transfer tasks on the simulated release's three transfer contexts, collapse read against the
+    model's own ablation (:func:`trb.transfer.collapse_to_chance`)."""
+    from environments.tasksets import default_taskset
+    from simworld.contexts import TRANSFER_CONTEXTS as SIM_CONTEXTS
+    from trb.calibrate_rollouts import _columns as rollout_columns
+    from trb.tracks.track4 import TRACK as T4
+    from trb.tracks.track5 import TRACK as T5
+    from trb.transfer import collapse_to_chance
+
+    tasks = default_taskset()
+    transfer = tasks.for_release([c.context_id for c in SIM_CONTEXTS]).with_seeds(transfer=ROLLOUT_TRANSFER_SEEDS)
+    out: dict[str, dict[str, dict]] = {}
+    for track, key in ((T4, "viab"), (T5, "nav")):
+        metric = metric_by_key(key)
+        figs = out[track.id] = {}
+        for name, agent in agents.items():
+            cols = {}
+            for split, ts in (("eval", tasks), ("transfer", transfer)):
+                items = [s for s in track.items(ts, split) if s.condition != "forced"]
+                rows, _ = track.score(agent, items, tasks=ts, split=split)
+                cols[split] = rollout_columns(rows, metric.metric)
+                cols[split]["context_id"] = np.asarray([r["context_id"] for r in rows if r["metric"] == metric.metric],
+                                                       dtype=object)
+            fig = transfer_estimate(track, metric, cols["eval"], cols["transfer"], n_resamples=n_resamples, seed=seed)
+            fig["collapse"] = collapse_to_chance(fig, metric)
+            fig["anti_goodhart"] = anti_goodhart(fig, metric)
+            figs[name] = fig
+    return out
+
+
+def grounding_transfer_items(n_sessions: int = 12, steps: int = 4, seed: int = 0) -> tuple[list, list]:
+    """(eval-run items, transfer-run items) of Track 2 in this world's contexts: each in-distribution context has
+    eval and dev sessions, each transfer context transfer sessions; a step shows ``goal G<k> cue c<j>`` as the
+    grounding world's (:func:`trb.calibrate_grounding.grounding_world`, whose train split gives the directions).
+    The dev items (where the strength is chosen) go with both runs, as a real run's do."""
+    from trb.calibrate_grounding import _GOALS
+    from trb.tracks.track2 import Track2Item
+
+    rng = random.Random(f"trb-transfer-calibration-grounding:{seed}")
+    out: dict[str, list] = {"eval": [], "dev": [], "transfer": []}
+    for ctx_id in IN_DISTRIBUTION + TRANSFER_CONTEXTS:
+        splits = ("eval", "dev") if ctx_id in IN_DISTRIBUTION else ("transfer",)
+        for split in splits:
+            for s in range(n_sessions):
+                sid = f"{ctx_id}-{split}-{s:03d}"
+                goal = rng.choice(_GOALS)
+                for t in range(steps):
+                    ctx = StepContext(sid, t, (), f"goal {goal} cue {rng.choice(CUES)}", ACTIONS, ctx_id, "en", split)
+                    out[split].append(Track2Item(f"{sid}/{t}", sid, t, split, ctx_id, ctx))
+    return out["eval"] + out["dev"], out["transfer"] + out["dev"]
+
+
+def _grounding_cast(seed: int) -> dict:
+    """Track 2's instruct-base (its report ignores z), memoriser (its report reads z on the contexts it memorised
+    only) and structure agent (reads z everywhere), their directions learned on the grounding world's train split."""
+    from trb.calibrate_grounding import GroundedAgent, UngroundedAgent, grounding_world
+
+    class GroundingMemoriser(GroundedAgent):
+        def slot_probs_injected(self, contexts, slot, site, vectors, strength):
+            known = [c.context_id in IN_DISTRIBUTION for c in contexts]
+            if all(known):
+                return super().slot_probs_injected(contexts, slot, site, vectors, strength)
+            vec = np.broadcast_to(np.asarray(vectors, dtype=float), (len(contexts), np.asarray(vectors).shape[-1]))
+            return [super(GroundingMemoriser, self).slot_probs_injected([c], slot, site, v[None, :],
+                                                                        strength if k else 0.0)[0]
+                    for c, v, k in zip(contexts, vec, known)]
+
+    world = grounding_world(seed=seed)
+    return {"instruct-base": UngroundedAgent(world, seed), "memoriser": GroundingMemoriser(world, seed),
+            "structure": GroundedAgent(world, seed)}
+
+
+def _grounding_columns(rows: list[dict]) -> dict[str, np.ndarray]:
+    cols = {k: np.asarray([r.get(k) for r in rows], dtype=object) for k in rows[0]}
+    for k in ("score", "strength"):
+        cols[k] = cols[k].astype(float)
+    return cols
+
+
 @dataclass
 class TransferCalibration:
     #: track -> agent name -> Track 6 figure of that track's headline (transfer_estimate, with "collapse" and
@@ -210,17 +335,33 @@ def _tracks() -> dict:
 TRANSFER_AGENTS = ("instruct-base", "memoriser", "structure")
 
 
+def _check(figs: dict, what: str, reasons: list[str]) -> None:
+    """The memoriser must be anti-Goodhart flagged and collapse to instruct-base; the structure agent neither."""
+    mem, struct = figs["memoriser"], figs["structure"]
+    if not mem["anti_goodhart"]["flagged"]:
+        reasons.append(f"{what}: the memoriser is not anti-Goodhart flagged: {mem['anti_goodhart']['reason']}")
+    if not mem["collapse"].get("collapsed"):
+        reasons.append(f"{what}: the memoriser does not collapse to instruct-base off-distribution")
+    if struct["anti_goodhart"]["flagged"]:
+        reasons.append(f"{what}: the structure agent is flagged: {struct['anti_goodhart']['reason']}")
+    if struct["collapse"].get("collapsed"):
+        reasons.append(f"{what}: the structure agent collapses on {', '.join(struct['collapse']['contexts'])}")
+
+
 def run_transfer_calibration(n_sessions: int = 20, seed: int = 0, n_resamples: int = 2000,
                              agents: dict | None = None) -> TransferCalibration:
-    """Score the three agents on the exact world's eval and transfer items of every track it covers (Tracks 1 and
-    3); check Track 6 separates them on each.
+    """Score the agents on the exact world's eval and transfer items of every track it covers (Tracks 1, 2 and 3
+    here; Tracks 4 and 5 on the built-in task set's in-distribution tasks and its transfer tasks of the simulated
+    release's three transfer contexts); check Track 6 separates them on each.
 
-    Passes when, on every track, the memoriser is anti-Goodhart flagged and collapses to instruct-base, and the
-    structure agent is neither. ``agents`` replaces some of them (name -> adapter), e.g. to show the check fails when the
+    Passes when, on every track, the memoriser collapses off-distribution (to instruct-base; on Tracks 4 and 5 to its
+    own ablation) and, on the 0–1 figures, is anti-Goodhart flagged, and the structure agent is neither. ``agents``
+    replaces Tracks 1 and 3's agents by name, Track 2's by ``grounding-<name>`` and Tracks 4 and 5's by
+    ``rollout-<name>``. ``agents`` replaces some of them (name -> adapter), e.g. to show the check fails when the
     "structure" agent is in fact a memoriser.
     """
     cast = dict(zip(TRANSFER_AGENTS, (InstructBaseAgent(), MemoriserAgent(), StructureAgent())))
-    cast.update(agents or {})
+    cast.update({k: v for k, v in (agents or {}).items() if k in TRANSFER_AGENTS})
     figures: dict[str, dict[str, dict]] = {}
     reasons = []
     for track_id, (key, make, score, track) in _tracks().items():
@@ -235,14 +376,34 @@ def run_transfer_calibration(n_sessions: int = 20, seed: int = 0, n_resamples: i
         for name, fig in figs.items():
             fig["collapse"] = collapse_check(fig, figs["instruct-base"], baseline=name)
             fig["anti_goodhart"] = anti_goodhart(fig, metric)
+        _check(figs, f"Track {track_id} ({metric.title})", reasons)
+    from trb.tracks.track2 import TRACK as TRACK2
+    from trb.tracks.track2 import score_track2
+
+    ev, tr = grounding_transfer_items(seed=seed)
+    g_cast = _grounding_cast(seed)
+    g_cast.update({k[len("grounding-"):]: v for k, v in (agents or {}).items() if k.startswith("grounding-")})
+    metric = metric_by_key("ground")
+    figs = figures["2"] = {}
+    for name, agent in g_cast.items():
+        (rows_e, _), (rows_t, _) = score_track2(agent, ev), score_track2(agent, tr)
+        figs[name] = transfer_estimate(TRACK2, metric, _grounding_columns(rows_e), _grounding_columns(rows_t),
+                                       n_resamples=n_resamples, seed=seed)
+    for name, fig in figs.items():
+        fig["collapse"] = collapse_check(fig, figs["instruct-base"], baseline=name)
+        fig["anti_goodhart"] = anti_goodhart(fig, metric)
+    _check(figs, f"Track 2 ({metric.title})", reasons)
+    rollout_cast = {"memoriser": rollout_memoriser(), "structure": rollout_structure()}
+    rollout_cast.update({k[len("rollout-"):]: v for k, v in (agents or {}).items() if k.startswith("rollout-")})
+    for track_id, figs in _rollout_figures(rollout_cast, n_resamples=n_resamples, seed=seed).items():
+        figures[track_id] = figs
         mem, struct = figs["memoriser"], figs["structure"]
-        what = f"Track {track_id} ({metric.title})"
-        if not mem["anti_goodhart"]["flagged"]:
-            reasons.append(f"{what}: the memoriser is not anti-Goodhart flagged: {mem['anti_goodhart']['reason']}")
+        what = f"Track {track_id} ({metric_by_key('viab' if track_id == '4' else 'nav').title})"
         if not mem["collapse"].get("collapsed"):
-            reasons.append(f"{what}: the memoriser does not collapse to instruct-base off-distribution")
-        if struct["anti_goodhart"]["flagged"]:
-            reasons.append(f"{what}: the structure agent is flagged: {struct['anti_goodhart']['reason']}")
+            reasons.append(f"{what}: the memoriser does not collapse to its own ablation off-distribution "
+                           f"({mem['collapse'].get('verdict')})")
         if struct["collapse"].get("collapsed"):
             reasons.append(f"{what}: the structure agent collapses on {', '.join(struct['collapse']['contexts'])}")
+        if mem["anti_goodhart"]["applies"] or struct["anti_goodhart"]["applies"]:
+            reasons.append(f"{what}: the anti-Goodhart rule (for 0–1 figures) was applied to a ratio or a lift")
     return TransferCalibration(figures, not reasons, reasons)

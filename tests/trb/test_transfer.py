@@ -318,10 +318,29 @@ def test_calibration_separates_the_memoriser_from_the_structure_agent():
     assert mem3["eval"]["ci_low"] >= 0.7 and mem3["drop"]["ci_low"] >= 0.1
     assert mem3["anti_goodhart"]["flagged"] and mem3["collapse"]["collapsed"]
     assert not struct3["anti_goodhart"]["flagged"] and struct3["collapse"]["collapsed"] is False
+    # Tracks 2, 4 and 5: the memoriser's report reads z / acts through r on the contexts it memorised only
+    g = cal.figures["2"]
+    assert [c["score"] for c in g["memoriser"]["contexts"]] == pytest.approx([0.5] * 3)
+    assert g["memoriser"]["anti_goodhart"]["flagged"] and g["memoriser"]["collapse"]["collapsed"]
+    assert [c["score"] for c in g["structure"]["contexts"]] == pytest.approx([1.0] * 3)
+    assert not g["structure"]["anti_goodhart"]["flagged"] and g["structure"]["collapse"]["collapsed"] is False
+    for track, chance in (("4", 1.0), ("5", 0.0)):  # collapse read against the model's own ablation
+        mem, struct = cal.figures[track]["memoriser"], cal.figures[track]["structure"]
+        assert [c["score"] for c in mem["contexts"]] == pytest.approx([chance] * 3), track
+        assert mem["collapse"]["collapsed"] and mem["collapse"]["against"]["value"] == chance
+        assert struct["collapse"]["collapsed"] is False and all(c["ci_low"] > chance for c in struct["contexts"])
+        assert {c["context_id"].split(".")[0] for c in mem["contexts"]} == {"xfer-lab-b", "xfer-lab-c", "xfer-lab-d"}
+        assert not mem["anti_goodhart"]["applies"]  # a ratio and a lift: the 0–1 rule does not apply
     # the check can fail: a "structure" agent that in fact memorised is caught on both tracks
     bad = run_transfer_calibration(n_resamples=100, agents={"structure": MemoriserAgent()})
     assert not bad.passed and [r.split(":")[0] for r in bad.reasons if "structure agent is flagged" in r] == [
         "Track 1 (Track 1 — governance G)", "Track 3 (Track 3 — attribution BA)"]
+    # ... and on Tracks 2, 4 and 5
+    from trb.calibrate_transfer import _grounding_cast, rollout_memoriser
+
+    bad = run_transfer_calibration(n_resamples=100, agents={"grounding-structure": _grounding_cast(0)["memoriser"],
+                                                            "rollout-structure": rollout_memoriser()})
+    assert sorted(r.split(" (")[0] for r in bad.reasons) == ["Track 2", "Track 2", "Track 4", "Track 5"], bad.reasons
 
 
 # -- the report ----------------------------------------------------------------------------------------
