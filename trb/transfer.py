@@ -504,7 +504,7 @@ def _correction(entry: dict) -> dict:
 def _level_text(entry: dict) -> str:
     fix = _correction(entry)
     level = fix.get("confidence")
-    return f"Bonferroni over k = {fix['k']} contexts" + (f", level {_pct(level)}" if level is not None else "")
+    return f"Bonferroni over k = {fix['k']} context{'' if fix['k'] == 1 else 's'}" + (f", level {_pct(level)}" if level is not None else "")
 
 
 

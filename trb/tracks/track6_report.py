@@ -218,8 +218,9 @@ def _context_text(f: dict) -> str:
                      + (", no interval: not in the minimum)" if c["context_id"] in small else ")")
                      for c in f["contexts"])
     for u in f.get("undefined_contexts") or ():
-        text += (f"; {u['context_id']}: undefined ({u['reason']}; {u['n_sessions']} sessions; not in the minimum or "
-                 "the rules)")
+        n = u["n_sessions"]
+        text += (f"; {u['context_id']}: undefined ({u['reason']}; {n} session{'' if n == 1 else 's'}; not in the "
+                 "minimum or the rules)")
     if f.get("contexts_without_tasks"):
         text += "; " + "; ".join(f"{c}: no rollout task in the task set (not scored)"
                                  for c in f["contexts_without_tasks"])
@@ -237,7 +238,7 @@ def _collapse_text(f: dict) -> str:
         return f"COLLAPSED on {', '.join(c['contexts'])}" + (f" ({level[2:]})" if level else "")
     if c["collapsed"] is None:
         return "not established" + (f" ({c['note']})" if c.get("note") else "")
-    return "no" + (f" ({c['note']}{level})" if c.get("note") else f" ({level[2:]})" if level else "")
+    return "no" + (f" ({c['note']})" if c.get("note") else f" ({level[2:]})" if level else "")
 
 
 def _track6_markdown(report: dict) -> list[str]:
