@@ -30,23 +30,36 @@ have none.
 
 A context with fewer than two sessions has no interval: it is **named** (``small_contexts``) and kept out of the
 minimum, whose interval is then over the contexts that have one (all contexts stay in ``contexts``). Where no
-context has two sessions, the minimum is over all of them and has no interval.
+context has two sessions, the minimum is over all of them and has no interval. A context where the figure is
+undefined (a completion ratio whose ablated completions are all 0 there, a balanced accuracy without both classes)
+is **named** with the reason (``undefined_contexts``), left out of ``contexts``, the minimum and the rules; the
+figure is undefined (``ValueError``) only on the eval items or on every context.
+
+**Per-context verdicts (Bonferroni).** The minimum and the drop eval − min are figures, with plain intervals. The
+verdicts are decided per context: over the k contexts the figure has an interval on (``correction``: k, their ids,
+level 1 − α/k with α = 1 − ``confidence``), each such context entry carries ``corrected`` (its figure's interval at
+that level) and ``drop`` (eval − that context, paired within each replicate, at that level), percentiles of the
+same replicates as the plain intervals (no new draws: bit for bit the same for a seed). "Some context" is then a
+union of k tests each at α/(2k) one-sided, so a verdict errs at most at α/2 under any null (one, some or every
+context at the threshold); the bootstrap minimum, biased low when contexts tie, decides nothing.
 
 The rules the report applies (:func:`collapse_check`, :func:`anti_goodhart`), each decided by intervals, never
 by point values (:mod:`trb.verdicts`); where an interval reaches both sides the verdict is "not established":
 
 * **Collapse** (the spec's pass bar: no track collapses to baseline off-distribution). The reference is the
-  instruct-base baseline's figure on the same context, its point value the threshold (its own noise is not
-  propagated: a stated simplification). Only the same figure is compared: a figure a tier names differently
-  (Track 2's proxy-tier grounding against native grounding) is never compared across tiers. The baseline must be
-  above instruct-base in distribution (its eval interval's lower bound above instruct-base's eval value; an
-  interval reaching it: not established). Then it **collapsed** where, on some transfer context, its whole
-  interval lies at or below instruct-base's value there; **did not collapse** where on every context its whole
-  interval lies above it; otherwise not established.
-* **Anti-Goodhart flag** (spec §5), for figures on a 0–1 scale (G, balanced accuracy): **flagged** when the eval
-  level is established high (its interval's lower bound ≥ :data:`HIGH_LEVEL`) and the drop established large
-  (the drop's interval's lower bound ≥ :data:`LARGE_DROP`); **not flagged** when either is established below
-  its threshold (upper bound below it); otherwise not established.
+  instruct-base baseline's figure on the same context (G and balanced accuracy: the paired difference from it on
+  the same items, its corrected interval computed by the report from the same seed; otherwise its point value the
+  threshold, its own noise not propagated: a stated simplification). Only the same figure is compared: a figure a
+  tier names differently (Track 2's proxy-tier grounding against native grounding) is never compared across tiers.
+  The baseline must be above instruct-base in distribution (the eval interval, plain; an interval reaching it: not
+  established). Then it **collapsed** where, on some transfer context, its corrected interval lies at or below the
+  reference; **did not collapse** where on every context its corrected interval lies above it; otherwise not
+  established (a context with one session has no interval and decides nothing).
+* **Anti-Goodhart flag** (spec §5), for figures on a 0–1 scale (G, balanced accuracy, AUC): **flagged** when the
+  eval level is established high (its plain interval's lower bound ≥ :data:`HIGH_LEVEL`) and, on some context,
+  the drop eval − that context is established large (its corrected interval's lower bound ≥ :data:`LARGE_DROP`);
+  **not flagged** when the eval level is established below :data:`HIGH_LEVEL` or every context's corrected drop
+  interval lies below :data:`LARGE_DROP`; otherwise not established.
 """
 
 from __future__ import annotations
@@ -496,7 +509,7 @@ def _correction(entry: dict) -> dict:
     """The multiplicity correction the per-context verdicts read (:func:`transfer_estimate`'s ``correction``)."""
     fix = entry.get("correction")
     if fix is None:  # an entry made by hand: one interval per context at the report's level, k its contexts
-        k = sum(1 for c in entry["contexts"] if c.get("corrected") or c.get("drop"))
+        k = sum(1 for c in entry.get("contexts") or () if c.get("corrected") or c.get("drop"))
         fix = {"method": "Bonferroni", "k": k, "confidence": None}
     return dict(fix)
 
@@ -524,7 +537,7 @@ def anti_goodhart(entry: dict, metric: Metric) -> dict:
                 "reason": f"not applicable: the figure is {kind}, and the rule's thresholds are for 0–1 figures"}
     ev, drop = entry["eval"], entry["drop"]
     high = _above(ev.get("ci_low"), ev.get("ci_high"), HIGH_LEVEL - _EPS)
-    per = [(c["context_id"], c["drop"]) for c in entry["contexts"] if c.get("drop")]
+    per = [(c["context_id"], c["drop"]) for c in entry.get("contexts") or () if c.get("drop")]
     where = {cid: _above(d.get("ci_low"), d.get("ci_high"), LARGE_DROP - _EPS) for cid, d in per}
     large_on = [cid for cid, w in where.items() if w]
     large = True if large_on else (False if per and all(w is False for w in where.values()) else None)
