@@ -12,8 +12,10 @@ What is in the store (one release, five baselines):
 
 * the spec's five baselines, three proxy (instruct-base, cot-prompted, cot-sft) and two native
   (trace-ablation, trace-full); each has an **eval** run (Tracks 1–5) and a **transfer** run
-  (Tracks 1–3; 4 and 5 not applicable there, as ``run_tracks`` records them), so Track 6 (the
-  transfer figures of the profile vector) has eval and transfer runs for every baseline;
+  (Tracks 1–5: Tracks 4 and 5 roll the task set's transfer tasks of the release's three transfer contexts, as
+  ``run_tracks`` does since task sets have transfer tasks, their rows carrying the context id), so Track 6 (the
+  transfer figures of the profile vector) has eval and transfer runs of every track it ran for every baseline
+  (Track 2 on the native ones only: a proxy's ``trans`` entry names it as not applicable);
 * Track 2 runs on the native baselines only (the proxies record "no concept directions"); its
   rows are every trial the engine makes: each step context of the split and of the dev split,
   each site (h, embed), each concept (29 goal values and 5 actions, the reference model's), 9
@@ -21,7 +23,7 @@ What is in the store (one release, five baselines):
 * the release is shaped like a simulated one: 10 steps a session, 0.86 counterfactuals a step
   (Track 1), 0.5 attribution items a session (Track 3); dev holds a quarter as many sessions as
   eval; transfer as many as eval, over three transfer contexts. Tracks 4 and 5 are the task set's
-  episodes (96 and 162 rows a run, whatever the release).
+  episodes (on eval 96 and 162 rows a run, whatever the release; on transfer its transfer tasks' episodes).
 
 ``--items`` picks the number of eval sessions that makes about that many rows. Track 2 is then
 almost all of them: it writes 612 rows a step context against Track 1's 0.86, as a real run does.
@@ -214,27 +216,28 @@ def _episode(rng, track: str, metric: str, spec, condition: str, p_reach: float,
             "confidences": json.dumps(confs), "detail": detail}
 
 
-def _rollouts(rng, tasks, skill: float) -> tuple[list[dict], list[dict]]:
-    """Track 4 and 5 rows as ``episode_row`` and Track 5's loop rows write them, on the task set's eval episodes."""
+def _rollouts(rng, tasks, skill: float, split: str = "eval") -> tuple[list[dict], list[dict]]:
+    """Track 4 and 5 rows as ``episode_row`` and Track 5's loop rows write them, on the task set's episodes of
+    ``split`` (transfer: the set restricted to the release's transfer contexts, :meth:`TaskSet.for_release`)."""
     from trb.tracks.rollouts import context_id
     from trb.tracks.track4 import track4_items
     from trb.tracks.track5 import track5_items
 
     cx = context_id(tasks)
     t4 = [_episode(rng, "4", "completion", s, {"own": "full", "ablated": "ablated"}[s.condition],
-                   skill if s.condition == "own" else skill - 0.1, "eval", cx(s.task))
-          for s in track4_items(tasks, "eval")]
+                   skill if s.condition == "own" else skill - 0.1, split, cx(s.task))
+          for s in track4_items(tasks, split)]
     t5, loops = [], {}
-    for s in track5_items(tasks, "eval"):
+    for s in track5_items(tasks, split):
         if s.condition == "forced":
             loops.setdefault(s.task.id, s)
             continue
-        t5.append(_episode(rng, "5", "reach", s, s.condition, skill if s.condition != "ablated" else 0.3, "eval",
+        t5.append(_episode(rng, "5", "reach", s, s.condition, skill if s.condition != "ablated" else 0.3, split,
                            cx(s.task)))
     for loop_id, s in sorted(loops.items()):
         for kind in ("route", "goal"):
             t5.append({"track": "5", "metric": "holonomy", "item_id": f"{loop_id}/{kind}", "session_id": loop_id,
-                       "t": len(s.forced), "split": "eval", "context_id": cx(s.task),
+                       "t": len(s.forced), "split": split, "context_id": cx(s.task),
                        "score": float(rng.random() * 0.02), "condition": kind, "steps": len(s.forced),
                        "r_change": float(rng.random() * 0.05),
                        "detail": json.dumps({"reference": {"actions": list(s.forced)}, "loop": {"kind": kind}})})
@@ -280,10 +283,10 @@ def build_store(path: Path, eval_sessions: int, seed: int) -> dict:
     """Write the store (see the module docstring); returns its composition (rows by track and split, sessions)."""
     from environments.tasksets import default_taskset
     from trb.results import ResultsStore
-    from trb.run import ROLLOUT_NO_TRANSFER
 
     rng = np.random.default_rng(seed)
     tasks = default_taskset()
+    transfer_tasks = tasks.for_release(TRANSFER_CONTEXTS)  # what a transfer run rolls (run_tracks)
     ev = _sessions(rng, "eval", eval_sessions, EVAL_CONTEXTS, 0)
     dev = _sessions(rng, "dev", max(1, eval_sessions // 4), DEV_CONTEXTS, eval_sessions)
     tr = _sessions(rng, "transfer", eval_sessions, TRANSFER_CONTEXTS, eval_sessions + len(dev))
@@ -308,14 +311,10 @@ def build_store(path: Path, eval_sessions: int, seed: int) -> dict:
                                 "from the train split with `trb concepts MODEL --release DIR`"}
             parts.append(_track3(rng, sessions, skill))
             summary["3"] = {"scored": len(parts[-1]["track"]), "missing_belief": 0}
-            if split == "eval":
-                t4, t5 = _rollouts(rng, tasks, skill)
-                parts += [_rows_to_cols(t4), _rows_to_cols(t5)]
-                summary["4"] = {"scored": len(t4), "episodes": len(t4)}
-                summary["5"] = {"scored": len(t5), "episodes": len(t5)}
-            else:
-                for t in ("4", "5"):
-                    summary[t] = {"status": "not_applicable", "needs": [], "reason": ROLLOUT_NO_TRANSFER}
+            t4, t5 = _rollouts(rng, tasks if split == "eval" else transfer_tasks, skill, split)
+            parts += [_rows_to_cols(t4), _rows_to_cols(t5)]
+            summary["4"] = {"scored": len(t4), "episodes": len(t4)}
+            summary["5"] = {"scored": len(t5), "episodes": len(t5)}
             table = _table(parts)
             for p in parts:
                 for track, sp in zip(p["track"], p["split"]):
@@ -336,8 +335,8 @@ def build_store(path: Path, eval_sessions: int, seed: int) -> dict:
                 "adapter_spec": {"kind": tier, "n_parameters": 634691 if tier == "native" else 134515008},
                 "seed": 0, "tracks": ["1", "2", "3", "4", "5"], "split": split, "synthetic_share": 0.5,
                 "timings": timings, "n_items": table.num_rows, "release_dir": "/nonexistent/release",
-                "taskset_sha": tasks.sha if split == "eval" else None,
-                "taskset": {**tasks.describe(), "greedy": False} if split == "eval" else None,
+                "taskset_sha": tasks.sha,
+                "taskset": {**(tasks if split == "eval" else transfer_tasks).describe(), "greedy": False},
                 "trained_by": TRAINED_BY}, table)
             del table, parts
     composition["n_items"] = sum(composition["rows"].values())

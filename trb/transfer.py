@@ -30,23 +30,36 @@ have none.
 
 A context with fewer than two sessions has no interval: it is **named** (``small_contexts``) and kept out of the
 minimum, whose interval is then over the contexts that have one (all contexts stay in ``contexts``). Where no
-context has two sessions, the minimum is over all of them and has no interval.
+context has two sessions, the minimum is over all of them and has no interval. A context where the figure is
+undefined (a completion ratio whose ablated completions are all 0 there, a balanced accuracy without both classes)
+is **named** with the reason (``undefined_contexts``), left out of ``contexts``, the minimum and the rules; the
+figure is undefined (``ValueError``) only on the eval items or on every context.
+
+**Per-context verdicts (Bonferroni).** The minimum and the drop eval − min are figures, with plain intervals. The
+verdicts are decided per context: over the k contexts the figure has an interval on (``correction``: k, their ids,
+level 1 − α/k with α = 1 − ``confidence``), each such context entry carries ``corrected`` (its figure's interval at
+that level) and ``drop`` (eval − that context, paired within each replicate, at that level), percentiles of the
+same replicates as the plain intervals (no new draws: bit for bit the same for a seed). "Some context" is then a
+union of k tests each at α/(2k) one-sided, so a verdict errs at most at α/2 under any null (one, some or every
+context at the threshold); the bootstrap minimum, biased low when contexts tie, decides nothing.
 
 The rules the report applies (:func:`collapse_check`, :func:`anti_goodhart`), each decided by intervals, never
 by point values (:mod:`trb.verdicts`); where an interval reaches both sides the verdict is "not established":
 
 * **Collapse** (the spec's pass bar: no track collapses to baseline off-distribution). The reference is the
-  instruct-base baseline's figure on the same context, its point value the threshold (its own noise is not
-  propagated: a stated simplification). Only the same figure is compared: a figure a tier names differently
-  (Track 2's proxy-tier grounding against native grounding) is never compared across tiers. The baseline must be
-  above instruct-base in distribution (its eval interval's lower bound above instruct-base's eval value; an
-  interval reaching it: not established). Then it **collapsed** where, on some transfer context, its whole
-  interval lies at or below instruct-base's value there; **did not collapse** where on every context its whole
-  interval lies above it; otherwise not established.
-* **Anti-Goodhart flag** (spec §5), for figures on a 0–1 scale (G, balanced accuracy): **flagged** when the eval
-  level is established high (its interval's lower bound ≥ :data:`HIGH_LEVEL`) and the drop established large
-  (the drop's interval's lower bound ≥ :data:`LARGE_DROP`); **not flagged** when either is established below
-  its threshold (upper bound below it); otherwise not established.
+  instruct-base baseline's figure on the same context (G and balanced accuracy: the paired difference from it on
+  the same items, its corrected interval computed by the report from the same seed; otherwise its point value the
+  threshold, its own noise not propagated: a stated simplification). Only the same figure is compared: a figure a
+  tier names differently (Track 2's proxy-tier grounding against native grounding) is never compared across tiers.
+  The baseline must be above instruct-base in distribution (the eval interval, plain; an interval reaching it: not
+  established). Then it **collapsed** where, on some transfer context, its corrected interval lies at or below the
+  reference; **did not collapse** where on every context its corrected interval lies above it; otherwise not
+  established (a context with one session has no interval and decides nothing).
+* **Anti-Goodhart flag** (spec §5), for figures on a 0–1 scale (G, balanced accuracy, AUC): **flagged** when the
+  eval level is established high (its plain interval's lower bound ≥ :data:`HIGH_LEVEL`) and, on some context,
+  the drop eval − that context is established large (its corrected interval's lower bound ≥ :data:`LARGE_DROP`);
+  **not flagged** when the eval level is established below :data:`HIGH_LEVEL` or every context's corrected drop
+  interval lies below :data:`LARGE_DROP`; otherwise not established.
 """
 
 from __future__ import annotations
@@ -58,13 +71,15 @@ import numpy as np
 
 from trb.tracks.base import Metric
 
-__all__ = ["HIGH_LEVEL", "LARGE_DROP", "REFERENCE_BASELINE", "RULES", "AGAINST_OWN_ABLATION", "transfer_estimate",
+__all__ = ["ALPHA", "HIGH_LEVEL", "LARGE_DROP", "REFERENCE_BASELINE", "RULES", "AGAINST_OWN_ABLATION", "transfer_estimate",
            "collapse_check", "collapse_to_chance", "anti_goodhart"]
 
 #: Anti-Goodhart: an eval level at or above this is "high" (figures on a 0–1 scale).
 HIGH_LEVEL = 0.7
 #: Anti-Goodhart: a drop (eval − min over contexts) at or above this, with a CI above 0, is "large".
 LARGE_DROP = 0.1
+#: The two-sided miss rate of the report's intervals (95%): the verdicts' per-context intervals are at 1 − ALPHA/k.
+ALPHA = 0.05
 #: "At or above" a threshold allows for floating-point rounding (0.7 − 0.6 is 0.09999999999999998).
 _EPS = 1e-12
 #: The baseline a collapse is measured against (spec §4 baseline 1).
@@ -74,25 +89,48 @@ REFERENCE_BASELINE = "instruct-base"
 #: (the ablation's own level: a completion ratio of 1, a reach-rate lift of 0) is what they can collapse to.
 AGAINST_OWN_ABLATION = {"viab": 1.0, "nav": 0.0}
 
+def _pct(level: float) -> str:
+    """A confidence level as a percentage, as many digits as it needs (95%, 98.33%, 99.5%)."""
+    return f"{100 * level:.4g}%"
+
+
 #: The rules, as every format states them.
 RULES = {
     "resampled": ("eval sessions and each transfer context's sessions, each resampled with replacement on its own "
                   "(independent samples; stratified by context); a drawn session brings all its items; one replicate "
                   "gives the eval figure, every context's figure, their minimum and the drop eval − min; percentile "
-                  "intervals; a context with one session has no interval and is named and kept out of the minimum"),
+                  "intervals; a context with one session has no interval and is named and kept out of the minimum; a "
+                  "context where the figure is undefined (a completion ratio with no ablated completion there, a "
+                  "balanced accuracy without both classes) is named with the reason and kept out of the minimum and "
+                  "the rules (the figure is undefined only when it is on the eval items or on every context)"),
+    "correction": (f"the minimum and the drop eval − min are figures, shown with their plain {_pct(1 - ALPHA)} "
+                   "intervals; the verdicts are decided per context with a Bonferroni correction over the k contexts "
+                   "the figure has an interval on (k counts only those: a context with one session or an undefined "
+                   f"figure is not one of them): each context's interval at level 1 − {ALPHA:g}/k (one-sided "
+                   f"{ALPHA / 2:g}/k a side; k = 1: {_pct(1 - ALPHA)}, k = 2: {_pct(1 - ALPHA / 2)}, k = 3: "
+                   f"{_pct(1 - ALPHA / 3)}), percentiles of the same bootstrap replicates; each row states its k and "
+                   "level; so under any null (one, some or every context at the threshold) a verdict errs at most "
+                   f"at {ALPHA / 2:g} one-sided"),
     "collapse": (f"by the paired difference from {REFERENCE_BASELINE} on the same items (G, balanced accuracy; "
                  "session-bootstrap interval), the same figure only (never across tiers): above "
-                 f"{REFERENCE_BASELINE} in distribution when the eval difference's interval lies above 0; then "
-                 "collapsed when on some transfer context the difference's whole interval lies at or below 0, not "
-                 "collapsed when on every context it lies above 0; otherwise not established (a figure without a "
-                 f"paired difference: against {REFERENCE_BASELINE}'s point values); Tracks 4 and 5's figures compare "
-                 "the model with its own no-r_t ablation, so they collapse to that ablation, not to another baseline: "
-                 "the completion ratio's (viab) and the reach-rate lift's (nav) own intervals (paired bootstrap of the "
-                 "task-and-seed pairs, per context) against 1 and 0 (never across tiers)"),
-    "anti_goodhart": (f"flagged, not celebrated (spec §5), by intervals: the eval interval's lower bound ≥ {HIGH_LEVEL} "
-                      f"and the drop's interval's lower bound ≥ {LARGE_DROP}; not flagged when either interval lies "
-                      "below its threshold; otherwise not established (figures on a 0–1 scale: G, balanced accuracy, "
-                      "AUC; never a ratio such as viab or a difference such as nav: not applicable there)"),
+                 f"{REFERENCE_BASELINE} in distribution when the eval difference's {_pct(1 - ALPHA)} interval lies "
+                 "above 0; then collapsed when on some transfer context the difference's corrected interval (level "
+                 f"1 − {ALPHA:g}/k, Bonferroni over the k contexts) lies at or below 0, not collapsed when on every "
+                 "context its corrected interval lies above 0; otherwise not established (a context with one session "
+                 "has no interval and decides nothing; a figure without a paired difference: each context's "
+                 f"corrected interval against {REFERENCE_BASELINE}'s point value there); Tracks 4 and 5's figures "
+                 "compare the model with its own no-r_t ablation, so they collapse to that ablation, not to another "
+                 "baseline: the completion ratio's (viab) and the reach-rate lift's (nav) own corrected intervals "
+                 "(paired bootstrap of the task-and-seed pairs, per context) against 1 and 0 (never across tiers)"),
+    "anti_goodhart": (f"flagged, not celebrated (spec §5), by intervals: the eval level's {_pct(1 - ALPHA)} interval's "
+                      f"lower bound ≥ {HIGH_LEVEL} and, on some transfer context, the drop eval − that context's "
+                      "figure (paired within each replicate) has a corrected interval (level "
+                      f"1 − {ALPHA:g}/k, Bonferroni over the k contexts) whose lower bound is ≥ {LARGE_DROP}; not "
+                      f"flagged when the eval interval lies below {HIGH_LEVEL} or every context's corrected drop "
+                      f"interval lies below {LARGE_DROP}; otherwise not established (figures on a 0–1 scale: G, "
+                      "balanced accuracy, AUC; never a ratio such as viab or a difference such as nav: not "
+                      "applicable there)"),
+    "alpha": ALPHA,
     "high_level": HIGH_LEVEL,
     "large_drop": LARGE_DROP,
     "reference_baseline": REFERENCE_BASELINE,
@@ -214,6 +252,14 @@ def _split_shared(track, columns: Mapping[str, np.ndarray]) -> tuple[dict, dict 
             {k: np.asarray(v)[is_shared] for k, v in columns.items()})
 
 
+def _undefined_reason(metric: Metric) -> str:
+    """Why a figure can be undefined on a context's items."""
+    return {"viab": "no ablated completion: the completion ratio's denominator is 0",
+            "nav": "no task-and-seed pair with both conditions",
+            "3": "balanced accuracy needs both self and exogenous items"}.get(
+        metric.key, f"{metric.title} is undefined on its items")
+
+
 def _interval(dist: np.ndarray, confidence: float) -> tuple[float, float, int]:
     kept = dist[~np.isnan(dist)]
     undefined = int(dist.size - kept.size)
@@ -258,37 +304,67 @@ def transfer_estimate(track, metric: Metric, eval_columns: Mapping[str, np.ndarr
     for name, g in groups:
         stat = _figure(track, metric, g, confidence, seed, generic)
         point = float(stat(np.ones((1, g.k)))[0])
-        if math.isnan(point):
-            where = "the eval items" if name == "eval" else f"context {name}"
-            raise ValueError(f"{metric.title} is undefined on {where}")
+        if math.isnan(point) and name == "eval":
+            raise ValueError(f"{metric.title} is undefined on the eval items")
         points.append(point)
-        if n_resamples > 0:
+        if n_resamples > 0:  # every group draws, a context undefined or not: the others' draws never depend on it
             idx = rng.integers(0, g.k, size=(n_resamples, g.k))
-            dists.append(stat(_weights(idx, g.k)) if g.k >= 2 else np.full(n_resamples, math.nan))
+            dists.append(stat(_weights(idx, g.k)) if g.k >= 2 and not math.isnan(point)
+                         else np.full(n_resamples, math.nan))
+    defined = [i for i in range(len(contexts)) if not math.isnan(points[1 + i])]
+    undefined = [{"context_id": contexts[i], "reason": _undefined_reason(metric),
+                  "n_items": groups[1 + i][1].n_items, "n_sessions": groups[1 + i][1].k}
+                 for i in range(len(contexts)) if i not in defined]
+    if not defined:
+        raise ValueError(f"{metric.title} is undefined on every transfer context ({_undefined_reason(metric)})")
+    # the contexts the rules read: defined, with an interval (two sessions or more); k of them
+    used = [i for i in defined if groups[1 + i][1].k >= 2]
+    k = len(used)
+    alpha = 1 - confidence
+    level = 1 - alpha / k if k else None
+    have_eval = bool(dists) and groups[0][1].k >= 2
     entries = []
-    for (name, g), point, dist in zip(groups, points, dists or [None] * len(groups)):
-        low, high, undefined = _interval(dist, confidence) if dist is not None else (math.nan, math.nan, 0)
+    for j, ((name, g), point) in enumerate(zip(groups, points)):
+        if j > 0 and (j - 1) not in defined:
+            continue
+        dist = dists[j] if dists else None
+        low, high, n_undef = _interval(dist, confidence) if dist is not None else (math.nan, math.nan, 0)
         e = {"score": point, "ci_low": _num(low), "ci_high": _num(high), "n_items": g.n_items, "n_sessions": g.k}
-        if undefined and g.k >= 2:
-            e["n_resamples_undefined"] = undefined
+        if n_undef and g.k >= 2:
+            e["n_resamples_undefined"] = n_undef
         if name != "eval":
             e = {"context_id": name, **e}
+            if dist is not None and (j - 1) in used:  # Bonferroni: the same replicates, at level 1 − α/k
+                low, high, _ = _interval(dist, level)
+                e["corrected"] = {"ci_low": _num(low), "ci_high": _num(high)}
+                drop = {"value": points[0] - point, "ci_low": None, "ci_high": None}
+                if have_eval:
+                    low, high, _ = _interval(dists[0] - dist, level)
+                    drop.update(ci_low=_num(low), ci_high=_num(high))
+                e["drop"] = drop
         entries.append(e)
-    small = [c for (c, g) in groups[1:] if g.k < 2]
-    kept = [i for i, (_, g) in enumerate(groups[1:]) if g.k >= 2] or list(range(len(contexts)))
-    i_min = min(kept, key=lambda i: points[1:][i])
-    minimum = points[1:][i_min]
+    small = [contexts[i] for i in defined if groups[1 + i][1].k < 2]
+    kept = used or defined
+    i_min = min(kept, key=lambda i: points[1 + i])
+    minimum = points[1 + i_min]
     out = {"metric": metric.key, "title": metric.title, "eval": entries[0], "contexts": entries[1:],
            "n_contexts": len(contexts), "small_contexts": small,
            "min": {"score": minimum, "context_id": contexts[i_min], "ci_low": None, "ci_high": None},
-           "drop": {"value": points[0] - minimum, "ci_low": None, "ci_high": None}}
+           "drop": {"value": points[0] - minimum, "ci_low": None, "ci_high": None},
+           "correction": {"method": "Bonferroni", "k": k, "confidence": level,
+                          "contexts": [contexts[i] for i in used]}}
+    if undefined:
+        out["undefined_contexts"] = undefined
+        out["undefined_note"] = (f"{len(undefined)} context(s) where the figure is undefined, kept out of the minimum "
+                                 "and the rules: " + "; ".join(f"{u['context_id']} ({u['reason']})"
+                                                                for u in undefined))
     if small:
         out["small_note"] = (f"{len(small)} context(s) with one session, no interval, kept out of the minimum: "
-                             f"{', '.join(small)}" if len(small) < len(contexts) else
+                             f"{', '.join(small)}" if len(small) < len(defined) else
                              "every context has one session: the minimum is over all of them, with no interval")
-    if dists and groups[0][1].k >= 2 and len(small) < len(contexts):
-        mins = np.min(np.vstack([dists[1 + i] for i in kept]), axis=0)  # nan where a kept context is undefined
-        low, high, undefined = _interval(mins, confidence)
+    if have_eval and used:
+        mins = np.min(np.vstack([dists[1 + i] for i in used]), axis=0)  # nan where a used context is undefined
+        low, high, _ = _interval(mins, confidence)
         out["min"].update(ci_low=_num(low), ci_high=_num(high))
         low, high, undefined_drop = _interval(dists[0] - mins, confidence)
         out["drop"].update(ci_low=_num(low), ci_high=_num(high))
@@ -352,7 +428,8 @@ def collapse_check(entry: dict, reference: dict | None, *, baseline: str, gaps: 
         ref = ref_ctx.get(c["context_id"])
         if ref is None:
             continue
-        where = _above(c.get("ci_low"), c.get("ci_high"), ref)
+        cc = c.get("corrected") or {}
+        where = _above(cc.get("ci_low"), cc.get("ci_high"), ref)
         if where is False:
             hit.append(c["context_id"])
         elif where is None:
@@ -362,10 +439,11 @@ def collapse_check(entry: dict, reference: dict | None, *, baseline: str, gaps: 
         out = {"checked": True, "collapsed": True, "verdict": "collapsed", "contexts": hit}
     elif open_:
         out = {"checked": True, "collapsed": None, "verdict": "not established", "contexts": open_,
-               "note": f"an interval reaches {REFERENCE_BASELINE}'s value (or there is none) on "
-                       f"{', '.join(open_)}"}
+               "note": f"a corrected interval ({_level_text(entry)}) reaches {REFERENCE_BASELINE}'s value (or there "
+                       f"is none) on {', '.join(open_)}"}
     else:
         out = {"checked": True, "collapsed": False, "verdict": "not collapsed", "contexts": []}
+    out["correction"] = _correction(entry)
     if missing:
         out["note"] = (out.get("note", "") + "; " if out.get("note") else "") + (
             f"{REFERENCE_BASELINE} has no figure on context(s) {', '.join(missing)}: not compared there")
@@ -381,8 +459,13 @@ def collapse_to_chance(entry: dict, metric: Metric) -> dict:
 
     def shifted(e: dict) -> dict:
         lo, hi = e.get("ci_low"), e.get("ci_high")
-        return {"value": e["score"] - chance, "ci_low": None if lo is None else lo - chance,
-                "ci_high": None if hi is None else hi - chance, "n_sessions": e.get("n_sessions")}
+        out = {"value": e["score"] - chance, "ci_low": None if lo is None else lo - chance,
+               "ci_high": None if hi is None else hi - chance, "n_sessions": e.get("n_sessions")}
+        if e.get("corrected"):
+            lo, hi = e["corrected"].get("ci_low"), e["corrected"].get("ci_high")
+            out["corrected"] = {"ci_low": None if lo is None else lo - chance,
+                                "ci_high": None if hi is None else hi - chance}
+        return out
 
     gaps = {"eval": shifted(entry["eval"]), "contexts": {c["context_id"]: shifted(c) for c in entry["contexts"]}}
     out = _collapse_by_gaps(entry, gaps, against=f"the no-r_t ablation ({metric.key} = {chance:g})")
@@ -404,18 +487,38 @@ def _collapse_by_gaps(entry: dict, gaps: dict, against: str = REFERENCE_BASELINE
                 "note": f"above {against} in distribution not established ({gap_text})"}
     hit, open_ = [], []
     for c in entry["contexts"]:
-        g = gaps["contexts"].get(c["context_id"])
-        where = None if g is None else _above(g.get("ci_low"), g.get("ci_high"), 0.0)
+        g = (gaps["contexts"].get(c["context_id"]) or {}).get("corrected") or {}
+        where = _above(g.get("ci_low"), g.get("ci_high"), 0.0)
         if where is False:
             hit.append(c["context_id"])
         elif where is None:
             open_.append(c["context_id"])
+    fix = _correction(entry)
     if hit:
-        return {"checked": True, "collapsed": True, "verdict": "collapsed", "contexts": hit, "paired": gaps}
+        return {"checked": True, "collapsed": True, "verdict": "collapsed", "contexts": hit, "paired": gaps,
+                "correction": fix}
     if open_:
         return {"checked": True, "collapsed": None, "verdict": "not established", "contexts": open_, "paired": gaps,
-                "note": f"the paired difference's interval reaches 0 (or there is none) on {', '.join(open_)}"}
-    return {"checked": True, "collapsed": False, "verdict": "not collapsed", "contexts": [], "paired": gaps}
+                "correction": fix, "note": f"the difference's corrected interval ({_level_text(entry)}) reaches 0 "
+                                           f"(or there is none) on {', '.join(open_)}"}
+    return {"checked": True, "collapsed": False, "verdict": "not collapsed", "contexts": [], "paired": gaps,
+            "correction": fix}
+
+
+def _correction(entry: dict) -> dict:
+    """The multiplicity correction the per-context verdicts read (:func:`transfer_estimate`'s ``correction``)."""
+    fix = entry.get("correction")
+    if fix is None:  # an entry made by hand: one interval per context at the report's level, k its contexts
+        k = sum(1 for c in entry.get("contexts") or () if c.get("corrected") or c.get("drop"))
+        fix = {"method": "Bonferroni", "k": k, "confidence": None}
+    return dict(fix)
+
+
+def _level_text(entry: dict) -> str:
+    fix = _correction(entry)
+    level = fix.get("confidence")
+    return f"Bonferroni over k = {fix['k']} context{'' if fix['k'] == 1 else 's'}" + (f", level {_pct(level)}" if level is not None else "")
+
 
 
 def _ci_text(e: dict, key_low: str = "ci_low", key_high: str = "ci_high") -> str:
@@ -434,22 +537,33 @@ def anti_goodhart(entry: dict, metric: Metric) -> dict:
                 "reason": f"not applicable: the figure is {kind}, and the rule's thresholds are for 0–1 figures"}
     ev, drop = entry["eval"], entry["drop"]
     high = _above(ev.get("ci_low"), ev.get("ci_high"), HIGH_LEVEL - _EPS)
-    large = _above(drop.get("ci_low"), drop.get("ci_high"), LARGE_DROP - _EPS)
+    per = [(c["context_id"], c["drop"]) for c in entry.get("contexts") or () if c.get("drop")]
+    where = {cid: _above(d.get("ci_low"), d.get("ci_high"), LARGE_DROP - _EPS) for cid, d in per}
+    large_on = [cid for cid, w in where.items() if w]
+    large = True if large_on else (False if per and all(w is False for w in where.values()) else None)
     level_text = f"eval level {ev['score']:.3f} {_ci_text(ev)}"
-    drop_text = f"drop {drop['value']:+.3f} {_ci_text(drop)}"
+    fix = _level_text(entry)
+    drop_text = (f"drop eval − min {drop['value']:+.3f} {_ci_text(drop)} (min on {entry['min']['context_id']})")
+
+    def per_text(cids):
+        return ", ".join(f"eval − {cid} {dict(per)[cid]['value']:+.3f} {_ci_text(dict(per)[cid])}" for cid in cids)
     if high and large:
         verdict = "flagged"
         reason = (f"ANTI-GOODHART FLAG: high in-distribution level ({level_text}, lower bound ≥ {HIGH_LEVEL}) with "
-                  f"a large transfer drop ({drop_text}, lower bound ≥ {LARGE_DROP}; min on "
-                  f"{entry['min']['context_id']}): flagged, not celebrated (spec §5)")
+                  f"a large transfer drop on {', '.join(large_on)} ({per_text(large_on)}; corrected interval, "
+                  f"{fix}, lower bound ≥ {LARGE_DROP}; {drop_text}): flagged, not celebrated (spec §5)")
     elif high is False or large is False:
         verdict = "not flagged"
         why = ([f"{level_text} lies below {HIGH_LEVEL}"] if high is False else []) + (
-            [f"{drop_text} lies below {LARGE_DROP}"] if large is False else [])
+            [f"every context's drop lies below {LARGE_DROP} ({per_text([c for c, _ in per])}; {fix})"]
+            if large is False else [])
         reason = "not flagged: " + "; ".join(why)
     else:
         verdict = "not established"
+        open_ = [cid for cid, w in where.items() if w is None]
         why = ([f"{level_text} reaches {HIGH_LEVEL}"] if high is None else []) + (
-            [f"{drop_text} reaches {LARGE_DROP}"] if large is None else [])
+            ([f"the drop's corrected interval reaches {LARGE_DROP} on {', '.join(open_)} ({per_text(open_)}; {fix})"]
+             if open_ else [f"no context with a drop interval ({drop_text})"]) if large is None else [])
         reason = "not established: " + "; ".join(why)
-    return {"applies": True, "flagged": verdict == "flagged", "verdict": verdict, "reason": reason}
+    return {"applies": True, "flagged": verdict == "flagged", "verdict": verdict, "reason": reason,
+            "contexts": large_on, "correction": _correction(entry)}

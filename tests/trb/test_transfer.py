@@ -177,6 +177,54 @@ def test_min_and_drop_match_a_hand_computation():
     assert transfer_estimate(get_track("1"), m, _cols(EVAL), _cols(XFER, True), n_resamples=B, seed=7) == est
 
 
+def test_the_verdicts_read_per_context_bonferroni_intervals_from_the_same_replicates():
+    m = metric_by_key("1")
+    est = transfer_estimate(get_track("1"), m, _cols(EVAL), _cols(XFER, True), n_resamples=B, seed=7)
+    fix = est["correction"]
+    assert (fix["method"], fix["k"], fix["contexts"]) == ("Bonferroni", 2, ["A", "B"])
+    assert fix["confidence"] == pytest.approx(1 - 0.05 / 2)
+    reps, _, _ = _hand(B, 7)
+    q = [0.05 / 4, 1 - 0.05 / 4]
+    for c, dist in zip(est["contexts"], reps[1:]):
+        assert (c["corrected"]["ci_low"], c["corrected"]["ci_high"]) == pytest.approx(tuple(np.quantile(dist, q)))
+        drop = np.asarray(reps[0]) - np.asarray(dist)
+        assert c["drop"]["value"] == pytest.approx(est["eval"]["score"] - c["score"])
+        assert (c["drop"]["ci_low"], c["drop"]["ci_high"]) == pytest.approx(tuple(np.quantile(drop, q)))
+        # wider than the plain interval
+        assert c["corrected"]["ci_low"] <= c["ci_low"] and c["corrected"]["ci_high"] >= c["ci_high"]
+
+
+def test_a_context_where_the_figure_is_undefined_is_named_and_kept_out_of_the_minimum_and_the_rules():
+    m = metric_by_key("3")
+    rng = np.random.default_rng(0)
+    n = 48
+
+    def cols(ctx=None):
+        c = {"session_id": np.array([f"s{i // 4}" for i in range(n)], dtype=object),
+             "label": np.array(rng.choice(["self", "exogenous"], n), dtype=object),
+             "predicted": np.array(rng.choice(["self", "exogenous"], n), dtype=object),
+             "score": np.zeros(n), "belief": np.full(n, np.nan)}
+        if ctx is not None:
+            c["context_id"] = np.array([ctx(i) for i in range(n)], dtype=object)
+        return c
+
+    xf = cols(lambda i: "c1" if i < 16 else "c2" if i < 32 else "c3")
+    xf["label"][32:] = "self"  # c3: no exogenous item, its balanced accuracy is undefined
+    ev = cols()
+    est = transfer_estimate(get_track("3"), m, ev, xf, n_resamples=200, seed=1)
+    assert [u["context_id"] for u in est["undefined_contexts"]] == ["c3"]
+    assert "both self and exogenous" in est["undefined_contexts"][0]["reason"] and "c3" in est["undefined_note"]
+    assert [c["context_id"] for c in est["contexts"]] == ["c1", "c2"] and est["n_contexts"] == 3
+    assert est["correction"]["k"] == 2 and est["min"]["context_id"] in ("c1", "c2")
+    # the same figures as without c3 (its draws come after theirs)
+    without = {k: v[:32] for k, v in xf.items()}
+    again = transfer_estimate(get_track("3"), m, ev, without, n_resamples=200, seed=1)
+    assert again["contexts"] == est["contexts"] and again["min"] == est["min"] and again["drop"] == est["drop"]
+    xf["label"][:] = "self"  # undefined everywhere: the figure is
+    with pytest.raises(ValueError, match="every transfer context"):
+        transfer_estimate(get_track("3"), m, ev, xf, n_resamples=200, seed=1)
+
+
 def test_a_context_with_one_session_is_named_and_kept_out_of_the_minimum():
     m = metric_by_key("1")
     xfer = [*XFER, ("C", "c1", 0.0), ("C", "c1", 0.05)]  # C: the lowest figure, from one session, no interval
@@ -259,11 +307,17 @@ def test_collapse_and_anti_goodhart_rules_are_decided_by_intervals():
     g = metric_by_key("1")
 
     def fig(ev, ctx, drop_ci=(0.15, 0.3), ev_ci=(0.75, 0.85), title="G"):
-        contexts = [{"context_id": c, "score": s, "ci_low": lo, "ci_high": hi} for c, s, lo, hi in ctx]
-        low = min(contexts, key=lambda c: c["score"])
+        """A figure by hand: each context's corrected interval is the one given; the worst context's drop interval
+        is ``drop_ci``, the others' shifted by how much higher the context is."""
+        low = min(ctx, key=lambda c: c[1])
+        shift = lambda x, s: None if x is None else x - (s - low[1])  # noqa: E731
+        contexts = [{"context_id": c, "score": s, "ci_low": lo, "ci_high": hi,
+                     **({"corrected": {"ci_low": lo, "ci_high": hi},
+                         "drop": {"value": ev - s, "ci_low": shift(drop_ci[0], s), "ci_high": shift(drop_ci[1], s)}}
+                        if lo is not None else {})} for c, s, lo, hi in ctx]
         return {"title": title, "eval": {"score": ev, "ci_low": ev_ci[0], "ci_high": ev_ci[1]}, "contexts": contexts,
-                "n_contexts": len(contexts), "min": {"score": low["score"], "context_id": low["context_id"]},
-                "drop": {"value": ev - low["score"], "ci_low": drop_ci[0], "ci_high": drop_ci[1]}}
+                "n_contexts": len(contexts), "min": {"score": low[1], "context_id": low[0]},
+                "drop": {"value": ev - low[1], "ci_low": drop_ci[0], "ci_high": drop_ci[1]}}
 
     ref = fig(0.3, [("A", 0.3, 0.2, 0.4), ("B", 0.25, 0.2, 0.3)], ev_ci=(0.25, 0.35))
     # established above instruct-base in distribution; on A the whole interval is at or below its 0.3: collapsed
@@ -296,6 +350,20 @@ def test_collapse_and_anti_goodhart_rules_are_decided_by_intervals():
     assert ag["verdict"] == "not established" and not ag["flagged"]
     ag = anti_goodhart(fig(0.95, [("A", 0.5, 0, 1)], ev_ci=(0.9, 1.0), drop_ci=(None, None)), g)
     assert ag["verdict"] == "not established"  # no interval: the point value never decides
+    # per context: flagged on the context whose own corrected drop is large, whatever the plain drop eval − min says
+    f = fig(0.9, [("A", 0.7, 0.6, 0.8), ("B", 0.75, 0.7, 0.8)], ev_ci=(0.85, 0.95), drop_ci=(0.12, 0.3))
+    f["drop"].update(ci_low=0.0, ci_high=0.3)
+    ag = anti_goodhart(f, g)
+    assert ag["verdict"] == "flagged" and ag["contexts"] == ["A"] and "Bonferroni over k = 2" in ag["reason"]
+    # not flagged needs every context's corrected drop below 0.1
+    f = fig(0.9, [("A", 0.85, 0.8, 0.9), ("B", 0.7, 0.6, 0.8)], ev_ci=(0.85, 0.95), drop_ci=(0.0, 0.2))
+    assert anti_goodhart(f, g)["verdict"] == "not established"
+    f = fig(0.9, [("A", 0.85, 0.8, 0.9), ("B", 0.88, 0.8, 0.9)], ev_ci=(0.85, 0.95), drop_ci=(-0.05, 0.09))
+    assert anti_goodhart(f, g)["verdict"] == "not flagged"
+    # the collapse rule reads the corrected interval, not the plain one
+    f = fig(0.8, [("A", 0.25, 0.2, 0.3), ("B", 0.6, 0.5, 0.7)])
+    f["contexts"][0]["corrected"] = {"ci_low": 0.15, "ci_high": 0.35}
+    assert collapse_check(f, ref, baseline="m")["verdict"] == "not established"
 
 
 # -- calibration ---------------------------------------------------------------------------------------
@@ -379,8 +447,10 @@ def test_every_format_shows_the_flag_the_rules_and_six_entries(report):
     for text in (md, page):
         assert "Profile vector (G, ground, attr, viab, nav, trans)" in text
         assert "Track 6 — transfer and the anti-Goodhart line" in text
-        assert f"the eval interval's lower bound ≥ {HIGH_LEVEL} and the drop's interval's lower bound ≥ {LARGE_DROP}" \
-            in text.replace("&#x27;", "'")
+        plain = text.replace("&#x27;", "'")
+        assert f"the eval level's 95% interval's lower bound ≥ {HIGH_LEVEL} and, on some transfer context, the drop " \
+               "eval − that context's figure" in plain and f"whose lower bound is ≥ {LARGE_DROP}" in plain
+        assert "Bonferroni correction over the k contexts" in plain and "1 − 0.05/k" in plain
         assert "by the paired difference from instruct-base on the same items" in text
         assert "What is resampled" in text and "Collapse rule" in text and "--trained-by" in text
     assert "⚠ **FLAGGED, not celebrated**: ANTI-GOODHART FLAG" in md
@@ -392,6 +462,7 @@ def test_every_format_shows_the_flag_the_rules_and_six_entries(report):
                                                             "| trans |"))]
     assert len(rows) == 6 and all(ln.count(" | ") == 3 for ln in rows)  # entry + three baselines
     assert js["track6"]["rules"]["high_level"] == HIGH_LEVEL and js["track6"]["rules"]["large_drop"] == LARGE_DROP
+    assert "1 − 0.05/k" in js["track6"]["rules"]["correction"] and js["track6"]["rules"]["alpha"] == 0.05
     assert all(set(p["vector"]) == {"G", "ground", "attr", "viab", "nav", "trans"} for p in js["profile_vectors"])
 
 

@@ -1,5 +1,6 @@
 """Track 6's rules under a null and an alternative (bench/transfer_rules.py; rates in bench/README.md): 2,000
-simulated runs a scenario, vectorised; each group percentile-bootstrapped as trb.transfer does."""
+simulated runs a scenario, vectorised; each group percentile-bootstrapped as trb.transfer does, and the verdicts
+read per context with the Bonferroni correction over the k = 3 contexts (level 1 − 0.05/3)."""
 
 from __future__ import annotations
 
@@ -18,21 +19,19 @@ RUNS = 2000
 CEILING = 0.05 + 3 * (0.05 * 0.95 / RUNS) ** 0.5
 
 
-@pytest.mark.parametrize("name", ["anti-Goodhart null (one context at the boundary)",
-                                  "collapse null (one context at the reference)"])
-def test_a_verdict_errs_at_most_at_the_nominal_rate_at_the_boundary(name):
+@pytest.mark.parametrize("name", [n for n in SCENARIOS if " null " in n])
+def test_a_verdict_errs_at_most_at_the_nominal_rate_whichever_contexts_are_at_the_boundary(name):
+    """One, two or every context at the boundary: the per-context Bonferroni reading bounds the union."""
     assert rates(*SCENARIOS[name], runs=RUNS, seed=1) <= CEILING
+
+
+@pytest.mark.parametrize("name", ["anti-Goodhart null (all contexts at the boundary)",
+                                  "collapse null (all contexts at the reference)"])
+def test_without_the_correction_every_context_at_the_boundary_errs_above_the_nominal_rate(name):
+    """Why the correction is there: the rules as they were (the drop eval − min, each context at 95%) exceed it."""
+    assert rates(*SCENARIOS[name], runs=RUNS, seed=1, corrected=False) > CEILING
 
 
 @pytest.mark.parametrize("name", ["anti-Goodhart alternative (drop 0.3)", "collapse alternative (one context at 0.35)"])
 def test_the_rules_have_power_against_a_stated_alternative(name):
     assert rates(*SCENARIOS[name], runs=RUNS, seed=1) >= 0.9
-
-
-@pytest.mark.xfail(strict=True, reason="known (bench/README.md, Track 6): with every context at the boundary the "
-                                       "rules read the minimum / any context without a multiplicity correction: "
-                                       "the anti-Goodhart flag errs ~17%, the collapse verdict ~9% (3 contexts)")
-@pytest.mark.parametrize("name", ["anti-Goodhart null (all contexts at the boundary)",
-                                  "collapse null (all contexts at the reference)"])
-def test_with_every_context_at_the_boundary_the_rules_err_above_the_nominal_rate(name):
-    assert rates(*SCENARIOS[name], runs=RUNS, seed=1) <= CEILING

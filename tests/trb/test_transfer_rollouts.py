@@ -148,8 +148,9 @@ def test_track6_gives_tracks_4_and_5_with_their_rules(store):
 
 
 def test_the_anti_goodhart_rule_never_reads_a_ratio_or_a_lift():
-    entry = {"eval": {"score": 5.0, "ci_low": 4.0, "ci_high": 6.0}, "drop": {"value": 3.0, "ci_low": 2.0,
-             "ci_high": 4.0}, "min": {"context_id": "c"}}
+    drop = {"value": 3.0, "ci_low": 2.0, "ci_high": 4.0}
+    entry = {"eval": {"score": 5.0, "ci_low": 4.0, "ci_high": 6.0}, "drop": drop, "min": {"context_id": "c"},
+             "contexts": [{"context_id": "c", "score": 2.0, "drop": drop}]}  # the per-context drop the rule reads
     for key in ("viab", "nav"):
         assert anti_goodhart(entry, metric_by_key(key))["flagged"] is False
     assert anti_goodhart(entry, metric_by_key("1"))["flagged"] is True  # a 0–1 figure: the same numbers flag

@@ -83,10 +83,17 @@ def conclusions(report: Mapping, *, split: str = "eval") -> dict:
                 name = "anti-Goodhart" if rule == "anti_goodhart" else "collapse"
                 shown = figure
                 gaps = ((v.get("paired") or {}).get("contexts") or {}) if rule == "collapse" else {}
-                if gaps:  # the collapse is decided by the paired gaps to instruct-base: show the worst context's
+                if gaps:  # the collapse is decided by the paired gaps to instruct-base: show the worst context's,
+                    # with the corrected interval the verdict read (Bonferroni over the figure's k contexts)
                     ctx, g = min(gaps.items(), key=lambda kv: (kv[1]["value"], kv[0]))
-                    shown = (f"gap to instruct-base on {ctx}: "
-                             f"{_fig(g['value'], g.get('ci_low'), g.get('ci_high'), signed=True)}")
+                    fix, cg = v.get("correction") or {}, g.get("corrected")
+                    if cg and fix.get("confidence"):
+                        shown = (f"gap to instruct-base on {ctx}: "
+                                 f"{_fig(g['value'], cg.get('ci_low'), cg.get('ci_high'), signed=True)} "
+                                 f"({100 * fix['confidence']:.4g}% interval, Bonferroni over k = {fix['k']})")
+                    else:
+                        shown = (f"gap to instruct-base on {ctx}: "
+                                 f"{_fig(g['value'], g.get('ci_low'), g.get('ci_high'), signed=True)}")
                 add(f"{p['name']}:trans:{key}:{rule}", f"{p['name']} Track 6 of {key}: {name}", shown, v["verdict"])
     return {"header": header, "rows": rows}
 

@@ -37,10 +37,14 @@ def _metric_columns(store: ResultsStore, run: dict, m: Metric) -> dict[str, np.n
 
 
 def _paired_gaps(store: ResultsStore, m: Metric, runs: tuple[dict, dict], ref_runs: tuple[dict, dict] | None, *,
-                 n_resamples: int, seed: int) -> dict | None:
+                 n_resamples: int, seed: int, correction: dict | None = None) -> dict | None:
     """The figure minus the reference baseline's on the items both scored, with a paired session-bootstrap
     interval: on eval, and on each transfer context (``{"eval": {...}, "contexts": {id: {...}}}``). None for a figure
-    without a paired difference (Track 1's G and Track 3's balanced accuracy have one)."""
+    without a paired difference (Track 1's G and Track 3's balanced accuracy have one).
+
+    ``correction``: the figure's :func:`~trb.transfer.transfer_estimate` ``correction`` (k contexts, level
+    1 − α/k): each of its contexts' gaps also gets ``corrected``, the interval at that level from the same seed's
+    replicates (the same draws: only the percentiles differ), which the collapse rule reads."""
     from trb.report.comparisons import _paired_items
     from trb.stats import paired_balanced_accuracy_delta_by_session, paired_delta_by_session
 
@@ -69,6 +73,11 @@ def _paired_gaps(store: ResultsStore, m: Metric, runs: tuple[dict, dict], ref_ru
                 continue
             gap = {"value": e.value, "ci_low": _nan_none(e.ci_low), "ci_high": _nan_none(e.ci_high),
                    "n_items": e.n_items, "n_sessions": e.n_sessions}
+            if c is not None and correction and c in correction.get("contexts", ()) and correction.get("confidence"):
+                level = {**opts, "confidence": correction["confidence"]}
+                e = (paired_delta_by_session(a, b, sessions, **level) if m.key == "1" else
+                     paired_balanced_accuracy_delta_by_session(label, pa, pb, sessions, **level))
+                gap["corrected"] = {"ci_low": _nan_none(e.ci_low), "ci_high": _nan_none(e.ci_high)}
             if c is None:
                 out["eval"] = gap
             else:
@@ -116,7 +125,8 @@ def _transfer_figures(store: ResultsStore, name: str, ev: dict, tr: dict, ref: d
             without = _contexts_without_tasks(tr)
             if without:
                 est["contexts_without_tasks"] = without
-        gaps = None if m.key in AGAINST_OWN_ABLATION else _paired_gaps(store, m, (ev, tr), ref_runs, n_resamples=n_resamples, seed=seed) \
+        gaps = None if m.key in AGAINST_OWN_ABLATION else _paired_gaps(store, m, (ev, tr), ref_runs, n_resamples=n_resamples, seed=seed,
+                                                                  correction=est.get("correction")) \
             if ref_runs and name != REFERENCE_BASELINE and ref.get(m.key) is not None \
             and ref[m.key].get("title") == est["title"] else None
         if m.key not in AGAINST_OWN_ABLATION:
@@ -188,6 +198,7 @@ def _trans_entry(store: ResultsStore, name: str, ev: dict | None, tr: dict | Non
 
 def _track6_rules_lines() -> list[str]:
     return [f"What is resampled: {TRANSFER_RULES['resampled']}.",
+            f"Per-context verdicts: {TRANSFER_RULES['correction']}.",
             f"Collapse rule: {TRANSFER_RULES['collapse']}.",
             f"Anti-Goodhart rule: {TRANSFER_RULES['anti_goodhart']}.",
             "Transfer provenance: a transfer-split run records who trained the model (--trained-by, or the adapter "
@@ -206,6 +217,10 @@ def _context_text(f: dict) -> str:
     text = "; ".join(f"{c['context_id']}: {_f(c['score'])} {_ci(c)} ({c['n_sessions']} sessions"
                      + (", no interval: not in the minimum)" if c["context_id"] in small else ")")
                      for c in f["contexts"])
+    for u in f.get("undefined_contexts") or ():
+        n = u["n_sessions"]
+        text += (f"; {u['context_id']}: undefined ({u['reason']}; {n} session{'' if n == 1 else 's'}; not in the "
+                 "minimum or the rules)")
     if f.get("contexts_without_tasks"):
         text += "; " + "; ".join(f"{c}: no rollout task in the task set (not scored)"
                                  for c in f["contexts_without_tasks"])
@@ -216,11 +231,14 @@ def _collapse_text(f: dict) -> str:
     c = f["collapse"]
     if not c["checked"]:
         return f"not checked ({c['note']})"
+    fix = c.get("correction") or f.get("correction") or {}
+    level = (f"; per-context intervals at {100 * fix['confidence']:.4g}%, Bonferroni over k = {fix['k']}"
+             if fix.get("confidence") else "")
     if c["collapsed"]:
-        return f"COLLAPSED on {', '.join(c['contexts'])}"
+        return f"COLLAPSED on {', '.join(c['contexts'])}" + (f" ({level[2:]})" if level else "")
     if c["collapsed"] is None:
         return "not established" + (f" ({c['note']})" if c.get("note") else "")
-    return "no" + (f" ({c['note']})" if c.get("note") else "")
+    return "no" + (f" ({c['note']})" if c.get("note") else f" ({level[2:]})" if level else "")
 
 
 def _track6_markdown(report: dict) -> list[str]:
