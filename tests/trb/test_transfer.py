@@ -277,6 +277,7 @@ def _t2_cols(rng, split: str, sessions: list[str], gain: float, contexts=None) -
             enumerate(("session_id", "split", "concept", "condition", "strength", "score"))}
     cols["score"], cols["strength"] = cols["score"].astype(float), cols["strength"].astype(float)
     cols["site_rank"] = np.zeros(len(rows), dtype=int)
+    cols["cos_max"] = np.zeros(len(rows))  # the two concepts' directions are orthogonal: both separable
     cols["context_id"] = np.array([None if contexts is None else contexts[sessions.index(r[0])] for r in rows],
                                   dtype=object)
     return cols
