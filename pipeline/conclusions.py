@@ -1,6 +1,7 @@
 """`make demo-conclusions`: the demo at several seeds, the stability of its verdicts, and the blocks the docs quote.
 
-Runs ``trb-demo`` at each seed (default 1, 2 and 3; seed 1 is what ``make demo`` runs), compares the conclusions
+Runs ``trb-demo`` at each seed (default 1, 2 and 3; seed 1 is what ``make demo`` runs; a seed whose run is already
+in the work directory has its report rebuilt from its results store, with the report code of now), compares the conclusions
 of the seeds (:func:`trb.report.conclusions.stability`), writes the comparison to
 ``docs/data/demo-stability.json``, and rewrites the quoted blocks from seed 1's conclusions with each verdict's
 stability beside it: the README's (Δgov and the pass bars) and ``docs/demo-conclusions.md``'s (every verdict).
@@ -32,6 +33,21 @@ def render_blocks(found: dict, stable: dict | None) -> dict[Path, str]:
     return {README: render_conclusions(found, stable, only=SHORT), DOCS_PAGE: render_conclusions(found, stable)}
 
 
+def _rebuilt(workdir: Path, seed: int) -> dict:
+    """The conclusions of a finished demo run, from its results store and release as ``trb-demo`` reports them
+    (the report code of now: a change to a verdict rule needs no new run), written beside it again."""
+    from trb.report import build_report
+    from trb.report.conclusions import conclusions, render_conclusions
+    from trb.results import ResultsStore
+
+    manifest = json.loads(next((workdir / "corpus" / "releases").glob("*/manifest.json")).read_text(encoding="utf-8"))
+    report = build_report(ResultsStore(workdir / "results.duckdb"), release_sha=manifest["release_sha"], seed=seed)
+    found = conclusions(report)
+    (workdir / "conclusions.json").write_text(json.dumps(found, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (workdir / "conclusions.md").write_text(render_conclusions(found), encoding="utf-8")
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     from pipeline.demo import run_demo
     from trb.report.conclusions import replace_block, stability
@@ -44,9 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     by_seed = {}
     for seed in args.seeds:
         d = work / f"seed-{seed}"
-        found = d / "conclusions.json"
-        if found.exists():  # a finished run of this seed: read, never overwritten
-            by_seed[seed] = json.loads(found.read_text(encoding="utf-8"))
+        if (d / "results.duckdb").exists():  # a finished run of this seed: its report rebuilt from its item scores
+            by_seed[seed] = _rebuilt(d, seed)
+        elif (d / "conclusions.json").exists():  # only its conclusions kept: read as they are
+            by_seed[seed] = json.loads((d / "conclusions.json").read_text(encoding="utf-8"))
         else:
             by_seed[seed] = run_demo(d, seed=seed, progress=False)["conclusions"]
     stable = stability(by_seed)

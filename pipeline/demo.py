@@ -26,23 +26,25 @@ from trb.errors import UsageError
 
 __all__ = ["DEMO_SESSIONS", "demo_baseline_settings", "run_demo"]
 
-#: Sessions the demo simulates: 500 keeps `make demo` within 6 minutes (4 min 22 s here) with Tracks 4 and 5
-#: (closed-loop rollouts) on all five baselines; the LM baselines' training is most of the time.
+#: Sessions the demo simulates: 500 keeps `make demo` under 8 minutes with Tracks 1-5 on the eval and the transfer
+#: split for all five baselines (measured 2026-12-04, seed 1, this machine: bench/README.md "make demo").
 DEMO_SESSIONS = 500
 #: The tracks the demo runs on every baseline: 1, 2 and 3 on the release, 4 and 5 as closed-loop rollouts on the
 #: built-in task set (environments/tasksets/grid-rollouts-v2.toml).
 DEMO_TRACKS = ("1", "2", "3", "4", "5")
 #: The tracks of the demo's transfer-split runs (Track 6): 1–3 on the release's transfer sessions, 4 and 5 as
-#: rollouts on the task set's transfer tasks of the release's transfer contexts (one seed each, as on eval: 60
-#: episodes a baseline; estimated +40 s over the five baselines from the eval rollouts' cost per episode).
+#: rollouts on the task set's transfer tasks of the release's transfer contexts (one seed each, as on eval), with
+#: Track 4 also acting the transfer split's interventions through.
 DEMO_TRANSFER_TRACKS = ("1", "2", "3", "4", "5")
 #: Track 2's trial budget in the demo, the same for every baseline (a fixed hash sample, recorded with each
-#: run): 8 contexts of each split and every concept injected into each, so every concept has 8 injected trials,
+#: run): 6 contexts of each split and every concept injected into each, so every concept has 6 injected trials,
 #: over Track 2's minimum of 5 (trb.tracks.track2.MIN_TRIALS; at 10 contexts × 3 of ~17 concepts each had 1–2 and
-#: every concept fell out of the headline). A proxy model scores every value of the slot for every trial: about
-#: 0.25 s a context at 3 concepts a slot, so about 0.7 s a context here (17 concepts), 11 s a proxy run (16
-#: contexts), about 40 s more than before over the six proxy runs (eval and transfer): `make demo` ≈ 5.2 min.
-DEMO_GROUNDING = {"max_contexts": 8}
+#: every concept fell out of the headline). A proxy model scores every value of the slot for every trial: at 8
+#: contexts Track 2 took 20-28 s of each proxy run, 2 min 10 s of the demo's 8 min 6 s.
+DEMO_GROUNDING = {"max_contexts": 6}
+#: Track 4's interventions in the demo (Track 4's max_interventions, a fixed hash sample by cf_id): 20 of each
+#: split's, two episodes each (the default, 40, took 8-12 s of each proxy run's Track 4).
+DEMO_INTERVENTIONS = 20
 #: Who trained the demo's models, recorded with every run: the simulated transfer contexts were collected by
 #: other (simulated) labs, so the transfer-provenance rule (spec §5) lets the demo run them.
 DEMO_TRAINER = "TRB demo (local training)"
@@ -136,7 +138,7 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
 
     tasks = default_taskset().with_seeds(eval=rollout_seeds, transfer=rollout_seeds)
     results = work / "results.duckdb"
-    options = {"2": dict(DEMO_GROUNDING)}
+    options = {"2": dict(DEMO_GROUNDING), "4": {"max_interventions": DEMO_INTERVENTIONS}}
     transfer = "transfer" in (release.manifest.get("counts", {}).get("sessions") or {})
     adapters = [(baseline, f"proxy, scaffold {scaffold}",
                  lambda w=weights, s=scaffold: ProxyAdapter.load(models[w], scaffold=s))

@@ -52,7 +52,7 @@ by point values (:mod:`trb.verdicts`); where an interval reaches both sides the 
   threshold, its own noise not propagated: a stated simplification). Only the same figure is compared: a figure a
   tier names differently (Track 2's proxy-tier grounding against native grounding) is never compared across tiers.
   The baseline must be above instruct-base in distribution (the eval interval, plain; an interval reaching it: not
-  established). Then it **collapsed** where, on some transfer context, its corrected interval lies at or below the
+  established; an interval at or below it: not applicable, nothing to collapse from, and the pass bar not met). Then it **collapsed** where, on some transfer context, its corrected interval lies at or below the
   reference; **did not collapse** where on every context its corrected interval lies above it; otherwise not
   established (a context with one session has no interval and decides nothing).
 * **Anti-Goodhart flag** (spec §5), for figures on a 0–1 scale (G, balanced accuracy, AUC): **flagged** when the
@@ -114,7 +114,7 @@ RULES = {
     "collapse": (f"by the paired difference from {REFERENCE_BASELINE} on the same items (G, balanced accuracy; "
                  "session-bootstrap interval), the same figure only (never across tiers): above "
                  f"{REFERENCE_BASELINE} in distribution when the eval difference's {_pct(1 - ALPHA)} interval lies "
-                 "above 0; then collapsed when on some transfer context the difference's corrected interval (level "
+                 "above 0 (at or below 0: not applicable, nothing to collapse from); then collapsed when on some transfer context the difference's corrected interval (level "
                  f"1 − {ALPHA:g}/k, Bonferroni over the k contexts) lies at or below 0, not collapsed when on every "
                  "context its corrected interval lies above 0; otherwise not established (a context with one session "
                  "has no interval and decides nothing; a figure without a paired difference: each context's "
@@ -415,9 +415,9 @@ def collapse_check(entry: dict, reference: dict | None, *, baseline: str, gaps: 
     ev, ref_ev = entry["eval"], reference["eval"]["score"]
     above = _above(ev.get("ci_low"), ev.get("ci_high"), ref_ev)
     if above is False:
-        return {"checked": True, "collapsed": False, "verdict": "not collapsed", "contexts": [],
+        return {"checked": True, "collapsed": None, "verdict": "not applicable", "contexts": [],
                 "note": f"not above {REFERENCE_BASELINE} in distribution (eval {ev['score']:.3f} {_ci_text(ev)} at or "
-                        f"below {ref_ev:.3f}): no collapse to speak of"}
+                        f"below {ref_ev:.3f}): nothing to collapse from, so the pass bar is not met either"}
     if above is None:
         return {"checked": True, "collapsed": None, "verdict": "not established", "contexts": [],
                 "note": f"above {REFERENCE_BASELINE} in distribution not established (eval {ev['score']:.3f} "
@@ -480,8 +480,9 @@ def _collapse_by_gaps(entry: dict, gaps: dict, against: str = REFERENCE_BASELINE
     above = _above(ev.get("ci_low"), ev.get("ci_high"), 0.0)
     gap_text = f"figure − {against} {ev['value']:+.3f} {_ci_text(ev)}"
     if above is False:
-        return {"checked": True, "collapsed": False, "verdict": "not collapsed", "contexts": [], "paired": gaps,
-                "note": f"not above {against} in distribution ({gap_text}): no collapse to speak of"}
+        return {"checked": True, "collapsed": None, "verdict": "not applicable", "contexts": [], "paired": gaps,
+                "note": f"not above {against} in distribution ({gap_text}): nothing to collapse from, so the pass bar "
+                        "is not met either"}
     if above is None:
         return {"checked": True, "collapsed": None, "verdict": "not established", "contexts": [], "paired": gaps,
                 "note": f"above {against} in distribution not established ({gap_text})"}

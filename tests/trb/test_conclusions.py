@@ -95,3 +95,31 @@ def test_quoted_block_round_trip(tmp_path):
     with pytest.raises(ValueError, match="no <!-- demo-conclusions:start -->"):
         replace_block(bare, "x")
     assert bare.read_text() == "no block\n"  # nothing half-written
+
+
+def test_demo_conclusions_writes_the_stability_and_both_blocks_from_finished_seeds(report, tmp_path, monkeypatch):
+    """`make demo-conclusions` (pipeline.conclusions) on three finished seeds (their conclusions.json on disk: read,
+    never re-run): the stability file, the README's short block and the docs page's full block, from seed 1."""
+    import pipeline.conclusions as pc
+
+    a = conclusions(report)
+    b = copy.deepcopy(a)
+    next(r for r in b["rows"] if r["id"] == "trace-full:nav-cg2:path-dependent steering")["verdict"] = "not established"
+    work = tmp_path / "seeds"
+    for seed, c in ((1, a), (2, b), (3, a)):
+        (work / f"seed-{seed}").mkdir(parents=True)
+        (work / f"seed-{seed}" / "conclusions.json").write_text(json.dumps(c), encoding="utf-8")
+    paths = {}
+    for name in ("README", "DOCS_PAGE"):
+        paths[name] = tmp_path / f"{name}.md"
+        paths[name].write_text("intro\n<!-- demo-conclusions:start -->\nstale\n<!-- demo-conclusions:end -->\nend\n")
+        monkeypatch.setattr(pc, name, paths[name])
+    monkeypatch.setattr(pc, "STABILITY", tmp_path / "data" / "demo-stability.json")
+    monkeypatch.setattr(pc, "ROOT", tmp_path)
+    assert pc.main(["--workdir", str(work), "--seeds", "1", "2", "3"]) == 0
+    stable = json.loads((tmp_path / "data" / "demo-stability.json").read_text())
+    assert stable["seeds"] == [1, 2, 3] and stable["n_unstable"] == 1
+    short, full = quoted_block(paths["README"]), quoted_block(paths["DOCS_PAGE"])
+    assert short == render_conclusions(a, stable, only=pc.SHORT) and full == render_conclusions(a, stable)
+    assert "UNSTABLE: 1: flagged; 2: not established; 3: flagged" in full and "UNSTABLE" not in short
+    assert paths["README"].read_text().startswith("intro\n") and paths["README"].read_text().endswith("end\n")
