@@ -173,14 +173,16 @@ def run_grounding_calibration(release_dir=None, *, split: str = "eval", seed: in
     """Score the grounded and the ungrounded agent with Track 2 on ``split`` of ``release_dir``, or of the exact
     world (:func:`grounding_world`) when it is None (strength chosen on dev, as always). Returns rows
     ``{"agent", "track": "2", "figures": {metric key: Estimate}}`` and the reasons the check fails (empty when
-    Track 2 separates them: grounded AUC CI above 0.5, ungrounded CI containing 0.5). ``agents`` replaces one of
-    them by name (an adapter object, or a callable taking the world or release and the seed), e.g. to show the
-    check fails."""
+    Track 2 separates them: grounded AUC CI above 0.5, ungrounded CI containing 0.5; on the exact world also the
+    identifiability check: the entangled agent's two merged goals flagged not separable, none of the grounded
+    one's). ``agents`` replaces one of them by name (an adapter object, or a callable taking the world or release
+    and the seed), e.g. to show the check fails."""
     from trb.tracks.track2 import TRACK, score_track2
 
     def make(source):
-        cast = {"grounded": GroundedAgent(source, seed), "ungrounded": UngroundedAgent(source, seed),
-                "entangled": EntangledAgent(source, seed)}
+        cast = {"grounded": GroundedAgent(source, seed), "ungrounded": UngroundedAgent(source, seed)}
+        if isinstance(source, GroundingWorld):  # the identifiability check needs the exact world's goals G0..G5
+            cast["entangled"] = EntangledAgent(source, seed)
         for k, v in (agents or {}).items():
             if k in cast:
                 cast[k] = v(source, seed) if isinstance(v, type) else v
@@ -213,14 +215,6 @@ def run_grounding_calibration(release_dir=None, *, split: str = "eval", seed: in
                 for m in TRACK.metrics}
         rows.append({"agent": name, "track": "2", "figures": figs, "identifiability": ident})
     by = {row["agent"]: row["figures"] for row in rows}
-    ident = {row["agent"]: row["identifiability"] for row in rows}
-    merged = sorted(EntangledAgent.MERGED)
-    if ident["entangled"]["flagged"] != merged:
-        reasons.append(f"Track 2 identifiability: the entangled agent's goal concepts flagged not separable are "
-                       f"{ident['entangled']['flagged'] or 'none'}, not {merged} (cosine ≥ {ident['entangled']['threshold']})")
-    if ident["grounded"]["flagged"]:
-        reasons.append(f"Track 2 identifiability: the grounded agent's goal concepts {ident['grounded']['flagged']} "
-                       "are flagged not separable, though its state tells every goal apart")
     for key in ("ground", "ground-rand"):
         g, u = by["grounded"][key], by["ungrounded"][key]
         if not g.ci_low > 0.5:
@@ -229,4 +223,14 @@ def run_grounding_calibration(release_dir=None, *, split: str = "eval", seed: in
         if not (u.ci_low <= 0.5 <= u.ci_high or abs(u.value - 0.5) < 1e-12):
             reasons.append(f"Track 2 {key}: the ungrounded agent's AUC {u.value:.3f} [{u.ci_low:.3f}, "
                            f"{u.ci_high:.3f}] excludes 0.5")
+    ident = {row["agent"]: row["identifiability"] for row in rows}
+    merged = sorted(EntangledAgent.MERGED)
+    if "entangled" not in ident:  # on a release: its goals are its own, and the scripted state need not separate them
+        return rows, reasons
+    if ident["entangled"]["flagged"] != merged:
+        reasons.append(f"Track 2 identifiability: the entangled agent's goal concepts flagged not separable are "
+                       f"{ident['entangled']['flagged'] or 'none'}, not {merged} (cosine ≥ {ident['entangled']['threshold']})")
+    if ident["grounded"]["flagged"]:
+        reasons.append(f"Track 2 identifiability: the grounded agent's goal concepts {ident['grounded']['flagged']} "
+                       "are flagged not separable, though its state tells every goal apart")
     return rows, reasons

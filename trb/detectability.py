@@ -25,7 +25,6 @@ n i.i.d. samples iff their KL divergence is ≳ 1/n, and asks for a *sample-size
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -95,8 +94,8 @@ def cg1_calibration(brier_full: Sequence[float], brier_ablated: Sequence[float],
         dz = effect / sd
         power = float(power_calc.power(effect_size=dz, nobs=n, alpha=ALPHA))
         n_for = _t_n_for_power(power_calc, dz)
-    elif n > 1:  # every pair's difference equal: any nonzero effect would show at once
-        dz, power, n_for = math.inf, 1.0, 2
+    elif n > 1:  # every pair's difference equal: any nonzero effect would show at once (d unbounded: None)
+        dz, power, n_for = None, 1.0, 2
     else:
         dz, power, n_for = None, 0.0, None
     out = {"quantity": "calibration", "n_used": n, "n_unit": "task-and-seed pairs with the same outcome in both "
@@ -104,7 +103,7 @@ def cg1_calibration(brier_full: Sequence[float], brier_ablated: Sequence[float],
                                                              "calibration)",
            "mean_brier_difference": flip["mean"], "test": flip["method"], "p_value": flip["p"], "alpha": ALPHA,
            "different": bool(flip["p"] < ALPHA), "effect": effect,
-           "effect_of_interest": f"a change of {effect:g} in the Brier score", "effect_size_d": dz,
+           "effect_of_interest": f"a change of {effect:g} in the Brier score", "effect_size_d": dz, "sd": sd,
            "power": power, "power_target": POWER,
            "power_method": "paired t test at d = effect ÷ SD of the per-pair differences (statsmodels TTestPower)",
            "n_for_power": n_for, "p_greater": flip["p_greater"], "p_less": flip["p_less"]}

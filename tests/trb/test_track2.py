@@ -165,7 +165,8 @@ def test_strength_choice_ignores_eval(runs):
 
     _, _, items = _profile(runs["full"])
     cols = {k: np.asarray([r[k] for r in items], dtype=object) for k in ("split", "site_rank", "condition", "strength",
-                                                                          "score", "concept", "session_id")}
+                                                                          "score", "concept", "session_id",
+                                                                          "cos_max")}
     cols["strength"] = cols["strength"].astype(float)
     cols["score"] = cols["score"].astype(float)
     before = choose_strength(cols)

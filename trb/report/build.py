@@ -183,8 +183,8 @@ def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resam
 
 
 def _clean(obj):
-    """NaN -> None, recursively (JSON has no NaN)."""
-    if isinstance(obj, float) and math.isnan(obj):
+    """NaN and ±inf -> None, recursively (JSON has neither)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
         return None
     if isinstance(obj, dict):
         return {k: _clean(v) for k, v in obj.items()}

@@ -13,6 +13,8 @@ def _cell(entry: dict | None) -> str:
         return "—"
     if entry.get("score") is None:
         text = f"n/a ({entry.get('note', 'no score')})"
+        if entry.get("label"):  # an undefined proxy-tier grounding is still named as such
+            text = f"{entry['label']}: {text}"
         return text + (f" · {entry['cg1_reading']}" if entry.get("cg1_reading") else "")
     text = f"{_f(entry['score'])} {_ci(entry)} · {entry['n_items']:,} items / {entry['n_sessions']:,} sessions"
     if entry.get("label"):  # proxy-tier grounding: named as such wherever it is shown

@@ -366,7 +366,8 @@ def _dev_aucs(parts: list) -> dict[str, float]:
 def _choice(aucs: dict[str, float], rule: str) -> dict:
     if not aucs:
         return {"strength": DEFAULT_STRENGTH, "split": None,
-                "rule": f"no dev-split trials: fixed a priori at {DEFAULT_STRENGTH:g}", "dev_auc_zero": {}}
+                "rule": f"no dev-split trials of a concept the headline keeps (separable, at least {MIN_TRIALS} "
+                        f"injected): fixed a priori at {DEFAULT_STRENGTH:g}", "dev_auc_zero": {}}
     best = max(STRENGTHS, key=lambda s: (aucs.get(f"{s:g}", -1.0), -s))
     return {"strength": best, "split": CHOICE_SPLIT, "rule": rule, "dev_auc_zero": aucs}
 

@@ -288,6 +288,15 @@ def _strength_texts(entry: dict) -> tuple[str, str, list[tuple[str, float, bool]
     return s, how, dev
 
 
+def _kept_short(entry: dict) -> str:
+    """How many concepts the headline keeps and leaves out, in a few words (the names: :func:`_kept_text`)."""
+    kept = entry.get("concepts")
+    if not kept:
+        return "—"
+    out = len(kept["not_separable"]) + len(kept["too_few_trials"])
+    return f"{len(kept['included'])} in headline" + (f", {out} left out" if out else "")
+
+
 def _kept_text(entry: dict) -> str:
     """The concepts left out of the headline and the AUC over every concept, beside the headline."""
     kept = entry.get("concepts")
@@ -492,10 +501,10 @@ def _ground_html(report: dict) -> str:
             if g["score"] <= _metric("ground").chance:
                 chance = f'<span class="red">{chance}</span>'
             cells = [_lines(e(b["name"]), e(f"{b['adapter_tier']} · {b['split']}")),
-                     _lines(e(f"{_f(g['score'])} {_ci(g)}") + marks,
-                            e(f"{g['n_items']:,} trials / {g['n_sessions']:,} sessions"), e(_width_text(g))),
+                     _lines(e(f"{_f(g['score'])} {_ci(g)}") + marks + notes.mark(_width_text(g)),
+                            e(f"{g['n_items']:,} trials / {g['n_sessions']:,} sessions")),
                      _lines(e(f"{_f(gr.get('score'))} {_ci(gr)}")), _lines(chance), _lines(e(s), e(how)),
-                     _lines(dev_text), _lines(e(_kept_text(g)))]
+                     _lines(dev_text), _lines(e(_kept_short(g)) + notes.mark(_kept_text(g)))]
             body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
         parts.append('<div class="wide"><table><thead><tr>' + "".join(f"<th>{h}</th>" for h in head)
                      + "</tr></thead><tbody>" + "".join(body) + "</tbody></table></div>")
