@@ -106,7 +106,7 @@ def test_cli_query_and_report_formats(release, tmp_path, capsys):
 
 
 @pytest.mark.e2e
-@pytest.mark.timeout(900)  # the whole pipeline: five baselines trained and run
+@pytest.mark.timeout(1500)  # the whole pipeline as `make demo` runs it (12.7 min in the suite beside the other worker)
 def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
     """`trb-demo` exactly as `make demo` runs it (seed 1, 500 sessions): every stage, a smoke-labelled report, Δgov
     with a CI above 0, and the conclusions the README and docs/demo-conclusions.md quote, regenerated from this
@@ -162,7 +162,8 @@ def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
     # the transfer runs, and the six-entry profile vector with the profile plot
     for b in rep["baselines"]:
         g = b["tracks"]["ground"]
-        assert g["n_sessions"] > 0 and g["ci_low"] <= g["score"] <= g["ci_high"], b["name"]
+        inside = g["ci_low"] <= g["score"] <= g["ci_high"]  # or the report says it is not (a biased statistic)
+        assert g["n_sessions"] > 0 and (inside or any("point outside its interval" in f for f in g["flags"])), b["name"]
     vec = {p["name"]: p["vector"] for p in rep["profile_vectors"]}
     assert set(vec) == set(tiers) and all(len(v) == 6 for v in vec.values())
     assert all(v["trans"]["figures"] for v in vec.values())
