@@ -141,26 +141,32 @@ class InstructBaseAgent(_Scripted):
         return _credit_taken(context)
 
 
+def _sessions(n_sessions: int, tag: str = ""):
+    """(context, split, session id) of the world's sessions: ``n_sessions`` in each context, the in-distribution
+    contexts' in eval and the transfer contexts' in transfer, in a fixed order."""
+    for ctx_id in IN_DISTRIBUTION + TRANSFER_CONTEXTS:
+        split = "eval" if ctx_id in IN_DISTRIBUTION else "transfer"
+        for s in range(n_sessions):
+            yield ctx_id, split, f"{ctx_id}{tag}-{s:03d}"
+
+
 def transfer_calibration_items(n_sessions: int = 20, steps: int = 4, seed: int = 0) -> tuple[list, list]:
     """(eval items, transfer items) of the exact world: ``n_sessions`` per context (deterministic for a seed)."""
     rng = random.Random(f"trb-transfer-calibration:{seed}")
     out: dict[str, list[Track1Item]] = {"eval": [], "transfer": []}
-    for ctx_id in IN_DISTRIBUTION + TRANSFER_CONTEXTS:
-        split = "eval" if ctx_id in IN_DISTRIBUTION else "transfer"
-        for s in range(n_sessions):
-            sid = f"{ctx_id}-{s:03d}"
-            history: list[PastStep] = []
-            for t in range(steps):
-                cue = rng.choice(CUES)
-                obs = f"cue {cue}"
-                ctx = StepContext(sid, t, tuple(history), obs, ACTIONS, ctx_id, "en", split)
-                plan = _own_plan(ctx)
-                r = {"planned_next": plan, "confidence": 0.8, "caused_by_self": None, "goal": None, "ext": None}
-                for k, alt in enumerate(a for a in ACTIONS if a != plan):
-                    out[split].append(Track1Item(f"{sid}.t{t}.cf{k}", sid, t, split, ctx_id, ctx,
-                                                 {**r, "planned_next": alt}, "distribution", phi(alt),
-                                                 "same_session_revision", r_t=r))
-                history.append(PastStep(t, obs, r, plan, ACTIONS, None))
+    for ctx_id, split, sid in _sessions(n_sessions):
+        history: list[PastStep] = []
+        for t in range(steps):
+            cue = rng.choice(CUES)
+            obs = f"cue {cue}"
+            ctx = StepContext(sid, t, tuple(history), obs, ACTIONS, ctx_id, "en", split)
+            plan = _own_plan(ctx)
+            r = {"planned_next": plan, "confidence": 0.8, "caused_by_self": None, "goal": None, "ext": None}
+            for k, alt in enumerate(a for a in ACTIONS if a != plan):
+                out[split].append(Track1Item(f"{sid}.t{t}.cf{k}", sid, t, split, ctx_id, ctx,
+                                             {**r, "planned_next": alt}, "distribution", phi(alt),
+                                             "same_session_revision", r_t=r))
+            history.append(PastStep(t, obs, r, plan, ACTIONS, None))
     return out["eval"], out["transfer"]
 
 
@@ -169,18 +175,14 @@ def attribution_calibration_items(n_sessions: int = 20, steps: int = 4, seed: in
     (at random) and the outcome improves; the item asks who caused it (deterministic for a seed)."""
     rng = random.Random(f"trb-transfer-calibration-attribution:{seed}")
     out: dict[str, list[Track3Item]] = {"eval": [], "transfer": []}
-    for ctx_id in IN_DISTRIBUTION + TRANSFER_CONTEXTS:
-        split = "eval" if ctx_id in IN_DISTRIBUTION else "transfer"
-        for s in range(n_sessions):
-            sid = f"{ctx_id}-attr-{s:03d}"
-            history: list[PastStep] = []
-            for t in range(steps):
-                self_caused = rng.random() < 0.5
-                history.append(PastStep(t, "cue", None, "push" if self_caused else "hold", ("push", "hold"),
-                                        "improved"))
-                after = StepContext(sid, t + 1, tuple(history), None, None, ctx_id, "en", split)
-                out[split].append(Track3Item(f"{sid}.t{t}.attr", sid, t, split, ctx_id, after,
-                                             "self" if self_caused else "exogenous"))
+    for ctx_id, split, sid in _sessions(n_sessions, "-attr"):
+        history: list[PastStep] = []
+        for t in range(steps):
+            self_caused = rng.random() < 0.5
+            history.append(PastStep(t, "cue", None, "push" if self_caused else "hold", ("push", "hold"), "improved"))
+            after = StepContext(sid, t + 1, tuple(history), None, None, ctx_id, "en", split)
+            out[split].append(Track3Item(f"{sid}.t{t}.attr", sid, t, split, ctx_id, after,
+                                         "self" if self_caused else "exogenous"))
     return out["eval"], out["transfer"]
 
 
