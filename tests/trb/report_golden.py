@@ -4,8 +4,8 @@ The store is the demo's (``trb-demo --sessions 50 --rollout-seeds 2 --seed 1`` o
 baseline, Track 6 included), exported with DuckDB's ``EXPORT DATABASE`` to Parquet under
 ``tests/trb/data/report_store/`` (a Parquet export, not the ``.duckdb`` file, so that a later DuckDB reads it).
 ``load_store`` builds a fresh store from it; ``render_all`` renders the report in every text format with the
-one time-dependent field (``generated_at``) fixed and the plots' PNG bytes (matplotlib's, not the report's
-text) replaced by a placeholder in the HTML.
+one time-dependent field (``generated_at``) fixed and the plots' drawing (matplotlib's, not the report's text)
+replaced by a placeholder in the HTML: each inline SVG keeps its opening tag (its id, size and view box).
 
 The store's item scores are frozen as they were scored then: its Track 5 ``holonomy`` rows are the old CG-2 (a TV
 of action distributions, before issue 39 made it the difference of steering effects), shown under today's title.
@@ -26,7 +26,7 @@ STORE = HERE / "data" / "report_store"
 GOLDEN = HERE / "data" / "report_golden"
 TABLES = ("meta", "runs", "run_parts", "item_scores")
 GENERATED_AT = "2026-12-04T00:00:00+00:00"
-_PNG = re.compile(r'src="data:image/png;base64,[A-Za-z0-9+/=]+"')
+_PLOT = re.compile(r'(<svg id="[^"]+" class="plot"[^>]*>).*?</svg>', re.S)
 
 
 def load_store(path: Path):
@@ -52,7 +52,7 @@ def render_all(store) -> dict[str, str]:
     rep = build_report(store, seed=1)  # the demo's seed: the golden Markdown is the demo's report.md
     rep["generated_at"] = GENERATED_AT
     return {"report.md": render_markdown(rep, Path("report.png"), Path("report-profiles.png")),
-            "report.html": _PNG.sub('src="data:image/png;base64,…"', render_html(rep)),
+            "report.html": _PLOT.sub(r"\1…</svg>", render_html(rep)),
             "report.json": render_json(rep)}
 
 

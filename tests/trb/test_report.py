@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import re
@@ -328,8 +327,12 @@ def test_html_is_self_contained_with_the_plot_embedded(report):
     text = render_html(report)
     assert text.startswith("<!DOCTYPE html>")
     assert not re.search(r"""(src|href)=["'](https?:|//|file:)""", text)
-    m = re.search(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
-    assert m and base64.b64decode(m.group(1))[:8] == PNG_MAGIC
+    # the per-track plot inline as SVG, its text drawn as glyphs, every reference inside it to its own ids
+    m = re.search(r'<svg id="tracks-plot" class="plot" role="img"[^>]*viewBox="[^"]+"[^>]*>(.*?)</svg>', text, re.S)
+    assert m and "<path" in m.group(1) and "<title>" in m.group(1)
+    refs = re.findall(r'(?:href="#|url\(#)([^")]+)', m.group(1))
+    assert refs and all(r.startswith("tracks-plot-") for r in refs)
+    assert set(refs) <= set(re.findall(r'id="([^"]+)"', m.group(1)))
 
 
 def test_report_modules_load_no_forbidden_packages():
@@ -744,12 +747,12 @@ def test_the_profile_plot_has_a_panel_per_baseline_with_six_entries(t2, tmp_path
     assert path.read_bytes()[:8] == PNG_MAGIC
     with Image.open(path) as img:
         assert img.format == "PNG" and 1000 < img.size[0] <= 1280
-    # Markdown links it under the profile vector; HTML embeds it
+    # Markdown links it under the profile vector; HTML holds it inline
     md = render_markdown(rep, Path("report.png"), Path("report-profiles.png"))
     vector_part = md.split("## Profile vector")[1].split("## Track 6")[0]
     assert "](report-profiles.png)" in vector_part
-    m = re.search(r'<img id="profiles-plot"[^>]+src="data:image/png;base64,([A-Za-z0-9+/=]+)"', render_html(rep))
-    assert m and base64.b64decode(m.group(1))[:8] == PNG_MAGIC
+    m = re.search(r'<svg id="profiles-plot" class="plot"[^>]*>(.*?)</svg>', render_html(rep), re.S)
+    assert m and m.group(1).count('id="profiles-plot-axes_') == 6 * len(names)  # six entries a baseline
 
 
 def test_track2_interval_holds_its_point_when_a_sessions_trials_move_together(tmp_path):

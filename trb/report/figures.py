@@ -1,10 +1,13 @@
 """The report's two plots: one panel per track (score and CI per baseline, and Δgov), and the profile vector of
-every baseline. matplotlib's object API with the Agg canvas: no pyplot, no global backend state."""
+every baseline, as PNG files (beside the Markdown) and as SVG elements inline in the HTML page. matplotlib's object
+API with the Agg canvas: no pyplot, no global backend state."""
 
 from __future__ import annotations
 
+import html
 import io
 import math
+import re
 import textwrap
 from pathlib import Path
 
@@ -24,14 +27,30 @@ def _plot_title(report: dict) -> str:
 
 
 #: The plot's grid: panels per row, and each panel's size in inches (at the 110 dpi of the PNG).
-_PLOT_COLUMNS, _PANEL_WIDTH, _PANEL_HEIGHT = 3, 3.6, 3.2
+_PLOT_COLUMNS, _PANEL_WIDTH, _PANEL_HEIGHT = 3, 3.6, 2.9
+#: The figures' resolution: pixels per inch of the PNG, and CSS pixels per inch of the inline SVG at its natural size.
+_DPI = 110
+#: The per-track plot's x labels, upright (a baseline's name, then its tier and split), in points; the space one
+#: takes along the axis (its two lines), and the y axis's labels beside a panel, in inches.
+_TICK_SIZE, _TICK_PITCH, _Y_LABELS = 7.5, 0.3, 0.6
+#: A panel title's characters per inch of panel (10-point type): a title wraps to its panel, never past it.
+_TITLE_CHARS_PER_INCH = 10
+
+
+def _plot_columns(n_points: int) -> int:
+    """Panels per row of the per-track plot: three, fewer where a panel's x labels need the room (each label
+    upright takes :data:`_TICK_PITCH` inches, so no two touch)."""
+    width = _PANEL_WIDTH * _PLOT_COLUMNS
+    return max(1, min(_PLOT_COLUMNS, int(width // (_Y_LABELS + _TICK_PITCH * max(n_points, 1)))))
 
 
 def _figure(report: dict):
     """One panel per track (and one for Δgov): score and CI per baseline. Tracks share no axis.
 
-    The panels sit in a grid at most three wide (four make two rows of two), so the figure keeps one width,
-    about 1,200 px at its 110 dpi, however many tracks it shows: it fits a 1,280 px page unscaled.
+    The panels sit in a grid at most three wide (four make two rows of two; fewer per row where a panel has more
+    baselines than its labels have room for), so the figure keeps one width, about 1,200 px at its 110 dpi, however
+    many tracks it shows: it fits a 1,280 px page unscaled. Each baseline's label stands upright under its point,
+    and a title wraps to its panel.
     Uses matplotlib's object API with the Agg canvas: no pyplot, no global backend state.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -41,9 +60,15 @@ def _figure(report: dict):
     keys = [k for k in _track_keys(report) if _is_main(k)
             and any((b["tracks"].get(k) or {}).get("score") is not None for b in report["baselines"])]
     panels = keys + (["delta"] if report["delta_gov"] is not None else [])
-    nrows = math.ceil(len(panels) / _PLOT_COLUMNS)
+    n_points = max([sum((b["tracks"].get(k) or {}).get("score") is not None for b in report["baselines"])
+                    for k in keys], default=1)
+    columns = _plot_columns(n_points)
+    nrows = math.ceil(len(panels) / columns)
     ncols = math.ceil(len(panels) / nrows)
-    fig = Figure(figsize=(_PANEL_WIDTH * _PLOT_COLUMNS, 0.6 + _PANEL_HEIGHT * nrows), layout="constrained")
+    title_chars = int(_TITLE_CHARS_PER_INCH * (_PANEL_WIDTH * _PLOT_COLUMNS / ncols - _Y_LABELS))
+    label_height = 1.2 if n_points > 1 else 0.3  # the upright labels under each row of panels
+    fig = Figure(figsize=(_PANEL_WIDTH * _PLOT_COLUMNS, 0.6 + (_PANEL_HEIGHT + label_height) * nrows),
+                 layout="constrained")
     FigureCanvasAgg(fig)
     grid = fig.subplots(nrows, ncols, squeeze=False).ravel()
     for ax in grid[len(panels):]:  # a last row not full: its empty cells go
@@ -67,7 +92,7 @@ def _figure(report: dict):
                     lo.append(entry["ci_low"])
                     hi.append(entry["ci_high"])
             m = _metric(key)
-            ax.set_title(textwrap.fill(m.title, 40), fontsize=10)  # a long title on two lines, inside its panel
+            ax.set_title(textwrap.fill(m.title, title_chars, break_on_hyphens=False), fontsize=10)  # a long title on lines inside its panel
             if m.chance is not None:
                 ax.axhline(m.chance, color="grey", lw=0.8, ls="--", label="chance")
             if m.bounds is not None:
@@ -85,7 +110,8 @@ def _figure(report: dict):
                                 markerfacecolor=face)
         else:
             ax.text(0.5, 0.5, "no scores", ha="center", va="center", transform=ax.transAxes)
-        ax.set_xticks(x, names, fontsize=8, rotation=30, ha="right")
+        ax.set_xticks(x, names, fontsize=_TICK_SIZE, rotation=90 if len(names) > 1 else 0, ha="center",
+                      rotation_mode="default", linespacing=1.1)
         ax.grid(axis="y", alpha=0.3)
     if report["smoke_test"]:
         fig.suptitle(_plot_title(report), color="#b00020", fontweight="bold")
@@ -96,8 +122,54 @@ def _figure(report: dict):
 
 def _plot_png(report: dict) -> bytes:
     buf = io.BytesIO()
-    _figure(report).savefig(buf, format="png", dpi=110, metadata={"Title": _plot_title(report)})
+    _figure(report).savefig(buf, format="png", dpi=_DPI, metadata={"Title": _plot_title(report)})
     return buf.getvalue()
+
+
+#: An id matplotlib makes from a hash (a marker's or a clip path's): numbered in order instead, so that the same
+#: figure gives the same markup.
+_HASHED_ID = re.compile(r"[mp][0-9a-f]{10}")
+_ID_REF = re.compile(r'(\bid="|href="#|url\(#)([^")]+)')
+
+
+def _inline_svg(fig, element_id: str, alt: str) -> str:
+    """A figure as an ``<svg>`` element for the HTML page: its text drawn as glyph outlines (the page shows what
+    matplotlib laid out, whatever fonts the browser has), scaled down to its column and never past its natural
+    width (:data:`_DPI` CSS pixels per inch), every id inside it prefixed with ``element_id`` (two figures on one
+    page share none: each group keeps matplotlib's name, ``axes_1``, ``xtick_3``, ``text_7``, which the browser
+    test measures)."""
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]
+    text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, count=1, flags=re.S)
+    hashed: dict[str, str] = {}
+
+    def rename(m: re.Match) -> str:
+        old = m.group(2)
+        if _HASHED_ID.fullmatch(old):
+            new = hashed.setdefault(old, f"ref{len(hashed) + 1}")
+        else:
+            new = old
+        return f"{m.group(1)}{element_id}-{new}"
+
+    text = _ID_REF.sub(rename, text)
+    width_in, height_in = fig.get_size_inches()
+    width, height = round(width_in * _DPI), round(height_in * _DPI)
+    text = re.sub(r'<svg ([^>]*?)width="[^"]*" height="[^"]*"',
+                  lambda m: (f'<svg id="{element_id}" class="plot" role="img" aria-label="{html.escape(alt)}" '
+                             f'width="{width}" height="{height}" {m.group(1)}'), text, count=1)
+    text = text.replace(">", f"><title>{html.escape(alt)}</title>", 1)
+    return text.strip()
+
+
+#: The per-track plot's text alternative.
+_TRACKS_ALT = "TRB per-track profile with 95% CIs"
+
+
+def _plot_svg(report: dict) -> str:
+    """The per-track plot as an inline ``<svg id="tracks-plot">`` (:func:`_inline_svg`)."""
+    return _inline_svg(_figure(report), "tracks-plot", _TRACKS_ALT)
 
 
 def plot_tracks(report: dict, path: Path) -> Path:
@@ -217,8 +289,14 @@ def _profiles_figure(report: dict):
 def _profiles_png(report: dict) -> bytes:
     buf = io.BytesIO()
     fig, _ = _profiles_figure(report)
-    fig.savefig(buf, format="png", dpi=110, metadata={"Title": _plot_title(report)})
+    fig.savefig(buf, format="png", dpi=_DPI, metadata={"Title": _plot_title(report)})
     return buf.getvalue()
+
+
+def _profiles_svg(report: dict) -> str:
+    """The profile plot as an inline ``<svg id="profiles-plot">`` (:func:`_inline_svg`)."""
+    fig, _ = _profiles_figure(report)
+    return _inline_svg(fig, "profiles-plot", _PROFILES_ALT)
 
 
 def plot_profiles(report: dict, path: Path) -> Path:

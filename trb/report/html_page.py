@@ -3,11 +3,10 @@ embedded)."""
 
 from __future__ import annotations
 
-import base64
 import html
 
 from trb.report.common import SMOKE_BANNER, _ci, _f, _metric, _title
-from trb.report.figures import _plot_png, _profiles_png
+from trb.report.figures import _plot_svg, _profiles_svg
 from trb.report.sections import positioned_sections
 from trb.report.text import (
     _SLICES,
@@ -28,26 +27,36 @@ from trb.verdicts import FLAGGED, verdict_short
 __all__ = ["render_html"]
 
 
-#: The HTML page's style. The plot scales down to its column, never past it; a table cell holds a score and its
-#: CI on one line and its counts on a second, neither wrapping; a table wider than the page (more tracks than
-#: today's) scrolls in its own box, so the page itself never scrolls sideways.
+#: The HTML page's style. The plots scale down to their column, never past it; a table cell holds a score and its
+#: CI on one line and its counts on a second, neither wrapping. A table wider than its column (more baselines than
+#: the window has room for) scrolls in its own panel, never the page: the panel is at most a window high, so its
+#: scrollbar is on screen whenever its top is, and its header row and first column stay in view as it scrolls.
+#: A table of prose (``prose``: the profile vector, Track 6) wraps its text to the column instead.
 _CSS = (
     "body{font-family:system-ui,sans-serif;line-height:1.4;max-width:80rem;margin:1rem auto;padding:0 1rem}"
-    "p,ul,ol{max-width:62rem}"
-    ".wide{overflow-x:auto;margin:.5rem 0}"
-    "table{border-collapse:collapse;font-size:.8125rem}"
-    "th,td{border:1px solid #bbb;padding:.25rem .45rem;text-align:left;vertical-align:top}"
-    "thead th{background:#f2f2f2}tbody th{font-weight:normal;white-space:nowrap}"
-    "tbody th.group{font-weight:bold;background:#fafafa}sup{line-height:0}"
+    "p,ul,ol{max-width:62rem}h1,h2,h3{overflow-wrap:anywhere}"
+    ".wide{overflow:auto;max-height:calc(100vh - 3rem);margin:.5rem 0;border:1px solid #bbb;width:fit-content;"
+    "max-width:100%;box-sizing:border-box}"
+    "table{border-collapse:separate;border-spacing:0;font-size:.8125rem}"
+    "th,td{border:solid #bbb;border-width:0 1px 1px 0;padding:.25rem .3rem;text-align:left;vertical-align:top;"
+    "background:#fff}"
+    ".wide tr>:last-child{border-right:0}.wide tbody tr:last-child>*{border-bottom:0}"
+    "thead th{background:#f2f2f2}tbody th{font-weight:normal;min-width:12rem}"
+    ".wide thead th{position:sticky;top:0;z-index:2}.wide thead th:first-child{left:0;z-index:3}"
+    ".wide tbody tr>:first-child{position:sticky;left:0;z-index:1}"
+    "tbody th.group{font-weight:bold;background:#fafafa}.wide tbody th.group{position:static}"
+    ".wide th.group>span{display:inline-block;position:sticky;left:.3rem}sup{line-height:0}"
     "th>span,td>span{display:block;white-space:nowrap}"
+    "table.prose{width:100%;border:1px solid #bbb;border-width:1px 0 0 1px;margin:.5rem 0}"
+    ".prose th,.prose td{white-space:normal;overflow-wrap:break-word}.prose td>span{display:inline;white-space:normal}"
     ".sub{color:#555;font-size:.75rem}"
     "code.run{display:inline-block;width:16ch;word-break:break-all;font-size:.75rem}"
     "a.flag{color:#b00020;text-decoration:none;font-weight:bold}span.red{color:#b00020;font-weight:bold}"
     "span.tier{color:#7a4f00;font-style:italic}.grey{color:#777}"
     "ol.flags{font-size:.8125rem}"
-    "img{max-width:100%;height:auto}"
+    "img,svg.plot{display:block;max-width:100%;height:auto}"
     ".banner{background:#b00020;color:#fff;font-size:1.4rem;font-weight:bold;padding:1rem;margin:1rem 0}"
-    ".delta{font-size:1.1rem;font-weight:bold}code{font-size:.9em}"
+    ".delta{font-size:1.1rem;font-weight:bold}code{font-size:.9em;overflow-wrap:anywhere}"
 )
 
 
@@ -185,7 +194,7 @@ def _html_more_table(table: dict, all_keys: list[str], more: list[str], notes: _
             if any(slices):
                 rows.append(f'<tr><th scope="row">{e(f"{title or track}, {label} only")}</th>'
                             + "".join(f"<td>{_slice_cell(sl)}</td>" for sl in slices) + "</tr>")
-    body = "".join(f'<tr><th class="group" colspan="{len(bases) + 1}">{e(track)}</th></tr>' + "".join(rows)
+    body = "".join(f'<tr><th class="group" colspan="{len(bases) + 1}"><span>{e(track)}</span></th></tr>' + "".join(rows)
                    for track, rows in groups.items() if rows)
     if not body:
         return ""
@@ -195,15 +204,10 @@ def _html_more_table(table: dict, all_keys: list[str], more: list[str], notes: _
             f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
 
 
-def _png_size(png: bytes) -> tuple[int, int]:
-    """A PNG's width and height in pixels (from its IHDR chunk)."""
-    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
-
-
 def render_html(report: dict) -> str:
     """The report as one self-contained HTML page (each split's tables, a row per figure and a column per
     baseline; Track 2's sections; the profile vector with its plot; Track 6; the per-track plot; both plots
-    embedded as base64 PNGs).
+    inline as SVG).
 
     The page fits a 1,280 px window: the plots scale down to their column, each table cell holds its score and
     CI on one line and its counts on a second, and flags and long notes are numbered under each split's tables.
@@ -212,9 +216,6 @@ def render_html(report: dict) -> str:
     all_keys = _track_keys(report)
     keys = [k for k in all_keys if _is_main(k)]
     more = [k for k in all_keys if not _is_main(k)]
-    png_bytes = _plot_png(report)
-    width, height = _png_size(png_bytes)
-    png = base64.b64encode(png_bytes).decode("ascii")
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f"<title>TRB report — release {e(str(report['release_sha'])[:12])}</title>",
@@ -247,9 +248,9 @@ def render_html(report: dict) -> str:
                          "verdicts; spec §3: pass bars are provisional):</p><ul>"
                          + "".join(f"<li>{e(line)}</li>" for line in _pass_bar_lines(table)) + "</ul>")
     parts.append(f'<p class="delta">{e(_delta_text(report))}</p>')
-    profiles_png = _profiles_png(report)
+    profiles_svg = _profiles_svg(report)
     for section in positioned_sections(CORE_SECTIONS):  # each track's sections and the profile vector's
-        parts.append(section.html(report, profiles_png=profiles_png))
+        parts.append(section.html(report, profiles_svg=profiles_svg))
     if report.get("notes"):
         parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in report["notes"]) + "</ul>")
     parts.append("<p>Track definitions:</p><ul>"
@@ -258,7 +259,6 @@ def render_html(report: dict) -> str:
     if rules:  # every verdict by its interval, never its point value (trb.verdicts)
         parts.append("<p>Verdict rules (by the figure's interval, never its point value):</p><ul>"
                      + "".join(f"<li>{e(r)}</li>" for r in rules) + "</ul>")
-    parts.append(f'<div class="plot"><img id="tracks-plot" alt="TRB per-track profile with 95% CIs" width="{width}" '
-                 f'height="{height}" src="data:image/png;base64,{png}"></div>')
+    parts.append(f'<div class="plot">{_plot_svg(report)}</div>')
     parts.append("</body></html>")
     return "\n".join(p for p in parts if p) + "\n"

@@ -7,7 +7,7 @@ renders a report. A new track adds its report this way without an edit here. The
 of these (each optional):
 
 * ``position`` (an int) with ``markdown(report, profiles_path=...) -> list[str]`` and
-  ``html(report, profiles_png=...) -> str``: the track's sections, placed after Δgov by position among the
+  ``html(report, profiles_svg=...) -> str``: the track's sections, placed after Δgov by position among the
   others; the profile vector's own section sits at :data:`PROFILE_VECTOR_POSITION` (Track 2's sections come
   before it, Track 6's after it);
 * ``key`` with ``build(ctx) -> dict``: the report's ``report[key]`` block, built after the profile vectors,

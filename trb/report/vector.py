@@ -112,12 +112,7 @@ class ProfileVectorSection:
             lines += ["", f"![{_PROFILES_ALT}]({Path(profiles_path).as_posix()})"]
         return lines
 
-    def html(self, report: dict, *, profiles_png: bytes | None = None, **_) -> str:
-        import base64
-
-        from trb.report.figures import _PROFILES_ALT
-        from trb.report.html_page import _png_size
-
+    def html(self, report: dict, *, profiles_svg: str | None = None, **_) -> str:
         e = html.escape
         parts = ["<h2>Profile vector (G, ground, attr, viab, nav, trans)</h2>",
                  "<p>Each entry on its own (never combined); G, attr, viab and nav from the eval split; trans is "
@@ -133,14 +128,11 @@ class ProfileVectorSection:
                 if section is not None and section.vector_alarm(entry):
                     text = f'<span class="red">{text}</span>'
                 cells.append(text)
-            body.append("<tr>" + "".join(f'<td style="white-space:normal">{c}</td>' for c in cells) + "</tr>")
-        parts.append(f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody>'
-                     "</table></div>")
-        if profiles_png is not None:
-            width, height = _png_size(profiles_png)
-            parts.append(f'<div class="plot"><img id="profiles-plot" alt="{_PROFILES_ALT}" width="{width}" '
-                         f'height="{height}" src="data:image/png;base64,'
-                         f'{base64.b64encode(profiles_png).decode("ascii")}"></div>')
+            body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        parts.append(f'<table class="prose"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody>'
+                     "</table>")
+        if profiles_svg is not None:
+            parts.append(f'<div class="plot">{profiles_svg}</div>')
         return "\n".join(parts)
 
 

@@ -290,8 +290,8 @@ def _track6_html(report: dict) -> str:
         cells = [e(p["name"]), e(f["title"]), e(f"{_f(f['eval']['score'])} {_ci(f['eval'])}"),
                  "<br>".join(e(t) for t in _context_text(f).split("; ")),
                  e(f"{_f(f['min']['score'])} {_ci(f['min'])} on {f['min']['context_id']}"), drop, collapse, flag]
-        body.append("<tr>" + "".join(f'<td style="white-space:normal">{c}</td>' for c in cells) + "</tr>")
-    parts.append(f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
+        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    parts.append(f'<table class="prose"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>')
     return "\n".join(parts)
 
 
