@@ -57,6 +57,7 @@ _CSS = (
     "img,svg.plot{display:block;max-width:100%;height:auto}"
     ".banner{background:#b00020;color:#fff;font-size:1.4rem;font-weight:bold;padding:1rem;margin:1rem 0}"
     ".delta{font-size:1.1rem;font-weight:bold}code{font-size:.9em;overflow-wrap:anywhere}"
+    "@media print{.wide{max-height:none;overflow:visible}}"  # on paper a panel shows its whole table
 )
 
 
