@@ -323,6 +323,29 @@ def test_the_plot_is_a_valid_png(report, tmp_path):
     assert len(fig.axes) == 3  # Track 1, Track 3, Δgov: one panel each, no combined panel
 
 
+@pytest.mark.parametrize("n_baselines", [3, 10, 16])
+def test_the_per_track_plot_keeps_its_labels_apart_and_inside_it_however_many_baselines(report, n_baselines):
+    """Each baseline's label stands under its point, none touching another and none past the figure's edge; a
+    title wraps inside the figure (the HTML page shows this figure; its browser test measures it there too)."""
+    rows = report["baselines"]  # the report's rows, copied under more names: the plot draws what they hold
+    many = [dict(rows[k % len(rows)], name=f"baseline-number-{k:02d}") for k in range(n_baselines)]
+    fig = _figure({**report, "baselines": many})
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    edge = fig.bbox
+    for ax in fig.axes:
+        lo, hi = sorted(ax.get_ylim())
+        shown = [t for t in ax.get_yticklabels() if lo <= t.get_position()[1] <= hi]
+        labels = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
+        for i, a in enumerate(labels):
+            assert all(not a.overlaps(b) for b in labels[i + 1:]), (ax.get_title(), i)
+        for text in [ax.title, *ax.get_xticklabels(), *shown]:
+            box = text.get_window_extent(renderer)
+            assert edge.x0 - 0.5 <= box.x0 and box.x1 <= edge.x1 + 0.5 and edge.y0 - 0.5 <= box.y0, text.get_text()
+    n_points = sum(b["tracks"].get("1", {}).get("score") is not None for b in many)
+    assert len([t for t in fig.axes[0].get_xticklabels() if t.get_text()]) == n_points > 2
+
+
 def test_html_is_self_contained_with_the_plot_embedded(report):
     text = render_html(report)
     assert text.startswith("<!DOCTYPE html>")
