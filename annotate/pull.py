@@ -108,7 +108,7 @@ class PullReport:
     unchanged: int = 0
     skipped: Counter = field(default_factory=Counter)  # why -> how many submissions were not taken
     unusable: list[Unusable] = field(default_factory=list)  # every one of them, by task and annotator
-    notes_kept: int = 0  # notes typed beside an action or a continuation, kept as the rationale
+    notes_kept: int = 0  # notes typed beside an answer (any project), stored by this pull as the rationale
     fetched: int = 0  # annotations read from the server by this pull (the rest are as the ledger has them)
     full: list[int] = field(default_factory=list)  # projects read in full (no usable ledger, or full=True)
     reconciled: list[int] = field(default_factory=list)  # projects whose ledger disagreed with the server's counts
@@ -485,7 +485,7 @@ def _task_records(task: dict, p: Project, target_kind: str, targets: dict, users
             report.new += 1
         else:
             report.revised += 1
-        if value["type"] != "attribution" and value.get("rationale"):
+        if value.get("rationale"):  # a note beside any answer (attribution or continuation) stored by this pull
             report.notes_kept += 1
         yield make_annotation(
             target_kind=target_kind, target_id=target_id, annotator_id=annotator_id(email), value=value,

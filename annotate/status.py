@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from annotate.client import LabelStudioClient
 from annotate.pull import Unusable, all_annotated_tasks, classify, reason_category, task_space, who
 from annotate.tasks import KINDS
+from corpus.store import Corpus
 
 __all__ = ["ProjectStatus", "status"]
 
@@ -33,10 +34,13 @@ class ProjectStatus:
     annotators: list[str]  # corpus annotator ids (see annotate.pull.annotator_id)
     not_taken: dict[str, int] = field(default_factory=dict)  # why -> submissions that are not labels
     unusable: list[Unusable] = field(default_factory=list)  # each of them, by task and annotator
+    pulled: int | None = None  # with a corpus: its annotations (latest revisions) pulled from this project
 
 
-def status(client: LabelStudioClient, *, title: str | None = None) -> list[ProjectStatus]:
-    """The status of project ``title``, or of every project made by ``trb-annotate push``."""
+def status(client: LabelStudioClient, *, title: str | None = None, corpus: Corpus | None = None,
+           wait_seconds: float | None = None) -> list[ProjectStatus]:
+    """The status of project ``title``, or of every project made by ``trb-annotate push``; with ``corpus``, also
+    how many of each project's annotations are in it (what ``pull`` has brought so far)."""
     projects = [client.project(title)] if title else [p for p in client.projects() if p.kind in KINDS]
     users = client.users() if projects else {}
     out = []
@@ -61,4 +65,12 @@ def status(client: LabelStudioClient, *, title: str | None = None) -> list[Proje
         out.append(ProjectStatus(p.id, p.title, p.kind or "?", p.overlap, p.task_number, n, finished,
                                  (finished / p.task_number) if p.task_number else None, sorted(annotators),
                                  dict(Counter(reason_category(u.why) for u in bad)), bad))
+    if corpus is not None and out:
+        with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-annotate status") as con:
+            pulled = dict(con.execute(
+                "SELECT ls_project_id, count(DISTINCT ls_annotation_id) FROM store.annotations "
+                "WHERE role = 'annotator' AND ls_project_id IN (SELECT unnest(?::BIGINT[])) GROUP BY 1",
+                [[r.project_id for r in out]]).fetchall())
+        for r in out:
+            r.pulled = int(pulled.get(r.project_id, 0))
     return out
