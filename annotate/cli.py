@@ -195,8 +195,9 @@ def status(corpus_dir, title, as_json, wait_seconds) -> None:
         click.echo(f"{r.title} (id {r.project_id}, {r.kind}, overlap {r.overlap}): {r.tasks} task(s), "
                    f"{r.annotations} label(s), {r.finished_tasks} complete ({done}), "
                    f"{len(r.annotators)} annotator(s), {bad} submission(s) that are not labels{why}"
+                   + (f"; {len(r.incomplete)} label(s) incomplete" if r.incomplete else "")
                    + (f"; {r.pulled} pulled into the corpus" if r.pulled is not None else ""))
-        for u in r.unusable:
+        for u in r.unusable + r.incomplete:
             click.echo(f"  {u.line()}")
 
 

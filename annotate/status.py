@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from annotate.client import LabelStudioClient
-from annotate.pull import Unusable, all_annotated_tasks, classify, reason_category, task_space, who
+from annotate.pull import Unusable, all_annotated_tasks, classify, incomplete, reason_category, task_space, who
 from annotate.tasks import KINDS
 from corpus.store import Corpus
 
@@ -34,6 +34,7 @@ class ProjectStatus:
     annotators: list[str]  # corpus annotator ids (see annotate.pull.annotator_id)
     not_taken: dict[str, int] = field(default_factory=dict)  # why -> submissions that are not labels
     unusable: list[Unusable] = field(default_factory=list)  # each of them, by task and annotator
+    incomplete: list[Unusable] = field(default_factory=list)  # labels missing an answer that applied (see pull)
     pulled: int | None = None  # with a corpus: its annotations (latest revisions) pulled from this project
 
 
@@ -48,6 +49,7 @@ def status(client: LabelStudioClient, *, title: str | None = None, corpus: Corpu
         annotators = set()
         n = finished = 0
         bad: list[Unusable] = []
+        partial: list[Unusable] = []
         for task in all_annotated_tasks(client, p):
             space = task_space(task)
             labels = 0
@@ -58,13 +60,16 @@ def status(client: LabelStudioClient, *, title: str | None = None, corpus: Corpu
                     bad.append(Unusable(p.title, p.id, int(task["id"]), int(ann.get("id") or 0), shown, why))
                     continue
                 labels += 1
+                if incomplete(value):
+                    partial.append(Unusable(p.title, p.id, int(task["id"]), int(ann.get("id") or 0), shown,
+                                            incomplete(value)))
                 if email:
                     annotators.add(shown)
             n += labels
             finished += labels >= p.overlap
         out.append(ProjectStatus(p.id, p.title, p.kind or "?", p.overlap, p.task_number, n, finished,
                                  (finished / p.task_number) if p.task_number else None, sorted(annotators),
-                                 dict(Counter(reason_category(u.why) for u in bad)), bad))
+                                 dict(Counter(reason_category(u.why) for u in bad)), bad, partial))
     if corpus is not None and out:
         with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-annotate status") as con:
             pulled = dict(con.execute(

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from annotate.client import connect
-from annotate.pull import annotator_id, pull
+from annotate.pull import NO_ENDORSEMENT, annotator_id, pull
 from annotate.push import CHANGE_LOG, ProjectOutdated, push
 from annotate.status import status
 from annotate.tasks import ITEM_KEY, cf_key, instructions, item_key, label_config
@@ -109,6 +109,14 @@ def test_an_old_project_is_refused_until_push_update_brings_it_up_to_date_and_lo
     assert got.new == 1
     with corpus.open(write=False) as con:
         assert con.execute("SELECT target_id, label FROM store.annotations").fetchall() == [("PA1", "self")]
+    # made under the old config, whose UI did not require question 2: stored, and never silently: pull and status
+    # name it by task and annotator
+    [missing] = got.incomplete
+    assert (missing.task_id, missing.annotator, missing.why) == (task_id, annotator_id("proj.annotator@trb.test"),
+                                                                 NO_ENDORSEMENT)
+    assert "1 stored incomplete" in got.summary() and any(f"task {task_id}," in line for line in got.lines())
+    [st] = [r for r in status(admin) if r.project_id == old["id"]]
+    assert [u.task_id for u in st.incomplete] == [task_id]
 
 
 def test_pull_lists_every_submission_it_cannot_take_keeps_notes_and_records_its_source(ls_server, admin, annotator,
