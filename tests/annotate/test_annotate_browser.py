@@ -111,7 +111,7 @@ def _pick(page, text):
 
 def _unobstructed(page, locator) -> bool:
     """The element is in the window and nothing (the bottom bar, a tooltip) lies over its centre."""
-    return locator.evaluate("""el => { const r = el.getBoundingClientRect();
+    return locator.evaluate("""el => { const r = el.getClientRects()[0];  // its first line, when it wraps
         const x = r.left + r.width / 2, y = r.top + r.height / 2;
         if (y < 0 || y > window.innerHeight || x < 0 || x > window.innerWidth) return false;
         const top = document.elementFromPoint(x, y); return !!top && (top === el || el.contains(top)); }""")
@@ -140,7 +140,17 @@ def _attribution_task(page, q1, q2=None, note=None, refuse_blank_q2=False):
         question.get_by_text("2. Did the agent endorse", exact=False).wait_for()
         # the note box and its Add button stay in view above the bottom bar, nothing over the outcome
         assert _unobstructed(page, question.locator("textarea[name=rationale]"))
-        assert _unobstructed(page, question.locator("button:has-text('Add')"))
+        add = question.locator("button:has-text('Add')")
+        assert _unobstructed(page, add)
+        clearance = add.evaluate("""el => { const bar = document.querySelector('.lsf-bottombar');
+            return Math.round((bar ? bar.getBoundingClientRect().top : window.innerHeight)
+                              - el.getBoundingClientRect().bottom); }""")
+        figures["add_clearance_px"] = min(figures.get("add_clearance_px", clearance), clearance)
+        assert clearance >= 0  # Add lies wholly above the bottom bar
+        assert _unobstructed(page, question.get_by_text("Not endorsed: produced", exact=False))  # question 2 too
+        # the question column ends above the bottom bar: what does not fit scrolls inside it, never under the bar
+        assert question.evaluate("""el => { const bar = document.querySelector('.lsf-bottombar');
+            return !bar || el.getBoundingClientRect().bottom <= bar.getBoundingClientRect().top; }""")
         assert _unobstructed(page, page.locator(".trb-outcome"))
         _audit_view(page)  # with "What came next" shown
         if refuse_blank_q2:  # question 2 left blank: refused, and the annotator is told which question
@@ -200,6 +210,7 @@ def _continuation_task(page, action=None, text=None, note_only=None):
     page.locator(".trb-report").wait_for()
     _audit_view(page)
     assert _submit_button(page).is_disabled()
+    assert _unobstructed(page, page.locator(".trb-question button:has-text('Add')"))  # above the bottom bar
     listed = page.locator(".trb-question").get_by_text("ask clarification", exact=True).count() > 0
     prompt = page.locator(".trb-question").inner_text()
     if not listed:  # open-ended: Submit stays disabled until the text is added, and the view says so
