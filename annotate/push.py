@@ -138,7 +138,7 @@ def push(
     with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-annotate push") as con:
         tasks = render_tasks(con, kind, where)
         targets = item_targets(con, kind)
-        every = render_tasks(con, kind) if update and where else tasks
+        every = render_tasks(con, kind, examples=True) if update else tasks  # the tasks already there, as now
         examples = len(example_items(con, kind))
     project, created = ensure_project(client, kind, title, overlap)
     report = PushReport(project, created, len(tasks), 0, 0, examples=examples)

@@ -195,13 +195,14 @@ AFTER_NOTE = "(the agent's later self-reports are not shown: they are its own vi
 _RULE = "\n\n"
 
 
-def _select_items(con, kind: str, where: str | None) -> list[tuple]:
+def _select_items(con, kind: str, where: str | None, examples: bool = False) -> list[tuple]:
     """The items of ``kind``, filtered by the user's SQL ``where``: run as one SELECT on a sandboxed connection."""
     import duckdb
 
     from toolkit.sql_sandbox import error_line, lock_down, single_select
 
-    sql = _ITEM_SQL[kind].format(where=f"{_NOT_EXAMPLE} AND ({where})" if where else _NOT_EXAMPLE)
+    keep = "true" if examples else _NOT_EXAMPLE
+    sql = _ITEM_SQL[kind].format(where=f"{keep} AND ({where})" if where else keep)
     if not where:
         return con.execute(sql).fetchall()
     lock_down(con)  # the user's SQL reaches the attached store and nothing else, from here on
@@ -213,8 +214,10 @@ def _select_items(con, kind: str, where: str | None) -> list[tuple]:
         raise UsageError(f"--where {where!r} is not a valid filter on the {kind} items: {why}") from None
 
 
-def render_tasks(con, kind: str, where: str | None = None) -> list[dict]:
+def render_tasks(con, kind: str, where: str | None = None, *, examples: bool = False) -> list[dict]:
     """Task data for every item of ``kind`` (optionally filtered by an SQL ``where`` on its table), by item id.
+    Items of example sessions are left out unless ``examples`` (push --update re-renders the example tasks an
+    older toolkit pushed, so that they too show nothing answer-bearing).
 
     ``con`` is an open corpus connection (``Corpus.open``). A ``where`` must keep the statement one SELECT, and
     runs sandboxed (:mod:`toolkit.sql_sandbox`): from then on ``con`` reads the databases already attached to it
@@ -223,7 +226,7 @@ def render_tasks(con, kind: str, where: str | None = None) -> list[dict]:
     """
     if kind not in KINDS:
         raise UsageError(f"--kind {kind!r} is not attribution or continuation")
-    items = _select_items(con, kind, where)
+    items = _select_items(con, kind, where, examples)
     sessions = sorted({row[1] for row in items})
     steps: dict[str, list[dict]] = defaultdict(list)
     language: dict[str, str | None] = {}
