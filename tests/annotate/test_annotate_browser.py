@@ -185,6 +185,12 @@ def test_attribution_tasks_answered_by_two_annotators_reach_the_corpus(ls_server
             page.locator(".trb-question").get_by_text("Can't tell", exact=False).first.hover()
             page.wait_for_timeout(800)
             assert _unobstructed(page, page.locator(".trb-outcome"))
+            assert page.evaluate("""() => { const q = document.querySelector('.trb-question').getBoundingClientRect();
+                return [...document.querySelectorAll('[role=tooltip], [class*=tooltip]')].filter(e => {
+                    const r = e.getBoundingClientRect(), st = getComputedStyle(e);
+                    return !e.className.toString().includes('wrapper') && r.width && st.visibility !== 'hidden'
+                        && st.opacity !== '0' && r.left < q.right && r.right > q.left && r.top < q.bottom
+                        && r.bottom > q.top; }).length; }""") == 0  # no tooltip over the question column
             for q1, q2, note, refuse in plan:
                 _attribution_task(page, q1, q2, note, refuse)
         finally:
