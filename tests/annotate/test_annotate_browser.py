@@ -109,12 +109,18 @@ def _pick(page, text):
     page.locator(".trb-question").get_by_text(text, exact=False).first.click()
 
 
-def _unobstructed(page, locator) -> bool:
-    """The element is in the window and nothing (the bottom bar, a tooltip) lies over its centre."""
-    return locator.evaluate("""el => { const r = el.getClientRects()[0];  // its first line, when it wraps
-        const x = r.left + r.width / 2, y = r.top + r.height / 2;
-        if (y < 0 || y > window.innerHeight || x < 0 || x > window.innerWidth) return false;
-        const top = document.elementFromPoint(x, y); return !!top && (top === el || el.contains(top)); }""")
+def _unobstructed(page, locator, seconds: float = 5) -> bool:
+    """The element is in the window and nothing (the bottom bar, a tooltip) lies over its centre, once the view
+    has settled (checked until ``seconds`` have passed: the stream may still be laying the task out)."""
+    for _ in range(int(seconds / 0.25)):
+        if locator.evaluate("""el => { const r = el.getClientRects()[0];  // its first line, when it wraps
+            if (!r) return false;
+            const x = r.left + r.width / 2, y = r.top + r.height / 2;
+            if (y < 0 || y > window.innerHeight || x < 0 || x > window.innerWidth) return false;
+            const top = document.elementFromPoint(x, y); return !!top && (top === el || el.contains(top)); }"""):
+            return True
+        page.wait_for_timeout(250)
+    return False
 
 
 def _audit_view(page):
