@@ -75,10 +75,20 @@ def _log_in(chromium, url, email):
 
 def _start_stream(page, url, project_id, heading):
     """Label All Tasks: the instructions come first; closed, the first task is there."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     page.goto(f"{url}/projects/{project_id}/data?labeling=1")
     page.get_by_text("Labeling Instructions").wait_for(timeout=30_000)
     assert page.get_by_text("Work only through", exact=False).first.is_visible()
-    page.keyboard.press("Escape")
+    modal = page.locator(".lsf-modal-ls_visible")
+    for _ in range(5):  # Escape closes it; pressed while it is still opening, it may be missed: press again
+        page.keyboard.press("Escape")
+        try:
+            modal.first.wait_for(state="detached", timeout=3_000)
+            break
+        except PlaywrightTimeout:  # still open
+            continue
+    assert modal.count() == 0, "the instructions did not close on Escape"
     page.locator(".trb-question").get_by_text(heading).wait_for(timeout=30_000)
 
 
