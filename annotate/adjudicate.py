@@ -1,6 +1,7 @@
 """``trb-annotate adjudicate``: turn agreeing annotators into labels, disagreement into a review queue.
 
-Attribution items (``caused_by_self``): over the latest revision of each annotator's label,
+Attribution items (``caused_by_self``): over the latest revision of each annotator's label (labels on items
+of example sessions, source kind ``illustrative``, are not votes: :func:`annotate.agreement.latest_labels`),
 an item with at least ``min_votes`` labels is decided by one of two rules (:data:`RULES`):
 
 - ``plurality-margin`` (the default): the most frequent label wins when it leads the runner-up
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from annotate.agreement import latest_labels
+from annotate.agreement import example_label_count, latest_labels
 from corpus.errors import UsageError
 from corpus.labels import QueueItem, add_annotations, decisions_sql, enqueue_review, make_annotation, now_iso
 from corpus.release import ANNOTATED_PHI_SQL
@@ -100,13 +101,15 @@ class AdjudicateReport:
     reviewed: int = 0  # decided by a reviewer already: left alone
     incomplete: int = 0  # fewer than min_votes labels
     phi_items: int = 0  # counterfactuals with Φ from annotators
+    example_labels: int = 0  # labels on items of example sessions (source kind illustrative): no votes
     decisions: dict[str, Decision] = field(default_factory=dict)
 
     def summary(self) -> str:
         return (f"adjudicate ({self.method}): {self.adjudicated} item(s) adjudicated, {self.unchanged} unchanged, "
                 f"{self.queued} queued for review ({self.already_queued} already queued), {self.reviewed} decided by "
                 f"a reviewer, {self.incomplete} with too few labels; Φ(r') from annotators for {self.phi_items} "
-                "counterfactual(s)")
+                "counterfactual(s)" + (f"; {self.example_labels} example label(s) (source kind illustrative) are "
+                                       "not votes" if self.example_labels else ""))
 
 
 def _endorsed(con, target: str, annotators: list[str]) -> bool | None:
@@ -155,7 +158,8 @@ def adjudicate(corpus: Corpus, *, rule: str = "plurality-margin", margin: int | 
     records, queue = [], []
     now = now_iso()
     with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-annotate adjudicate") as con:
-        units = latest_labels(con, "attribution", "attribution", "label")
+        units = latest_labels(con, "attribution", "attribution", "label")  # example items' labels are no votes
+        report.example_labels = example_label_count(con, "attribution", "attribution", "label")
         # decided by a person (corpus.labels' rule: a reviewer's "unsure" or a withdrawn label decides nothing)
         reviewed = {r[0] for r in con.execute(
             f"SELECT target_id FROM ({decisions_sql()}) WHERE role = 'reviewer' OR annotator_id <> ?",

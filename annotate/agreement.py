@@ -25,6 +25,15 @@ action), over the latest revision of each annotator's label on each item:
   others' answers; timestamps cannot prove a label was copied, but they bound how many labels
   could have been, so that a reader can judge independence (:func:`label_independence`).
 
+Question 2 of ``caused_by_self`` (did the agent endorse the outcome?) is a project of its own here,
+``endorsed``: α, κ and the disagreements over the labels that answered it (``endorsed`` / ``not endorsed``;
+a label of "something outside" or "can't tell" has no endorsement and is not counted).
+
+Only annotators' labels count. Labels on items of example sessions (source kind ``illustrative``, such as the
+packaged 7f3a reconstruction with its invented annotators: :data:`annotate.tasks.EXAMPLE_SOURCE_KINDS`), whoever
+gave them, are kept apart from α, κ, the disagreements, the independence counts and adjudication's votes (push
+never makes tasks of them; an older toolkit did); each result says how many it left out.
+
 Written continuations (open-ended steps) carry no category and are left out of α and κ (not
 of independence). Nothing here needs Label Studio: it reads the corpus store only.
 """
@@ -38,12 +47,14 @@ from itertools import combinations
 
 import numpy as np
 
+from annotate.tasks import EXAMPLE_SOURCE_KINDS
 from corpus.errors import UsageError
 from corpus.store import Corpus
 
 __all__ = ["PROJECTS", "LEVELS", "UNSURE_TREATMENTS", "ATTRIBUTION_ORDER", "Project", "PairKappa",
            "ProjectAgreement", "AlphaBootstrap", "agreement", "project_agreement", "latest_labels", "item_sessions",
-           "drop_unsure", "krippendorff_alpha", "bootstrap_alpha", "cohen_kappa", "Independence", "label_independence"]
+           "drop_unsure", "krippendorff_alpha", "bootstrap_alpha", "cohen_kappa", "Independence", "label_independence",
+           "example_label_count", "ENDORSED"]
 
 LEVELS = ("nominal", "ordinal")
 UNSURE_TREATMENTS = ("category", "missing")
@@ -62,9 +73,13 @@ class Project:
     order: tuple[str, ...] | None  # the labels' order (ordinal α), None when they have none
 
 
+#: The category of question 2 (endorsement) as the annotators' labels store it: a SQL expression.
+ENDORSED = "CASE endorsed WHEN true THEN 'endorsed' WHEN false THEN 'not endorsed' END"
 PROJECTS = {"caused_by_self": Project("attribution", "attribution", "label", "attribution", "item_id",
                                       ATTRIBUTION_ORDER),
+            "endorsed": Project("attribution", "attribution", ENDORSED, "attribution", "item_id", None),
             "continuation": Project("counterfactual", "action", "action", "counterfactuals", "cf_id", None)}
+_ITEMS = {"attribution": ("attribution", "item_id"), "counterfactual": ("counterfactuals", "cf_id")}
 
 Units = Mapping[str, Mapping[str, str]]  # item id -> {annotator: category}
 
@@ -112,6 +127,7 @@ class ProjectAgreement:
     kappa: list[PairKappa] = field(default_factory=list)
     disagreements: list[dict] = field(default_factory=list)  # {target_id, votes: {value: count}}
     independence: list[Independence] = field(default_factory=list)  # per annotator
+    example_labels: int = 0  # labels on items of example sessions (source kind illustrative): left out of it all
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -119,13 +135,27 @@ class ProjectAgreement:
         return d
 
 
-def latest_labels(con, target_kind: str, value_type: str, column: str) -> dict[str, dict[str, str]]:
-    """target id -> {annotator: category}, the latest revision of each annotator's ``annotator``-role label."""
+def _examples_sql(target_kind: str) -> str:
+    """The ids of the items of ``target_kind`` that belong to example sessions (EXAMPLE_SOURCE_KINDS)."""
+    table, col = _ITEMS[target_kind]
+    kinds = ", ".join(f"'{k}'" for k in EXAMPLE_SOURCE_KINDS)
+    return (f"SELECT {col} FROM store.{table} WHERE session_id IN "
+            f"(SELECT session_id FROM store.sessions WHERE source_kind IN ({kinds}))")
+
+
+def latest_labels(con, target_kind: str, value_type: str, column: str, *,
+                  examples: bool = False) -> dict[str, dict[str, str]]:
+    """target id -> {annotator: category}, the latest revision of each annotator's ``annotator``-role label
+    (``column``: a column or SQL expression; a latest revision whose category is NULL counts as no label).
+    Labels on example items (:func:`_examples_sql`) are left out unless ``examples``."""
+    keep = "" if examples else f"AND target_id NOT IN ({_examples_sql(target_kind)})"
     rows = con.execute(f"""
-        SELECT target_id, annotator_id, {column} FROM store.annotations
-        WHERE target_kind = ? AND value_type = ? AND role = 'annotator' AND {column} IS NOT NULL
-        QUALIFY row_number() OVER (PARTITION BY target_id, annotator_id
-                                   ORDER BY revision DESC, created_at DESC, annotation_id DESC) = 1
+        SELECT target_id, annotator_id, category FROM (
+            SELECT target_id, annotator_id, {column} AS category FROM store.annotations
+            WHERE target_kind = ? AND value_type = ? AND role = 'annotator' {keep}
+            QUALIFY row_number() OVER (PARTITION BY target_id, annotator_id
+                                       ORDER BY revision DESC, created_at DESC, annotation_id DESC) = 1)
+        WHERE category IS NOT NULL
         ORDER BY target_id, annotator_id""", [target_kind, value_type]).fetchall()
     out: dict[str, dict[str, str]] = defaultdict(dict)
     for target, who, value in rows:
@@ -133,17 +163,25 @@ def latest_labels(con, target_kind: str, value_type: str, column: str) -> dict[s
     return dict(out)
 
 
+def example_label_count(con, target_kind: str, value_type: str, column: str) -> int:
+    """How many (item, annotator) labels :func:`latest_labels` leaves out as example labels."""
+    examples = latest_labels(con, target_kind, value_type, column, examples=True)
+    real = latest_labels(con, target_kind, value_type, column)
+    return sum(len(v) for v in examples.values()) - sum(len(v) for v in real.values())
+
+
 def label_independence(con, target_kind: str) -> list[Independence]:
     """Per annotator: labels given, and how many after another annotator's label on the same item existed.
 
     A label's time is its latest revision's ``created_at``; another annotator's label existed from its
     first revision's. Every value type counts (written continuations too); roles other than
-    ``annotator`` (adjudications, reviews) are not labels here.
+    ``annotator`` (adjudications, reviews) are not labels here, nor are labels on example items.
     """
-    rows = con.execute("""
+    rows = con.execute(f"""
         WITH labels AS (
             SELECT target_id, annotator_id, created_at::TIMESTAMPTZ AS ts, revision, annotation_id
-            FROM store.annotations WHERE target_kind = ? AND role = 'annotator'),
+            FROM store.annotations WHERE target_kind = ? AND role = 'annotator'
+              AND target_id NOT IN ({_examples_sql(target_kind)})),
         latest AS (
             SELECT target_id, annotator_id, ts FROM labels
             QUALIFY row_number() OVER (PARTITION BY target_id, annotator_id
@@ -343,10 +381,13 @@ def agreement(corpus: Corpus, *, level: str = "nominal", unsure: str = "category
         data = {name: (latest_labels(con, p.target_kind, p.value_type, p.column), item_sessions(con, p), p)
                 for name, p in PROJECTS.items()}
         independence = {name: label_independence(con, p.target_kind) for name, p in PROJECTS.items()}
+        examples = {name: example_label_count(con, p.target_kind, p.value_type, p.column)
+                    for name, p in PROJECTS.items()}
     for name, (units, sessions, p) in data.items():
         if units:
             out[name] = project_agreement(name, units, sessions, level=level if p.order else "nominal",
                                           order=p.order, unsure=unsure if UNSURE in (p.order or ()) else None,
                                           reps=reps, seed=seed)
-            out[name].independence = independence[name]
+            out[name].independence = independence[name] if p.column != ENDORSED else []  # caused_by_self's
+            out[name].example_labels = examples[name]
     return out

@@ -127,7 +127,9 @@ def agreement(corpus_dir, as_json, level, unsure, reps, seed, wait_seconds) -> N
         click.echo(f"{name}: alpha ({how}) {f(a.alpha)} 95% CI {ci} from {a.resamples} resample(s) of "
                    f"{a.sessions} session(s), {a.undefined_resamples} undefined (left out); "
                    f"{a.items} item(s) ({a.pairable_items} with 2+ labels), {a.annotations} label(s), "
-                   f"{len(a.annotators)} annotator(s), {len(a.disagreements)} disagreement(s)")
+                   f"{len(a.annotators)} annotator(s), {len(a.disagreements)} disagreement(s)"
+                   + (f"; {a.example_labels} example label(s) (source kind illustrative) left out"
+                      if a.example_labels else ""))
         for k in a.kappa:
             click.echo(f"  kappa {k.a} / {k.b}: {f(k.kappa)} over {k.n} item(s)")
         for i in a.independence:
@@ -165,16 +167,22 @@ def adjudicate(corpus_dir, rule, margin, min_votes, as_json, wait_seconds) -> No
 
 
 @cli.command()
+@click.option("--corpus", "corpus_dir", type=click.Path(file_okay=False), default=None,
+              help="Corpus directory: also say how many of each project's labels it holds (pulled). Default: "
+                   "$TRB_CORPUS when set, else none (status reads the server only).")
 @click.option("--project", "title", default=None, help="Project title (default: every project made by push).")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
-def status(title, as_json) -> None:
+@_wait_option
+def status(corpus_dir, title, as_json, wait_seconds) -> None:
     """Per project: tasks, labels, completion, annotators, and every submission that is not a label."""
+    import os
     from dataclasses import asdict
 
     from annotate.client import connect
     from annotate.status import status as run
 
-    rows = run(connect(), title=title)
+    given = corpus_dir or os.environ.get("TRB_CORPUS")
+    rows = run(connect(), title=title, corpus=_corpus(corpus_dir) if given else None, wait_seconds=wait_seconds)
     if as_json:
         click.echo(json.dumps([asdict(r) for r in rows], indent=2))
         return
@@ -186,8 +194,10 @@ def status(title, as_json) -> None:
         why = f" ({', '.join(f'{n} {k}' for k, n in sorted(r.not_taken.items()))})" if bad else ""
         click.echo(f"{r.title} (id {r.project_id}, {r.kind}, overlap {r.overlap}): {r.tasks} task(s), "
                    f"{r.annotations} label(s), {r.finished_tasks} complete ({done}), "
-                   f"{len(r.annotators)} annotator(s), {bad} submission(s) that are not labels{why}")
-        for u in r.unusable:
+                   f"{len(r.annotators)} annotator(s), {bad} submission(s) that are not labels{why}"
+                   + (f"; {len(r.incomplete)} label(s) incomplete" if r.incomplete else "")
+                   + (f"; {r.pulled} pulled into the corpus" if r.pulled is not None else ""))
+        for u in r.unusable + r.incomplete:
             click.echo(f"  {u.line()}")
 
 

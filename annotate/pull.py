@@ -60,7 +60,7 @@ from corpus.labels import add_annotations, make_annotation, now_iso
 from corpus.store import Corpus
 from toolkit.urls import redact_url
 
-__all__ = ["PullReport", "Unusable", "all_annotated_tasks", "pull", "annotator_id", "parse_result", "classify", "reason_category", "task_space", "who",
+__all__ = ["PullReport", "Unusable", "incomplete", "NO_ENDORSEMENT", "all_annotated_tasks", "pull", "annotator_id", "parse_result", "classify", "reason_category", "task_space", "who",
            "ATTRIBUTION_LABELS",
            "SKIPPED"]
 
@@ -76,6 +76,15 @@ LEDGER_VERSION = 1
 #: Why a submission the annotator skipped (Label Studio's Skip) is not taken.
 SKIPPED = "skipped by the annotator (Skip)"
 _ENDORSED = {"endorsed": True, "not endorsed": False}
+#: Why a label is incomplete: "the agent" without question 2 (Label Studio's UI requires it since config v3).
+NO_ENDORSEMENT = "'the agent' without an answer to question 2 (endorsed?): stored without its endorsement"
+
+
+def incomplete(value: dict) -> str | None:
+    """Why a label that can be stored still lacks an answer to a question that applied (None: complete)."""
+    if value.get("type") == "attribution" and value.get("label") == "self" and "endorsed" not in value:
+        return NO_ENDORSEMENT
+    return None
 
 
 def annotator_id(email: str) -> str:
@@ -108,7 +117,8 @@ class PullReport:
     unchanged: int = 0
     skipped: Counter = field(default_factory=Counter)  # why -> how many submissions were not taken
     unusable: list[Unusable] = field(default_factory=list)  # every one of them, by task and annotator
-    notes_kept: int = 0  # notes typed beside an action or a continuation, kept as the rationale
+    incomplete: list[Unusable] = field(default_factory=list)  # stored, but a question that applied is unanswered
+    notes_kept: int = 0  # notes typed beside an answer (any project), stored by this pull as the rationale
     fetched: int = 0  # annotations read from the server by this pull (the rest are as the ledger has them)
     full: list[int] = field(default_factory=list)  # projects read in full (no usable ledger, or full=True)
     reconciled: list[int] = field(default_factory=list)  # projects whose ledger disagreed with the server's counts
@@ -124,6 +134,7 @@ class PullReport:
             f", {len(self.full)} project(s) in full" if self.full else "") + (
             f", {len(self.reconciled)} project(s) re-checked task by task" if self.reconciled else "")
         gone = f", {len(self.deleted)} deleted on the server since pulled (kept)" if self.deleted else ""
+        gone += f", {len(self.incomplete)} stored incomplete (listed below)" if self.incomplete else ""
         return (f"pulled {', '.join(self.projects) or 'no project'}: {self.seen} annotation(s) seen ({read}), "
                 f"{self.new} new, {self.revised} new revision(s), {self.unchanged} unchanged{notes}{gone}, "
                 f"{skipped} not taken{why}")
@@ -137,6 +148,10 @@ class PullReport:
         if self.unusable:
             out.append("not taken (fix or delete them in Label Studio, then pull again):")
             out += [f"  {u.line()}" for u in self.unusable]
+        if self.incomplete:
+            out.append("stored, but incomplete (made through the API or a project older than labelling config v3, "
+                       "whose UI did not require question 2; complete them in Label Studio, then pull again):")
+            out += [f"  {u.line()}" for u in self.incomplete]
         if self.deleted:
             out.append("deleted in Label Studio since they were pulled (their rows stay in the corpus, which never "
                        "deletes a label; a reviewer's label can overrule them):")
@@ -471,6 +486,8 @@ def _task_records(task: dict, p: Project, target_kind: str, targets: dict, users
             continue
         target_id = target[0]
         ls_id = int(ann["id"])
+        if incomplete(value):
+            report.incomplete.append(Unusable(p.title, p.id, int(task["id"]), ls_id, shown, incomplete(value)))
         ledger[ls_id] = None
         prev = stored.get(ls_id)
         if prev is None:
@@ -485,7 +502,7 @@ def _task_records(task: dict, p: Project, target_kind: str, targets: dict, users
             report.new += 1
         else:
             report.revised += 1
-        if value["type"] != "attribution" and value.get("rationale"):
+        if value.get("rationale"):  # a note beside any answer (attribution or continuation) stored by this pull
             report.notes_kept += 1
         yield make_annotation(
             target_kind=target_kind, target_id=target_id, annotator_id=annotator_id(email), value=value,

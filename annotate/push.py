@@ -36,7 +36,15 @@ from tqdm import tqdm
 
 from annotate.client import PROJECT_SETTINGS, LabelStudioClient, Project
 from annotate.errors import LabelStudioFailed, LabelStudioUnreachable
-from annotate.tasks import ITEM_KEY, KINDS, item_targets, project_settings, render_tasks
+from annotate.tasks import (
+    EXAMPLE_SOURCE_KINDS,
+    ITEM_KEY,
+    KINDS,
+    example_items,
+    item_targets,
+    project_settings,
+    render_tasks,
+)
 from corpus.errors import UsageError
 from corpus.store import Corpus
 from schemas.versions import TOOLKIT_VERSION
@@ -63,14 +71,17 @@ class PushReport:
     task_ids: list[int] = field(default_factory=list)
     updated_fields: list[str] = field(default_factory=list)  # push --update: the project fields changed
     rerendered: int = 0  # push --update: tasks whose data was re-rendered
+    examples: int = 0  # items of example sessions in the corpus: never pushed (the instructions' examples)
 
     def summary(self) -> str:
         made = "created" if self.created_project else "found"
         updated = (f"; updated in place: {', '.join(self.updated_fields) or 'no field'} changed, "
                    f"{self.rerendered} task(s) re-rendered (logged in {CHANGE_LOG})"
                    if self.updated_fields or self.rerendered else "")
+        examples = (f"; {self.examples} example item(s) never pushed (source kind "
+                    f"{' or '.join(EXAMPLE_SOURCE_KINDS)}: the instructions' examples)" if self.examples else "")
         return (f"project {self.project.title!r} (id {self.project.id}, {made}): {self.items} item(s) selected, "
-                f"{self.already} already there, {self.imported} imported{updated}")
+                f"{self.already} already there, {self.imported} imported{updated}{examples}")
 
 
 def ensure_project(client: LabelStudioClient, kind: str, title: str | None = None,
@@ -127,9 +138,10 @@ def push(
     with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-annotate push") as con:
         tasks = render_tasks(con, kind, where)
         targets = item_targets(con, kind)
-        every = render_tasks(con, kind) if update and where else tasks
+        every = render_tasks(con, kind, examples=True) if update else tasks  # the tasks already there, as now
+        examples = len(example_items(con, kind))
     project, created = ensure_project(client, kind, title, overlap)
-    report = PushReport(project, created, len(tasks), 0, 0)
+    report = PushReport(project, created, len(tasks), 0, 0, examples=examples)
     ledger = _Ledger(corpus.dir, client.url, project.id)
     if not created:
         stale = outdated_fields(project)

@@ -11,7 +11,12 @@ Two kinds of item, one Label Studio project each:
   steps before it and what the agent saw at t), the counterfactual self-report r' slot by
   slot, and the step's action space as the choices.
 
-Nothing in a task hints at the answer: every task's key is an opaque hash of its item id
+Nothing in a task hints at the answer. Items of example sessions (source kind ``illustrative``, such as
+the packaged 7f3a reconstruction, which the instructions' worked examples come from) are never rendered
+as tasks: an annotator is never asked a question the instructions answer. What came after the outcome
+is shown as what the agent saw, did and what followed, never its later self-reports (its credit belief
+about this outcome, an "endorses last output" slot: the agent's own answer to the question asked).
+Every task's key is an opaque hash of its item id
 (item ids often name their answer, ``…-clock-jump``, or their origin, ``…-syn-t4``); design
 labels, notes, origins, flags and authors are left out. Steps are numbered from 1, as the
 observations of human sessions number them ("step 3 of 11"); r_t slots go one a line under
@@ -34,13 +39,18 @@ import orjson
 
 from corpus.errors import UsageError
 
-__all__ = ["KINDS", "ITEM_KEY", "ProjectKind", "label_config", "instructions", "item_key", "cf_key",
+__all__ = ["KINDS", "ITEM_KEY", "EXAMPLE_SOURCE_KINDS", "example_items", "ProjectKind", "label_config", "instructions", "item_key", "cf_key",
            "render_tasks", "item_targets", "action_label", "project_settings"]
 
 #: The task data field that holds the item's stable key.
 ITEM_KEY = "trb_item_id"
 _CONFIGS = resources.files("annotate") / "configs"  # package data
 _INSTRUCTIONS = resources.files("annotate") / "instructions"
+#: Source kinds whose sessions are examples (the instructions' worked examples): never pushed as tasks, and
+#: their annotations never counted as annotators' labels (see :mod:`annotate.agreement`).
+EXAMPLE_SOURCE_KINDS = ("illustrative",)
+_NOT_EXAMPLE = ("session_id NOT IN (SELECT session_id FROM store.sessions WHERE source_kind IN ("
+                + ", ".join(f"'{k}'" for k in EXAMPLE_SOURCE_KINDS) + "))")
 #: How many steps after the outcome the endorsement question shows.
 AFTER_STEPS = 2
 
@@ -135,12 +145,11 @@ _SLOT_NAMES = {"goal": "Goal", "planned_next": "Plans to do next",
                "caused_by_self": "Its belief that it caused the previous outcome", "confidence": "Confidence"}
 
 
-def _slot_lines(goal, planned_next, caused_by_self, confidence, ext, *, indent: str = "  ",
-                hide_credit: bool = False) -> list[str]:
+def _slot_lines(goal, planned_next, caused_by_self, confidence, ext, *, indent: str = "  ") -> list[str]:
     lines = []
     for name, value in (("goal", goal), ("planned_next", planned_next), ("caused_by_self", caused_by_self),
                         ("confidence", confidence)):
-        if value is None or (hide_credit and name == "caused_by_self"):
+        if value is None:
             continue
         shown = _pct(value) if name in ("caused_by_self", "confidence") else \
             (action_label(value) if name == "planned_next" else _num(value))
@@ -152,14 +161,15 @@ def _slot_lines(goal, planned_next, caused_by_self, confidence, ext, *, indent: 
     return lines or [f"{indent}(no slots reported)"]
 
 
-def _step_text(s: dict, n_steps: int, *, upto: str = "outcome", hide_credit: bool = False) -> str:
-    """One step as an annotator reads it. ``upto``: observation | action | outcome."""
+def _step_text(s: dict, n_steps: int, *, upto: str = "outcome", report: bool = True) -> str:
+    """One step as an annotator reads it. ``upto``: observation | action | outcome; ``report``: with its r_t."""
     lines = [f"Step {s['t'] + 1} of {n_steps}", "What the agent saw:", f"  {s['observation']}"]
     if upto == "observation":
         return "\n".join(lines)
-    lines.append("Its self-report at this step (r_t):")
-    lines += _slot_lines(s["r_goal"], s["r_planned_next"], s["r_caused_by_self"], s["r_confidence"], s["r_ext"],
-                         hide_credit=hide_credit) if s["has_r"] else ["  (not recorded)"]
+    if report:
+        lines.append("Its self-report at this step (r_t):")
+        lines += _slot_lines(s["r_goal"], s["r_planned_next"], s["r_caused_by_self"], s["r_confidence"],
+                             s["r_ext"]) if s["has_r"] else ["  (not recorded)"]
     space, texts = s["action_space"], s["action_texts"]
     lines.append(f"What it did: {action_shown(s['action'], space, texts) if space else s['action']}")
     if space and texts:  # option texts may hold any punctuation: one per line
@@ -176,20 +186,23 @@ def _step_text(s: dict, n_steps: int, *, upto: str = "outcome", hide_credit: boo
 _STEP_COLS = ["session_id", "t", "observation", "has_r", "r_goal", "r_planned_next", "r_caused_by_self",
               "r_confidence", "r_ext", "action", "action_space", "action_texts", "outcome"]
 _ITEM_SQL = {
-    "attribution": "SELECT item_id, session_id, t FROM store.attribution{where} ORDER BY item_id",
+    "attribution": "SELECT item_id, session_id, t FROM store.attribution WHERE {where} ORDER BY item_id",
     "continuation": "SELECT cf_id, session_id, t, rp_goal, rp_planned_next, rp_caused_by_self, rp_confidence, rp_ext "
-                    "FROM store.counterfactuals{where} ORDER BY cf_id",
+                    "FROM store.counterfactuals WHERE {where} ORDER BY cf_id",
 }
+#: What came after the outcome, for the endorsement question: the agent's later self-reports are not shown.
+AFTER_NOTE = "(the agent's later self-reports are not shown: they are its own view of this outcome)"
 _RULE = "\n\n"
 
 
-def _select_items(con, kind: str, where: str | None) -> list[tuple]:
+def _select_items(con, kind: str, where: str | None, examples: bool = False) -> list[tuple]:
     """The items of ``kind``, filtered by the user's SQL ``where``: run as one SELECT on a sandboxed connection."""
     import duckdb
 
     from toolkit.sql_sandbox import error_line, lock_down, single_select
 
-    sql = _ITEM_SQL[kind].format(where=f" WHERE ({where})" if where else "")
+    keep = "true" if examples else _NOT_EXAMPLE
+    sql = _ITEM_SQL[kind].format(where=f"{keep} AND ({where})" if where else keep)
     if not where:
         return con.execute(sql).fetchall()
     lock_down(con)  # the user's SQL reaches the attached store and nothing else, from here on
@@ -201,8 +214,10 @@ def _select_items(con, kind: str, where: str | None) -> list[tuple]:
         raise UsageError(f"--where {where!r} is not a valid filter on the {kind} items: {why}") from None
 
 
-def render_tasks(con, kind: str, where: str | None = None) -> list[dict]:
+def render_tasks(con, kind: str, where: str | None = None, *, examples: bool = False) -> list[dict]:
     """Task data for every item of ``kind`` (optionally filtered by an SQL ``where`` on its table), by item id.
+    Items of example sessions are left out unless ``examples`` (push --update re-renders the example tasks an
+    older toolkit pushed, so that they too show nothing answer-bearing).
 
     ``con`` is an open corpus connection (``Corpus.open``). A ``where`` must keep the statement one SELECT, and
     runs sandboxed (:mod:`toolkit.sql_sandbox`): from then on ``con`` reads the databases already attached to it
@@ -211,7 +226,7 @@ def render_tasks(con, kind: str, where: str | None = None) -> list[dict]:
     """
     if kind not in KINDS:
         raise UsageError(f"--kind {kind!r} is not attribution or continuation")
-    items = _select_items(con, kind, where)
+    items = _select_items(con, kind, where, examples)
     sessions = sorted({row[1] for row in items})
     steps: dict[str, list[dict]] = defaultdict(list)
     language: dict[str, str | None] = {}
@@ -232,27 +247,39 @@ def render_tasks(con, kind: str, where: str | None = None) -> list[dict]:
                 "step_label": f"{t + 1} of {n}", "language": _language(language.get(session_id))}
         if kind == "attribution":
             text = _RULE.join([*(_step_text(s, n) for s in ss[:t]), _step_text(ss[t], n, upto="action")])
-            after = [_step_text(s, n, hide_credit=True) for s in ss[t + 1: t + 1 + AFTER_STEPS]]
+            after = [_step_text(s, n, report=False) for s in ss[t + 1: t + 1 + AFTER_STEPS]]
             if t + 1 + AFTER_STEPS < n:
                 after.append(f"(… {n - t - 1 - AFTER_STEPS} more step(s) not shown)")
+            if after:
+                after.append(AFTER_NOTE)
             out.append({**head, "session_text": text, "outcome": ss[t]["outcome"] or "(none)",
                         "after_text": _RULE.join(after) if after else "(the session ends with this outcome)"})
         else:
             text = _RULE.join([*(_step_text(s, n) for s in ss[:t]), _step_text(ss[t], n, upto="observation")])
             space = ss[t]["action_space"] or []
             texts = ss[t]["action_texts"]
-            prompt = ("Choose the action this agent takes next (one of the list)." if space else
-                      "No list of actions at this step: write what this agent says or does next.")
+            prompt = ("Choose the action this agent takes next (one of the list). Required: a note without an action "
+                      "is not an answer and is refused." if space else
+                      "No list of actions at this step: write what this agent says or does next, then press Add "
+                      "(Submit stays disabled until it is added).")
             out.append({**head, "context_text": text,
                         "r_prime_text": "\n".join(_slot_lines(*row[3:8], indent="")),
-                        "action_options": [{"value": a, "html": html.escape(action_shown(a, space, texts)),
-                                            "hint": f"action id: {a}"} for a in space],
+                        "action_options": [{"value": a, "html": html.escape(action_shown(a, space, texts))}
+                                           for a in space],
                         "open_ended": not space, "prompt": prompt,
                         # one text box: a note beside the chosen action, or the continuation itself
                         "continuation_label": ("Note (optional): why, or what was unclear" if space else
                                                "Write what the agent says or does next, as the agent would say or "
                                                "do it (not a description of it)")})
     return out
+
+
+def example_items(con, kind: str) -> list[str]:
+    """The ids of the items of ``kind`` that are examples (their session's source kind is one of
+    :data:`EXAMPLE_SOURCE_KINDS`): never rendered as tasks."""
+    table, col = ("attribution", "item_id") if kind == "attribution" else ("counterfactuals", "cf_id")
+    return [r[0] for r in con.execute(f"SELECT {col} FROM store.{table} WHERE NOT ({_NOT_EXAMPLE}) "
+                                      f"ORDER BY 1").fetchall()]
 
 
 def item_targets(con, kind: str) -> dict[str, tuple[str, list[str] | None]]:

@@ -27,6 +27,7 @@ set it is refused, so CI never skips them.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -370,7 +371,11 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 def signup(url: str, admin_token: str, email: str, password: str = "annotator-pw-123") -> str:
-    """Make a real user of the organisation (invite link + sign-up form) and return that user's own token."""
+    """Make a real user of the organisation (invite link + sign-up form) and return that user's own token.
+
+    The user gets a first and last name from the e-mail's local part (``ui.one@…`` -> "Ui One"), as an operator
+    should give every annotator: Label Studio's avatar shows their initials ("UO"), or without a name the first
+    two letters of the e-mail, which ``ui.one`` and ``ui.two`` share ("UI")."""
     import httpx
 
     invite = httpx.get(f"{url}/api/invite", headers={"Authorization": f"Token {admin_token}"}, timeout=30)
@@ -383,4 +388,11 @@ def signup(url: str, admin_token: str, email: str, password: str = "annotator-pw
         r.raise_for_status()
         t = c.get("/api/current-user/token")
         t.raise_for_status()
-        return t.json()["token"]
+        token = t.json()["token"]
+    parts = [p.capitalize() for p in re.split(r"[._+-]", email.split("@")[0]) if p] or ["Annotator"]
+    first, last = parts[0], " ".join(parts[1:]) or "X"
+    with httpx.Client(base_url=url, timeout=30, headers={"Authorization": f"Token {token}"}) as c:
+        me = c.get("/api/current-user/whoami")
+        me.raise_for_status()
+        c.patch(f"/api/users/{me.json()['id']}/", json={"first_name": first, "last_name": last}).raise_for_status()
+    return token

@@ -207,10 +207,21 @@ def test_cli_push_status_and_pull(ls_server, corpus, capsys, monkeypatch):
                           "--corpus", corpus.dir, "--project", "cli project", "--overlap", "2", "-q")
     assert code == 0 and "4 imported" in err and out == ""
     code, out, err = _cli(capsys, monkeypatch, ls_server.url, ls_server.token, "status", "--project", "cli project")
-    assert code == 0 and "4 task(s), 0 label(s)" in out and "overlap 2" in out
+    assert code == 0 and "4 task(s), 0 label(s)" in out and "overlap 2" in out and "pulled" not in out
+    admin = connect(ls_server.url, ls_server.token, backoff=0.01)
+    [project] = [p for p in admin.projects() if p.title == "cli project"]
+    task = admin.task_keys(project.id, ITEM_KEY)[item_key("attribution", "A1")]
+    admin.create_annotation(task, [_choice("caused_by_self", "self"), _choice("endorsed", "endorsed")])
+    # status takes --corpus like the other subcommands, and says what the corpus holds of each project
+    code, out, err = _cli(capsys, monkeypatch, ls_server.url, ls_server.token, "status", "--project", "cli project",
+                          "--corpus", corpus.dir)
+    assert code == 0 and "4 task(s), 1 label(s)" in out and "; 0 pulled into the corpus" in out
     code, out, err = _cli(capsys, monkeypatch, ls_server.url, ls_server.token, "pull", "--corpus", corpus.dir,
                           "--project", "cli project", "-q")
-    assert code == 0 and "0 new" in err
+    assert code == 0 and "1 new" in err
+    code, out, err = _cli(capsys, monkeypatch, ls_server.url, ls_server.token, "status", "--project", "cli project",
+                          "--corpus", corpus.dir)
+    assert code == 0 and "; 1 pulled into the corpus" in out
 
 
 def test_errors_are_one_line_with_an_exit_code_and_never_show_the_key(ls_server, admin, corpus, capsys,

@@ -129,16 +129,16 @@ def test_tasks_show_the_session_and_hide_where_r_prime_came_from(labelled):
     assert "\n  Goal: C3\n  Plans to do next: right\n  Its belief that it caused the previous outcome: 50%\n" \
            "  Confidence: 60%\n" in first["session_text"]
     assert "caused_by_self" not in first["session_text"]
-    # what came after (for endorsement) shows the next step without the agent's credit belief
+    # what came after (for endorsement) shows the next step without the agent's later self-report
     assert "Step 3 of 3" in first["after_text"] and "moved to B4" in first["after_text"]
-    assert "belief that it caused" not in first["after_text"]
+    assert "belief that it caused" not in first["after_text"] and "self-report at this step" not in first["after_text"]
     assert att[1]["after_text"] == "(the session ends with this outcome)"
     [task] = cont
     assert task["trb_item_id"] == cf_key("s1.t1.syn")
     assert "syn" not in json.dumps(task) and "origin" not in json.dumps(task)
     assert task["r_prime_text"] == "Goal: C3\nPlans to do next: up"
     assert [o["value"] for o in task["action_options"]] == ["up", "down", "left", "right", "wait"]
-    assert task["action_options"][0] == {"value": "up", "html": "up", "hint": "action id: up"}
+    assert task["action_options"][0] == {"value": "up", "html": "up"}  # no tooltip: it would cover the question
     assert "step 1: you are at B2" in task["context_text"] and "moved to B3" not in task["context_text"]
     assert task["step_label"] == "2 of 3" and not task["open_ended"]
 

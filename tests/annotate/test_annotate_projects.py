@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from annotate.client import connect
-from annotate.pull import annotator_id, pull
+from annotate.pull import NO_ENDORSEMENT, annotator_id, pull
 from annotate.push import CHANGE_LOG, ProjectOutdated, push
 from annotate.status import status
 from annotate.tasks import ITEM_KEY, cf_key, instructions, item_key, label_config
@@ -109,6 +109,14 @@ def test_an_old_project_is_refused_until_push_update_brings_it_up_to_date_and_lo
     assert got.new == 1
     with corpus.open(write=False) as con:
         assert con.execute("SELECT target_id, label FROM store.annotations").fetchall() == [("PA1", "self")]
+    # made under the old config, whose UI did not require question 2: stored, and never silently: pull and status
+    # name it by task and annotator
+    [missing] = got.incomplete
+    assert (missing.task_id, missing.annotator, missing.why) == (task_id, annotator_id("proj.annotator@trb.test"),
+                                                                 NO_ENDORSEMENT)
+    assert "1 stored incomplete" in got.summary() and any(f"task {task_id}," in line for line in got.lines())
+    [st] = [r for r in status(admin) if r.project_id == old["id"]]
+    assert [u.task_id for u in st.incomplete] == [task_id]
 
 
 def test_pull_lists_every_submission_it_cannot_take_keeps_notes_and_records_its_source(ls_server, admin, annotator,
@@ -175,3 +183,26 @@ def test_a_pull_into_a_corpus_over_the_cap_says_how_many_human_counterfactuals_a
         "1 more human-origin counterfactual(s) are needed" in warning[0]
     nothing_new = pull(c, admin, title="over-the-cap continuation")  # nothing written: nothing to warn about
     assert nothing_new.ingest is None and not any(line.startswith("warning:") for line in nothing_new.lines())
+
+
+def test_push_update_rerenders_an_example_task_an_older_toolkit_pushed_and_pushes_no_new_one(ls_server, admin,
+                                                                                                tmp_path):
+    from corpus.examples import example_path
+
+    c = Corpus(init_corpus(tmp_path / "ex"))
+    ingest(c, [example_path("7f3a"), write_jsonl(tmp_path / "in.jsonl", [session("s9"),
+                                                                          attribution("s9.t1.attr", "s9", 1)])],
+           progress=False)
+    # as trb-annotate 0.1 pushed it: an example item as a task, "What came next" with the agent's next self-report
+    old = _raw(ls_server, "POST", "/api/projects", {
+        "title": "old example attribution", "label_config": OLD_CONFIG, "maximum_annotations": 3,
+        "description": "trb-annotate kind=attribution (made by trb-annotate; do not edit)"})
+    _raw(ls_server, "POST", f"/api/projects/{old['id']}/import", [{"data": {
+        ITEM_KEY: "7f3a-attr-2plus2", "t": 1, "session_text": "Step 1 ...", "outcome": "2+2=2",
+        "after_text": "Step 2 of 8\nIts self-report at this step (r_t):\n  Endorses last output: no"}}])
+    rep = push(c, admin, "attribution", title="old example attribution", update=True)
+    assert (rep.rerendered, rep.imported, rep.examples) == (1, 1, 3)  # re-rendered; s9's item added, no example
+    data = {d[ITEM_KEY]: d for _, d in admin.tasks_data(old["id"])}
+    assert sorted(data) == sorted([item_key("attribution", "7f3a-attr-2plus2"), item_key("attribution", "s9.t1.attr")])
+    after = data[item_key("attribution", "7f3a-attr-2plus2")]["after_text"]
+    assert "Step 2 of 8" in after and "Endorses last output" not in after and "self-report at this step" not in after
