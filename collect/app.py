@@ -9,21 +9,26 @@ experimenter may type one) → one screen per step (the observation, the outcome
 step, the r_t form, the action) with a screen between sessions → the revisions (the study's
 chosen steps) → save (the ingest; a busy corpus is shown and can be retried).
 
-A header shows where the subject is (session k of m · step i of n, or revision k of n); ``?``
-(or F1; even in a text field) lists every key; Ctrl+Q leaves, keeping the answers so far as a draft that
-``--resume`` picks up.
+A header shows where the subject is (session k of m · step i of n, or revision k of n); F1 (anywhere) or
+``?`` (outside a text field: in one, ``?`` is typed like any character) lists every key; Ctrl+Q leaves,
+keeping the answers so far as a draft that ``--resume`` picks up.
+
+Every key goes through one :class:`~collect.keys.KeyRouter`: applied in the order typed, each to the end
+before the next (a burst loses nothing); keys typed before a new screen or step was drawn are set aside.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding
 from textual.markup import escape
 from textual.screen import Screen
 
-from collect.recorder import Collection
+from collect.keys import KeyRouter
+from collect.recorder import Collection, check_subject_id
 from collect.study import Study
 from corpus.store import Corpus
 
@@ -55,7 +60,8 @@ class CollectApp(App[Outcome]):
     TITLE = "trb-collect"
     ENABLE_COMMAND_PALETTE = False  # every action has a key (see ?)
     BINDINGS = [
-        Binding("question_mark,f1", "help", "Help", priority=True),  # even in a text field: "?" always helps
+        Binding("f1", "help", "Help", priority=True),  # even in a text field
+        Binding("question_mark", "help", "Help"),  # a text field takes "?" as a character first
         Binding("ctrl+q", "leave", "Leave", priority=True),
     ]
     CSS = """
@@ -71,6 +77,8 @@ class CollectApp(App[Outcome]):
         super().__init__()
         self.study = study
         self.corpus = corpus.require()
+        if subject_id is not None:
+            check_subject_id(subject_id)  # an e-mail or a phone number is refused now, before consent is asked
         self.subject_id = subject_id
         self.context_id = context_id
         study.context(context_id)  # an unknown context is refused now, not after consent
@@ -78,6 +86,24 @@ class CollectApp(App[Outcome]):
         self.collection: Collection | None = Collection.resume(corpus, resume, study) if resume else None
         self.resumed_from = resume
         self.saved = False
+        self.keys = KeyRouter(self)
+
+    # ------------------------------------------------------------------ keys and screens
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            await self.keys.take(event)  # in order, each to the end (collect.keys)
+            return
+        await super().on_event(event)
+
+    def push_screen(self, screen, *args, **kwargs):
+        if getattr(screen, "releases_keys", False):
+            self.keys.hold()  # released when the screen has been drawn (collect.keys.ShownScreen)
+        return super().push_screen(screen, *args, **kwargs)
+
+    def switch_screen(self, screen):
+        if getattr(screen, "releases_keys", False) and screen is not self.screen:
+            self.keys.hold()
+        return super().switch_screen(screen)
 
     # ------------------------------------------------------------------ where the subject is
     def progress_line(self) -> str:
@@ -92,7 +118,7 @@ class CollectApp(App[Outcome]):
             total = len(c.revisions) + len(todo)
             where = (f"all {len(c.sessions)} sessions done · revision {len(c.revisions) + 1} of {total}" if todo
                      else f"all {len(c.sessions)} sessions done · {'saved' if self.saved else 'saving'}")
-        return f"[b]{escape(self.study.id)}[/b] │ [b]{escape(where)}[/b] │ ? help · Ctrl+Q leave"
+        return f"[b]{escape(self.study.id)}[/b] │ [b]{escape(where)}[/b] │ F1 help · Ctrl+Q leave"
 
     def next_screen(self) -> Screen:
         """The screen for where the run stands: a step, a revision, or the save."""
@@ -127,10 +153,10 @@ class CollectApp(App[Outcome]):
 
     # ------------------------------------------------------------------ leaving
     def draft_note(self) -> str:
-        c = self.collection
-        return (f"Your answers so far are kept as draft {c.draft_id} beside the corpus; nothing is added to the "
-                "corpus until the end. The experimenter can resume it (trb-collect run … --resume "
-                f"{c.draft_id}) or discard it (trb-collect drafts discard {c.draft_id}).")
+        """What the subject is told about their answers when leaving (or when the save fails): in their words; the
+        experimenter's commands go to stderr (:meth:`leave_outcome`; in a browser, the server's log)."""
+        return ("Your answers so far are kept safe, but they are not added to the study until you finish. If you "
+                "leave now, the experimenter can let you carry on later from where you stopped.")
 
     def leave_outcome(self) -> Outcome:
         c = self.collection

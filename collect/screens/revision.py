@@ -11,9 +11,9 @@ from textual.events import DescendantFocus
 from textual.markup import escape
 from textual.widgets import Static
 
+from collect.recorder import AnswersRefused, RInput
 from collect.screens.base import CollectScreen
 from collect.widgets.r_form import RForm, hint_for
-from toolkit.errors import ToolkitError
 
 __all__ = ["RevisionScreen", "said_text"]
 
@@ -57,7 +57,8 @@ class RevisionScreen(CollectScreen):
             yield Static("Had you planned otherwise here, what would you have done? Change your answers below, "
                          "then choose the move you would then have made. [dim](Esc: skip this step)[/dim]",
                          id="prompt")
-            yield RForm(x["action_space"], ask_cause=x["step"] > 1, revision=True, prefill=x["r"], id="form")
+            yield RForm(x["action_space"], ask_cause=x["step"] > 1, revision=True, prefill=x["r"], id="form",
+                        on_submit=self._revise)
 
     def on_mount(self) -> None:
         self.query_one(RForm).focus_first()
@@ -66,12 +67,11 @@ class RevisionScreen(CollectScreen):
     def _focused(self, event: DescendantFocus) -> None:
         self.set_keys(hint_for(event.widget).replace("do it", "save") + " · Esc skip")
 
-    @on(RForm.Submitted)
-    def _revise(self, event: RForm.Submitted) -> None:
+    def _revise(self, form: RForm, r: RInput, action: str | None) -> None:
         try:
-            self.app.collection.revise(self.item, event.r, event.action)
-        except ToolkitError as e:
-            event.form.show_error(e.message)
+            self.app.collection.revise(self.item, r, action, require_cause=form.ask_cause)
+        except AnswersRefused as e:  # every problem at once; nothing was saved
+            form.show_problems(list(e.problems))
             return
         self.app.go_on()
 

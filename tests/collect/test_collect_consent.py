@@ -125,7 +125,7 @@ async def test_the_experimenter_types_an_id_and_an_email_is_refused(study, corpu
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, SubjectScreen)
-        assert "subject id 'jane.doe@example.org': expected a pseudonym" in " ".join(screen_text(app).split())
+        assert "subject id refused: it looks like an e-mail address" in " ".join(screen_text(app).split())
         assert drafts(corpus.dir) == {}
         await pilot.press("end", "ctrl+u")
         await type_text(pilot, "P-017")

@@ -36,7 +36,8 @@ async def test_a_revision_shows_what_was_said_and_done_and_an_unchanged_one_is_r
         assert f"You did right → {step['outcome']}" in text
         assert not screen.query_one("#row-cause").display  # a first step: no "your doing?" to revise
         await pilot.press("enter", "enter", "enter", "4", "enter")  # the same answers, the same move
-        assert app.screen is screen and "revised answers: they are the same as what you said then" in _flat(app)
+        assert app.screen is screen and ("Your revised answers are the same as what you said then: change at least "
+                                         "one, or skip this step (Esc)") in _flat(app)
         assert drafts(corpus.dir)[c.draft_id]["revisions"] == []
         await pilot.press("escape")
         await pilot.pause()
@@ -81,7 +82,7 @@ async def test_a_busy_corpus_is_shown_and_the_save_can_be_retried(study, corpus)
             assert isinstance(screen, SaveScreen) and screen.states == ["saving", "waiting", "busy"]
             text = _flat(app)
             assert "The corpus is busy: nothing was saved yet." in text and f"pid {holder.pid}" in text
-            assert "kept as draft mini-subj-busy" in text and "Press r to try again." in text
+            assert "Your answers so far are kept safe" in text and "Press r to try again." in text
             assert store_rows(corpus.dir, "SELECT count(*) FROM sessions") == [(0,)]
             holder.communicate("\n", timeout=10)  # the other process lets go
             await pilot.press("r")
