@@ -84,6 +84,8 @@ class KeyRouter:
 
     async def _apply(self, event: events.Key) -> None:
         app = self.app
+        if not app.screen_stack:  # the app is closing
+            return
         if event.time < self._shown_at:  # typed before the content now shown was drawn
             self.set_aside += 1
             note = getattr(app.screen, "keys_set_aside", None)
@@ -92,6 +94,9 @@ class KeyRouter:
             return
         self.applied += 1
         app.app_focus = True
+        applied = getattr(app.screen, "key_applied", None)
+        if applied is not None:
+            applied()
         if await app._check_bindings(event.key, priority=True):  # Ctrl+Q, F1
             return
         focused = app.focused

@@ -21,16 +21,23 @@ class CollectScreen(ShownScreen, Screen):
         yield Static(self.app.progress_line(), id="progress")
         yield Static(self.KEYS, id="keys", markup=False)
 
+    _keys: str | None = None
+    _note = ""
+
     def set_keys(self, text: str) -> None:
         self._keys = text
-        self.query_one("#keys", Static).update(text)
+        self.query_one("#keys", Static).update(self._note + text)
 
     def keys_set_aside(self, n: int) -> None:
-        """Say (on the keys line, until the next change of field) that ``n`` keys typed before this was shown
-        were not used."""
-        keys = getattr(self, "_keys", self.KEYS)
-        self.query_one("#keys", Static).update(f"✗ {n} key{'s' if n != 1 else ''} typed before this appeared "
-                                               f"{'were' if n != 1 else 'was'} not used · {keys}")
+        """Say on the keys line, until the next key is applied, that ``n`` keys typed before this was shown were
+        not used."""
+        self._note = f"✗ {n} key{'s' if n != 1 else ''} typed before this appeared {'were' if n != 1 else 'was'} not used · "
+        self.set_keys(self.KEYS if self._keys is None else self._keys)
+
+    def key_applied(self) -> None:
+        if self._note:
+            self._note = ""
+            self.set_keys(self.KEYS if self._keys is None else self._keys)
 
     def refresh_progress(self) -> None:
         self.query_one("#progress", Static).update(self.app.progress_line())

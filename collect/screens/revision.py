@@ -65,7 +65,7 @@ class RevisionScreen(CollectScreen):
 
     @on(DescendantFocus)
     def _focused(self, event: DescendantFocus) -> None:
-        self.set_keys(hint_for(event.widget).replace("do it", "save") + " · Esc skip")
+        self.set_keys(hint_for(self.app.focused).replace("do it", "save") + " · Esc skip")
 
     def _revise(self, form: RForm, r: RInput, action: str | None) -> None:
         try:

@@ -93,7 +93,7 @@ class StepScreen(CollectScreen):
 
     @on(DescendantFocus)
     def _focused(self, event: DescendantFocus) -> None:
-        self.set_keys(hint_for(event.widget) + " · Ctrl+Q leave")
+        self.set_keys(hint_for(self.app.focused) + " · Ctrl+Q leave")
 
     def _act(self, form: RForm, r: RInput, action: str | None) -> None:
         app = self.app
