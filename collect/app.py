@@ -73,7 +73,7 @@ class CollectApp(App[Outcome]):
     """
 
     def __init__(self, study: Study, corpus: Corpus, *, subject_id: str | None = None, context_id: str | None = None,
-                 resume: str | None = None, lock_wait: float | None = None) -> None:
+                 resume: str | None = None, lock_wait: float | None = None, browser: str | None = None) -> None:
         super().__init__()
         self.study = study
         self.corpus = corpus.require()
@@ -87,6 +87,7 @@ class CollectApp(App[Outcome]):
         self.resumed_from = resume
         self.saved = False
         self.keys = KeyRouter(self)
+        self.browser = browser  # trb-collect serve: the browser's cookie; its unfinished run is offered back
 
     # ------------------------------------------------------------------ keys and screens
     async def on_event(self, event: events.Event) -> None:
@@ -141,10 +142,25 @@ class CollectApp(App[Outcome]):
         from collect.screens.consent import ConsentScreen
 
         if self.collection is None:
-            self.push_screen(ConsentScreen())
+            left = self.browser_draft()
+            if left is not None:
+                from collect.screens.returning import ReturnScreen
+
+                self.push_screen(ReturnScreen(left))
+            else:
+                self.push_screen(ConsentScreen())
         else:
             self.push_screen(self.next_screen())
             self.notify(f"resumed draft {self.resumed_from}: {self.collection.progress()}", timeout=6)
+
+    def browser_draft(self):
+        """The latest unfinished run of this study made in this browser (``browser``), or None."""
+        from collect.recorder import list_drafts
+
+        if self.browser is None:
+            return None
+        mine = [d for d in list_drafts(self.corpus) if d.browser == self.browser and d.study_id == self.study.id]
+        return mine[-1] if mine else None
 
     def started(self, collection: Collection) -> None:
         """The subject agreed and has an id: the run exists (its draft is written); on to the first step."""
@@ -194,10 +210,11 @@ class CollectApp(App[Outcome]):
 
 
 def run_app(study: Study, corpus: Corpus, *, subject_id: str | None = None, context_id: str | None = None,
-            resume: str | None = None) -> None:
-    """Run the app in this terminal; how it ended goes to stderr as one line."""
+            resume: str | None = None, browser: str | None = None) -> None:
+    """Run the app in this terminal; how it ended goes to stderr as one line (the experimenter's: under
+    ``trb-collect serve``, the server's log)."""
     import sys
 
-    app = CollectApp(study, corpus, subject_id=subject_id, context_id=context_id, resume=resume)
+    app = CollectApp(study, corpus, subject_id=subject_id, context_id=context_id, resume=resume, browser=browser)
     outcome = app.run() or app.leave_outcome()  # None: closed from outside (a browser tab, a signal)
     print(f"trb-collect: {outcome.message}", file=sys.stderr)

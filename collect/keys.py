@@ -10,10 +10,11 @@ rest of the answer was lost.
 :class:`KeyRouter` takes every key the app receives and applies it in the app's own task, to the
 end, before it reads the next: a printable character goes into the focused text field, any other
 key runs the bindings from the focused widget up (the widgets' Enter moves focus synchronously,
-:func:`focus_now`). While the app changes screen or shows a new step, keys are held; once the
-new content has been drawn they are released: a key typed *before* the subject could see it is
-not applied (a screen that needs reading is never skipped by keys typed ahead, nor answered by
-them) and the screen says how many were set aside; a key typed after it is applied as usual.
+:func:`focus_now`). When the app starts to change screen or to show a new step, keys are held
+until the new content has been drawn; then a key typed *before* that change began (typed ahead,
+waiting in the queue: the subject cannot have seen what it would answer) is set aside, and the
+screen says how many; a key typed since is applied as usual. So a screen that needs reading is
+never skipped or answered by keys typed ahead.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class KeyRouter:
         self.app = app
         self._held: deque[events.Key] = deque()
         self._holding = 0
-        self._shown_at = 0.0  # keys made before this moment were typed before the last new content was drawn
+        self._cut = 0.0  # keys made before this moment were typed before the last new content began to be shown
         self.applied = 0
         self.set_aside = 0  # keys typed ahead of new content, over the whole run
 
@@ -51,18 +52,19 @@ class KeyRouter:
         await self._apply(event)
 
     def hold(self) -> None:
-        """New content is coming (a screen, a step): keep the keys until :meth:`shown`."""
+        """New content is coming (a screen, a step): keep the keys until :meth:`shown`; those typed before now
+        will be set aside."""
+        if not self._holding:
+            self._cut = monotonic()
         self._holding += 1
 
     def shown(self) -> None:
-        """The new content has been drawn: keys typed before now are set aside, later ones applied."""
+        """The new content has been drawn: the keys held are released (those typed before the change set aside)."""
         if not self._holding:
             return
         self._holding -= 1
-        if self._holding:
-            return
-        self._shown_at = monotonic()
-        self.app.call_later(self._release)
+        if not self._holding:
+            self.app.call_later(self._release)
 
     def show_after_refresh(self) -> None:
         """:meth:`shown`, once the screen has been drawn."""
@@ -72,7 +74,7 @@ class KeyRouter:
         dropped = 0
         while self._held and not self._holding:
             event = self._held.popleft()
-            if event.time < self._shown_at:
+            if event.time < self._cut:
                 dropped += 1
                 continue
             await self._apply(event)
@@ -86,7 +88,7 @@ class KeyRouter:
         app = self.app
         if not app.screen_stack:  # the app is closing
             return
-        if event.time < self._shown_at:  # typed before the content now shown was drawn
+        if event.time < self._cut:  # typed before the content now shown began to be shown
             self.set_aside += 1
             note = getattr(app.screen, "keys_set_aside", None)
             if note is not None:

@@ -154,6 +154,8 @@ class DraftInfo:
     subject_id: str
     progress: str
     updated_at: str
+    browser: str | None = None  # the browser the run was made in (trb-collect serve), when it was
+
 
 
 class Collection:
@@ -176,12 +178,13 @@ class Collection:
         self.index = 0
         self.revisions: list[dict] = []  # {session, t, r_prime, action} (skipped ones: r_prime None)
         self._episode = None
+        self.browser: str | None = None  # trb-collect serve: the browser (a random cookie) the run is made in
         self._open()
 
     # ------------------------------------------------------------------ making and resuming
     @classmethod
     def start(cls, study: Study, corpus: Corpus, *, consent: bool, subject_id: str | None = None,
-              context_id: str | None = None) -> Collection:
+              context_id: str | None = None, browser: str | None = None) -> Collection:
         """A new run, once the subject has said yes to the consent text (``consent``); nothing is written before."""
         if consent is not True:
             raise UsageError("no consent: nothing is recorded without the subject's explicit yes")
@@ -196,6 +199,7 @@ class Collection:
                              f"in study {study.id!r}; resume the draft (trb-collect drafts) or use another id")
         draft_id = f"{study.id}-{subject_id}"
         c = cls(study, corpus, subject_id, context_id, draft_id, _now())
+        c.browser = browser
         c._save()
         return c
 
@@ -224,6 +228,7 @@ class Collection:
         c.index = d["index"]
         c._open()
         c.revisions = d["revisions"]
+        c.browser = d.get("browser")
         return c
 
     # ------------------------------------------------------------------ the current session
@@ -461,7 +466,7 @@ class Collection:
              "sessions": [{"session_id": s.session_id, "done": s.done,
                            "steps": [{"r": st["r"], "action": st["action"]} for st in s.steps]}
                           for s in self.sessions],
-             "revisions": self.revisions}
+             "revisions": self.revisions, "browser": self.browser}
         tmp = path.with_suffix(f".tmp-{os.getpid()}")
         tmp.write_text(json.dumps(d, indent=1), encoding="utf-8")
         os.replace(tmp, path)
@@ -493,7 +498,7 @@ def list_drafts(corpus: Corpus) -> list[DraftInfo]:
         except (OSError, ValueError):
             continue
         out.append(DraftInfo(p.stem, p, d.get("study_id", "?"), d.get("study_path", "?"), d.get("subject_id", "?"),
-                             d.get("progress", "?"), d.get("updated_at", "?")))
+                             d.get("progress", "?"), d.get("updated_at", "?"), d.get("browser")))
     return sorted(out, key=lambda d: d.updated_at)
 
 

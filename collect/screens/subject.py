@@ -60,7 +60,7 @@ class SubjectScreen(CollectScreen):
         app = self.app
         try:
             c = Collection.start(app.study, app.corpus, consent=self.consent, subject_id=subject_id,
-                                 context_id=app.context_id)
+                                 context_id=app.context_id, browser=app.browser)
         except ToolkitError as e:
             app.call_from_thread(self._refused, e.message)
         else:

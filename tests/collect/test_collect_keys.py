@@ -14,7 +14,7 @@ from collect.screens.between import BetweenScreen
 from collect.screens.help import HelpScreen
 from collect.screens.revision import RevisionScreen
 from collect.screens.step import StepScreen
-from collect.scripted import Answer, agree, answer_step, go_on, settle
+from collect.scripted import Answer, agree, answer_step, settle
 from collect_helpers import drafts, drive, play_sessions, region_text
 
 # drives the subject's app (a second or two per test)
