@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 from collect.recorder import Collection, DraftInfo
 from collect.screens.base import CollectScreen
+from toolkit.errors import ToolkitError
 
 __all__ = ["ReturnScreen"]
 
@@ -33,7 +34,12 @@ class ReturnScreen(CollectScreen):
 
     def action_carry_on(self) -> None:
         app = self.app
-        app.collection = Collection.resume(app.corpus, self.draft.draft_id, app.study)
+        try:
+            app.collection = Collection.resume(app.corpus, self.draft.draft_id, app.study)
+        except ToolkitError as e:  # the study file changed since: the run cannot go on here
+            self.query_one("#body", Static).update(f"\n[b]That run cannot go on here[/b]: {escape(e.message)}\n\n"
+                                                   "  [b]n[/b]  start as a new person")
+            return
         app.resumed_from = self.draft.draft_id
         app.go_on()
 
