@@ -69,9 +69,10 @@ class StepScreen(CollectScreen):
         c = self.app.collection
         self.query_one(GridMap).show(c.observation_data, self.last["seen"]["cell"] if self.last and
                                      (self.last.get("seen") or {}).get("cell") else None)
-        for wid in ("#outcome", "#moved"):
-            self.query_one(wid).display = self.last is not None
-        self.query_one("#moved").display = bool(self._moved_text())
+        for wid, shown in (("#outcome", self.last is not None), ("#moved", bool(self._moved_text()))):
+            w = self.query_one(wid)
+            if w.display != shown:  # (a change of display lays the screen out again)
+                w.display = shown
 
     def on_mount(self) -> None:
         self._show_seen()

@@ -104,6 +104,8 @@ class GridMap(Static):
     """
 
     def show(self, data: dict | None, before: str | None = None) -> None:
-        self.display = grid_of(data) is not None
-        if self.display:
+        grid = grid_of(data)
+        if self.display != (grid is not None):
+            self.display = grid is not None
+        if grid is not None:
             self.update(draw_map(data, before))
