@@ -165,7 +165,22 @@ class CollectApp(App[Outcome]):
     def started(self, collection: Collection) -> None:
         """The subject agreed and has an id: the run exists (its draft is written); on to the first step."""
         self.collection = collection
+        self.tell_experimenter(f"subject {collection.subject_id} started study {self.study.id}: draft "
+                               f"{collection.draft_id} ({self._commands(collection)})")
         self.go_on()
+
+    def _commands(self, c: Collection) -> str:
+        return (f"resume it with `trb-collect run {self.study.path} --corpus {self.corpus.dir} --resume {c.draft_id}`, "
+                f"or discard it with `trb-collect drafts --corpus {self.corpus.dir} discard {c.draft_id}`")
+
+    def tell_experimenter(self, line: str) -> None:
+        """Under ``trb-collect serve`` (Textual's web driver), a line for the server's log at once (the app's stderr
+        goes there; a line written only at the end can be lost when a tab closes abruptly). In a terminal nothing:
+        the screen is the subject's, and the end is reported on stderr once the app has closed."""
+        import os
+
+        if "web_driver" in os.environ.get("TEXTUAL_DRIVER", ""):
+            os.write(2, f"trb-collect: {line}\n".encode())
 
     # ------------------------------------------------------------------ leaving
     def draft_note(self) -> str:
@@ -181,9 +196,7 @@ class CollectApp(App[Outcome]):
         if self.saved:
             return Outcome("saved", f"saved subject {c.subject_id}'s run of study {self.study.id}", c.draft_id)
         return Outcome("left", f"left at {c.progress()}: the answers so far are kept as draft {c.draft_id} beside "
-                               f"the corpus (not ingested); resume it with `trb-collect run {self.study.path} "
-                               f"--corpus {self.corpus.dir} --resume {c.draft_id}`, or discard it with "
-                               f"`trb-collect drafts --corpus {self.corpus.dir} discard {c.draft_id}`", c.draft_id)
+                               f"the corpus (not ingested); {self._commands(c)}", c.draft_id)
 
     def action_leave(self) -> None:
         from collect.screens.confirm import ConfirmScreen

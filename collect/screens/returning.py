@@ -41,9 +41,13 @@ class ReturnScreen(CollectScreen):
                                                    "  [b]n[/b]  start as a new person")
             return
         app.resumed_from = self.draft.draft_id
+        app.tell_experimenter(f"subject {app.collection.subject_id} came back in the same browser and carries on "
+                              f"with draft {self.draft.draft_id} ({app.collection.progress()})")
         app.go_on()
 
     def action_new(self) -> None:
         from collect.screens.consent import ConsentScreen
 
+        self.app.tell_experimenter(f"a new person starts in the browser that left draft {self.draft.draft_id} "
+                                   f"unfinished ({self.draft.progress}); that draft is kept")
         self.app.switch_screen(ConsentScreen())

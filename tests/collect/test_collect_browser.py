@@ -120,6 +120,7 @@ def test_a_subject_in_a_browser_sees_the_consent_steps_and_leaves_a_draft_told_i
         time.sleep(0.2)
     logged = " ".join(log.read_text().split())
     assert f"kept as draft {draft_id}" in logged and f"--resume {draft_id}" in logged  # the experimenter's
+    assert f"started study mini: draft {draft_id} (resume it with" in logged  # written at once, at the start
     assert list(drafts(corpus_dir)) == [draft_id]
     assert store_rows(corpus_dir, "SELECT count(*) FROM sessions") == [(0,)]  # nothing ingested half
 
