@@ -41,7 +41,7 @@ class SubjectScreen(CollectScreen):
             with Horizontal(id="id-row"):
                 yield Static("Subject id")
                 yield AnswerInput(value=self.app.subject_id or new_subject_id(), id="subject", compact=True,
-                                  on_enter=self._submit)
+                                  on_enter=self._submit, select_on_focus=True)  # typing replaces the random id
             yield Static("", id="error")
 
     def on_mount(self) -> None:

@@ -120,6 +120,8 @@ async def test_the_experimenter_types_an_id_and_an_email_is_refused(study, corpu
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("y")
         await pilot.pause()
+        await type_text(pilot, "P-0")  # the random id is selected: typing replaces it
+        assert app.screen.query_one("#subject").value == "P-0"
         await pilot.press("end", "ctrl+u")
         await type_text(pilot, "jane.doe@example.org")
         await pilot.press("enter")
