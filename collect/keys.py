@@ -66,10 +66,6 @@ class KeyRouter:
         if not self._holding:
             self.app.call_later(self._release)
 
-    def show_after_refresh(self) -> None:
-        """:meth:`shown`, once the screen has been drawn."""
-        self.app.call_after_refresh(self.shown)
-
     async def _release(self) -> None:
         dropped = 0
         while self._held and not self._holding:

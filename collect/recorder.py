@@ -66,6 +66,7 @@ class AnswerProblem:
 
     field: str
     message: str
+    personal: bool = False  # the answer holds personal data
 
 
 class AnswersRefused(UsageError):
@@ -107,14 +108,13 @@ def _text_problem(field_name: str, text: str | None, empty: str) -> AnswerProble
     if kinds:
         what = " and ".join(dict.fromkeys(KIND_WORDS[k] for k in kinds))
         return AnswerProblem(field_name, f"{FIELD_WORDS[field_name]}: this looks like {what}; please say it "
-                                         "without it (nothing personal is recorded)")
+                                         "without it (nothing personal is recorded)", personal=True)
     return None
 
 
 def _refuse(problems: list[AnswerProblem]) -> None:
     if problems:
-        personal = any("looks like" in p.message for p in problems)
-        raise (PersonalData if personal else AnswersRefused)(problems)
+        raise (PersonalData if any(p.personal for p in problems) else AnswersRefused)(problems)
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,6 @@ class DraftInfo:
     progress: str
     updated_at: str
     browser: str | None = None  # the browser the run was made in (trb-collect serve), when it was
-
 
 
 class Collection:
@@ -476,7 +475,8 @@ def _action_problems(space: list[str] | None, action: str | None, *, revision: b
     what = "The move you would then make" if revision else FIELD_WORDS["action"]
     if space is None:
         p = _text_problem("action", action, "please say what you do")
-        return [] if p is None else [AnswerProblem("action", p.message.replace(FIELD_WORDS["action"], what))]
+        return [] if p is None else [AnswerProblem("action", p.message.replace(FIELD_WORDS["action"], what),
+                                                   p.personal)]
     if action is None:
         return [AnswerProblem("action", f"{what}: choose one ({_keys(space)})")]
     if action not in space:
