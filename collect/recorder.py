@@ -353,7 +353,7 @@ class Collection:
         s = self.sessions[i]
         step = s.steps[t]
         return {"session": i + 1, "sessions": len(self.sessions), "step": t + 1, "steps": len(s.steps),
-                "observation": step["observation"], "r": step["r"], "action": step["action"],
+                "observation": step["observation"], "seen": step.get("seen"), "r": step["r"], "action": step["action"],
                 "action_space": step["action_space"], "outcome": step["outcome"]}
 
     def revision_problems(self, item: tuple[int, int], r_prime: RInput, action: str | None, *,

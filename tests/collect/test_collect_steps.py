@@ -241,8 +241,12 @@ async def test_nothing_important_is_cut(study, corpus, size):
         lines = screen_lines(app)
         text = " ".join("\n".join(lines).split())
         assert "…" not in text and "revision 2 of 4" in lines[0]
+        beside = region_text(app, app.screen.query_one("#then-texts"))  # beside the map of where the subject stood
         for part in (" ".join(x["observation"].split()), "goal reach E2 · plan right · last change yours 60 % · "
-                     "sure 70 %", f"right → {x['outcome']}", "Esc: skip this step", "Revised goal",
+                     "sure 70 %", f"right → {x['outcome']}"):
+            assert part in beside, part
+        assert "● you" in region_text(app, app.screen.query_one("#map"))
+        for part in ("Esc: skip this step", "Revised goal",
                      "Revised: last change yours?", "yes 60 %", "Then you would do", "5 wait —"):
             assert part in text, part
         assert "Esc skip" in lines[-1]
