@@ -84,7 +84,7 @@ async def run_subject(study, corpus, subject: str) -> dict:
     from collect.screens.revision import RevisionScreen
     from collect.screens.save import SaveScreen
     from collect.screens.step import StepScreen
-    from collect.scripted import agree, revise_step, settle, type_text
+    from collect.scripted import agree, go_on, revise_step, settle, type_text
 
     actions = study.environment.start(study.task(0), goal="A1", seed=0, language="en").action_space
     key_of = {a: str(i + 1) for i, a in enumerate(actions)}
@@ -96,8 +96,7 @@ async def run_subject(study, corpus, subject: str) -> dict:
         while isinstance(app.screen, StepScreen) or app.screen.__class__.__name__ == "BetweenScreen":
             screen = app.screen
             if not isinstance(screen, StepScreen):
-                await pilot.press("enter")
-                await pilot.pause()
+                await go_on(pilot)  # a screen to read: Enter goes on after BetweenScreen.READ_SECONDS
                 continue
             c = app.collection
             move = policy(c.observation, None)

@@ -9,21 +9,26 @@ experimenter may type one) → one screen per step (the observation, the outcome
 step, the r_t form, the action) with a screen between sessions → the revisions (the study's
 chosen steps) → save (the ingest; a busy corpus is shown and can be retried).
 
-A header shows where the subject is (session k of m · step i of n, or revision k of n); ``?``
-(or F1; even in a text field) lists every key; Ctrl+Q leaves, keeping the answers so far as a draft that
-``--resume`` picks up.
+A header shows where the subject is (session k of m · step i of n, or revision k of n); F1 (anywhere) or
+``?`` (outside a text field: in one, ``?`` is typed like any character) lists every key; Ctrl+Q leaves,
+keeping the answers so far as a draft that ``--resume`` picks up.
+
+Every key goes through one :class:`~collect.keys.KeyRouter`: applied in the order typed, each to the end
+before the next (a burst loses nothing); keys typed before a new screen or step was drawn are set aside.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding
 from textual.markup import escape
 from textual.screen import Screen
 
-from collect.recorder import Collection
+from collect.keys import KeyRouter
+from collect.recorder import Collection, check_subject_id
 from collect.study import Study
 from corpus.store import Corpus
 
@@ -55,7 +60,8 @@ class CollectApp(App[Outcome]):
     TITLE = "trb-collect"
     ENABLE_COMMAND_PALETTE = False  # every action has a key (see ?)
     BINDINGS = [
-        Binding("question_mark,f1", "help", "Help", priority=True),  # even in a text field: "?" always helps
+        Binding("f1", "help", "Help", priority=True),  # even in a text field
+        Binding("question_mark", "help", "Help"),  # a text field takes "?" as a character first
         Binding("ctrl+q", "leave", "Leave", priority=True),
     ]
     CSS = """
@@ -67,10 +73,12 @@ class CollectApp(App[Outcome]):
     """
 
     def __init__(self, study: Study, corpus: Corpus, *, subject_id: str | None = None, context_id: str | None = None,
-                 resume: str | None = None, lock_wait: float | None = None) -> None:
+                 resume: str | None = None, lock_wait: float | None = None, browser: str | None = None) -> None:
         super().__init__()
         self.study = study
         self.corpus = corpus.require()
+        if subject_id is not None:
+            check_subject_id(subject_id)  # an e-mail or a phone number is refused now, before consent is asked
         self.subject_id = subject_id
         self.context_id = context_id
         study.context(context_id)  # an unknown context is refused now, not after consent
@@ -78,6 +86,25 @@ class CollectApp(App[Outcome]):
         self.collection: Collection | None = Collection.resume(corpus, resume, study) if resume else None
         self.resumed_from = resume
         self.saved = False
+        self.keys = KeyRouter(self)
+        self.browser = browser  # trb-collect serve: the browser's cookie; its unfinished run is offered back
+
+    # ------------------------------------------------------------------ keys and screens
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            await self.keys.take(event)  # in order, each to the end (collect.keys)
+            return
+        await super().on_event(event)
+
+    def push_screen(self, screen, *args, **kwargs):
+        if getattr(screen, "releases_keys", False):
+            self.keys.hold()  # released when the screen has been drawn (collect.keys.ShownScreen)
+        return super().push_screen(screen, *args, **kwargs)
+
+    def switch_screen(self, screen):
+        if getattr(screen, "releases_keys", False) and screen is not self.screen:
+            self.keys.hold()
+        return super().switch_screen(screen)
 
     # ------------------------------------------------------------------ where the subject is
     def progress_line(self) -> str:
@@ -92,7 +119,7 @@ class CollectApp(App[Outcome]):
             total = len(c.revisions) + len(todo)
             where = (f"all {len(c.sessions)} sessions done · revision {len(c.revisions) + 1} of {total}" if todo
                      else f"all {len(c.sessions)} sessions done · {'saved' if self.saved else 'saving'}")
-        return f"[b]{escape(self.study.id)}[/b] │ [b]{escape(where)}[/b] │ ? help · Ctrl+Q leave"
+        return f"[b]{escape(self.study.id)}[/b] │ [b]{escape(where)}[/b] │ F1 help · Ctrl+Q leave"
 
     def next_screen(self) -> Screen:
         """The screen for where the run stands: a step, a revision, or the save."""
@@ -115,22 +142,52 @@ class CollectApp(App[Outcome]):
         from collect.screens.consent import ConsentScreen
 
         if self.collection is None:
-            self.push_screen(ConsentScreen())
+            left = self.browser_draft()
+            if left is not None:
+                from collect.screens.returning import ReturnScreen
+
+                self.push_screen(ReturnScreen(left))
+            else:
+                self.push_screen(ConsentScreen())
         else:
             self.push_screen(self.next_screen())
             self.notify(f"resumed draft {self.resumed_from}: {self.collection.progress()}", timeout=6)
 
+    def browser_draft(self):
+        """The latest unfinished run of this study made in this browser (``browser``), or None."""
+        from collect.recorder import list_drafts
+
+        if self.browser is None:
+            return None
+        mine = [d for d in list_drafts(self.corpus) if d.browser == self.browser and d.study_id == self.study.id]
+        return mine[-1] if mine else None
+
     def started(self, collection: Collection) -> None:
         """The subject agreed and has an id: the run exists (its draft is written); on to the first step."""
         self.collection = collection
+        self.tell_experimenter(f"subject {collection.subject_id} started study {self.study.id}: draft "
+                               f"{collection.draft_id} ({self._commands(collection)})")
         self.go_on()
+
+    def _commands(self, c: Collection) -> str:
+        return (f"resume it with `trb-collect run {self.study.path} --corpus {self.corpus.dir} --resume {c.draft_id}`, "
+                f"or discard it with `trb-collect drafts --corpus {self.corpus.dir} discard {c.draft_id}`")
+
+    def tell_experimenter(self, line: str) -> None:
+        """Under ``trb-collect serve`` (Textual's web driver), a line for the server's log at once (the app's stderr
+        goes there; a line written only at the end can be lost when a tab closes abruptly). In a terminal nothing:
+        the screen is the subject's, and the end is reported on stderr once the app has closed."""
+        import os
+
+        if "web_driver" in os.environ.get("TEXTUAL_DRIVER", ""):
+            os.write(2, f"trb-collect: {line}\n".encode())
 
     # ------------------------------------------------------------------ leaving
     def draft_note(self) -> str:
-        c = self.collection
-        return (f"Your answers so far are kept as draft {c.draft_id} beside the corpus; nothing is added to the "
-                "corpus until the end. The experimenter can resume it (trb-collect run … --resume "
-                f"{c.draft_id}) or discard it (trb-collect drafts discard {c.draft_id}).")
+        """What the subject is told about their answers when leaving (or when the save fails): in their words; the
+        experimenter's commands go to stderr (:meth:`leave_outcome`; in a browser, the server's log)."""
+        return ("Your answers so far are kept safe, but they are not added to the study until you finish. If you "
+                "leave now, the experimenter can let you carry on later from where you stopped.")
 
     def leave_outcome(self) -> Outcome:
         c = self.collection
@@ -139,9 +196,7 @@ class CollectApp(App[Outcome]):
         if self.saved:
             return Outcome("saved", f"saved subject {c.subject_id}'s run of study {self.study.id}", c.draft_id)
         return Outcome("left", f"left at {c.progress()}: the answers so far are kept as draft {c.draft_id} beside "
-                               f"the corpus (not ingested); resume it with `trb-collect run {self.study.path} "
-                               f"--corpus {self.corpus.dir} --resume {c.draft_id}`, or discard it with "
-                               f"`trb-collect drafts --corpus {self.corpus.dir} discard {c.draft_id}`", c.draft_id)
+                               f"the corpus (not ingested); {self._commands(c)}", c.draft_id)
 
     def action_leave(self) -> None:
         from collect.screens.confirm import ConfirmScreen
@@ -168,10 +223,11 @@ class CollectApp(App[Outcome]):
 
 
 def run_app(study: Study, corpus: Corpus, *, subject_id: str | None = None, context_id: str | None = None,
-            resume: str | None = None) -> None:
-    """Run the app in this terminal; how it ended goes to stderr as one line."""
+            resume: str | None = None, browser: str | None = None) -> None:
+    """Run the app in this terminal; how it ended goes to stderr as one line (the experimenter's: under
+    ``trb-collect serve``, the server's log)."""
     import sys
 
-    app = CollectApp(study, corpus, subject_id=subject_id, context_id=context_id, resume=resume)
+    app = CollectApp(study, corpus, subject_id=subject_id, context_id=context_id, resume=resume, browser=browser)
     outcome = app.run() or app.leave_outcome()  # None: closed from outside (a browser tab, a signal)
     print(f"trb-collect: {outcome.message}", file=sys.stderr)

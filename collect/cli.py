@@ -55,12 +55,15 @@ def _subject_options(f):
 @click.option("--corpus", "corpus_dir", type=click.Path(file_okay=False), default=None, help=_CORPUS_HELP)
 @_subject_options
 @click.option("--resume", "draft_id", default=None, help="Resume this draft (trb-collect drafts lists them).")
-def run(study, corpus_dir, subject_id, context_id, draft_id) -> None:
+@click.option("--browser", default=None, hidden=True,
+              help="(trb-collect serve) The browser's key: its unfinished run is offered back.")
+def run(study, corpus_dir, subject_id, context_id, draft_id, browser) -> None:
     """Open the subject's app in this terminal."""
     from collect.app import run_app
     from collect.study import load_study
 
-    run_app(load_study(study), _corpus(corpus_dir), subject_id=subject_id, context_id=context_id, resume=draft_id)
+    run_app(load_study(study), _corpus(corpus_dir), subject_id=subject_id, context_id=context_id, resume=draft_id,
+            browser=browser)
 
 
 @cli.command()

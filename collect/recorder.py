@@ -25,8 +25,12 @@ every session):
   change had exactly one cause, the subject's own action (``self``) or a change from outside
   (``exogenous``).
 
-Every free-text field is scanned for personal data (:mod:`corpus.pii`) when it is entered; a
-hit is refused with :class:`PersonalData`, naming the field, so nothing personal is ever saved.
+Every free-text field is scanned for personal data (:mod:`collect.personal`: the kinds of
+:mod:`corpus.pii`, and people's names and place names introduced as such) when it is entered; the
+answers of a step are refused with :class:`AnswersRefused` listing **every** problem at once
+(:class:`AnswerProblem`: the field, and what to do, in the subject's words), so nothing personal is
+ever saved. A subject id is checked (:func:`collect.personal.check_subject_id`) before anything is
+written.
 """
 
 from __future__ import annotations
@@ -34,31 +38,47 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import secrets
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from collect.personal import KIND_WORDS, check_subject_id, personal_data
 from collect.study import Study, load_study
 from corpus.errors import UsageError
 from corpus.ingest import IngestReport, ingest_records
-from corpus.pii import scan_text
 from corpus.store import Corpus
 from schemas.models import SCHEMA_VERSION
 from toolkit.locking import LockWait
 
-__all__ = ["Collection", "RInput", "PersonalData", "DraftInfo", "list_drafts", "discard_draft", "DRAFTS",
-           "new_subject_id"]
+__all__ = ["Collection", "RInput", "AnswerProblem", "AnswersRefused", "PersonalData", "DraftInfo", "list_drafts",
+           "discard_draft", "DRAFTS", "new_subject_id", "check_subject_id"]
 
 #: Where drafts live, under the corpus directory.
 DRAFTS = Path(".trb-collect") / "drafts"
-_SUBJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,63}$")
 
 
-class PersonalData(UsageError):
-    """A free-text answer looks like personal data (an e-mail, a phone number, ...): it was not kept."""
+@dataclass(frozen=True)
+class AnswerProblem:
+    """One problem with a step's answers: ``field`` (``goal``, ``planned``, ``cause``, ``confidence``, ``action``,
+    or ``answers`` for the whole form) and ``message``, what to do, in the subject's words."""
+
+    field: str
+    message: str
+    personal: bool = False  # the answer holds personal data
+
+
+class AnswersRefused(UsageError):
+    """The answers of a step (or a revision) were refused, nothing saved: ``problems`` lists every one at once."""
+
+    def __init__(self, problems: list[AnswerProblem]):
+        self.problems = tuple(problems)
+        super().__init__("\n".join(p.message for p in self.problems))
+
+
+class PersonalData(AnswersRefused):
+    """Answers refused because at least one holds personal data (an e-mail, a phone number, a name, ...)."""
 
 
 class DraftError(UsageError):
@@ -74,13 +94,27 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _check_text(field_name: str, text: str) -> str:
+#: How the subject's app names each field in a message.
+FIELD_WORDS = {"goal": "What you are trying to do", "planned": "What you will do next",
+               "cause": "Whether the last change was your doing", "confidence": "How sure you are",
+               "action": "Your move"}
+
+
+def _text_problem(field_name: str, text: str | None, empty: str) -> AnswerProblem | None:
     text = (text or "").strip()
-    hits = scan_text(text)
-    if hits:
-        kinds = ", ".join(sorted({h.kind for h in hits}))
-        raise PersonalData(f"{field_name}: this looks like personal data ({kinds}); please say it without it")
-    return text
+    if not text:
+        return AnswerProblem(field_name, f"{FIELD_WORDS[field_name]}: {empty}")
+    kinds = personal_data(text)
+    if kinds:
+        what = " and ".join(dict.fromkeys(KIND_WORDS[k] for k in kinds))
+        return AnswerProblem(field_name, f"{FIELD_WORDS[field_name]}: this looks like {what}; please say it "
+                                         "without it (nothing personal is recorded)", personal=True)
+    return None
+
+
+def _refuse(problems: list[AnswerProblem]) -> None:
+    if problems:
+        raise (PersonalData if any(p.personal for p in problems) else AnswersRefused)(problems)
 
 
 @dataclass(frozen=True)
@@ -120,6 +154,7 @@ class DraftInfo:
     subject_id: str
     progress: str
     updated_at: str
+    browser: str | None = None  # the browser the run was made in (trb-collect serve), when it was
 
 
 class Collection:
@@ -142,20 +177,18 @@ class Collection:
         self.index = 0
         self.revisions: list[dict] = []  # {session, t, r_prime, action} (skipped ones: r_prime None)
         self._episode = None
+        self.browser: str | None = None  # trb-collect serve: the browser (a random cookie) the run is made in
         self._open()
 
     # ------------------------------------------------------------------ making and resuming
     @classmethod
     def start(cls, study: Study, corpus: Corpus, *, consent: bool, subject_id: str | None = None,
-              context_id: str | None = None) -> Collection:
+              context_id: str | None = None, browser: str | None = None) -> Collection:
         """A new run, once the subject has said yes to the consent text (``consent``); nothing is written before."""
         if consent is not True:
             raise UsageError("no consent: nothing is recorded without the subject's explicit yes")
         corpus.require()
-        subject_id = (subject_id or new_subject_id()).strip()
-        if not _SUBJECT.match(subject_id) or scan_text(subject_id):
-            raise UsageError(f"subject id {subject_id!r}: expected a pseudonym (letters, digits, . _ -; at most 64), "
-                             "never a name or an e-mail")
+        subject_id = check_subject_id(subject_id or new_subject_id())
         taken = {d.subject_id for d in list_drafts(corpus) if d.study_id == study.id}
         with corpus.open(write=False, purpose="trb-collect") as con:
             done = con.execute("SELECT count(*) FROM store.sessions WHERE session_id LIKE ?",
@@ -165,6 +198,7 @@ class Collection:
                              f"in study {study.id!r}; resume the draft (trb-collect drafts) or use another id")
         draft_id = f"{study.id}-{subject_id}"
         c = cls(study, corpus, subject_id, context_id, draft_id, _now())
+        c.browser = browser
         c._save()
         return c
 
@@ -193,6 +227,7 @@ class Collection:
         c.index = d["index"]
         c._open()
         c.revisions = d["revisions"]
+        c.browser = d.get("browser")
         return c
 
     # ------------------------------------------------------------------ the current session
@@ -244,28 +279,33 @@ class Collection:
             return s.steps[-1]["outcome"]
         return None
 
-    def act(self, r: RInput, action: str):
-        """Record the subject's r_t and action at the current step; the environment's outcome (and saves the draft)."""
-        return self._step(r, action, save=True)
+    def act(self, r: RInput, action: str | None, *, require_cause: bool = False):
+        """Record the subject's r_t and action at the current step; the environment's outcome (and saves the draft).
 
-    def _step(self, r: RInput, action: str, *, save: bool):
+        ``require_cause``: the "was the last change your doing?" answer is required from the second step on (the
+        app asks it there). Raises :class:`AnswersRefused` (every problem at once) when the answers are refused.
+        """
+        return self._step(r, action, save=True, require_cause=require_cause)
+
+    def step_problems(self, r: RInput, action: str | None, *, require_cause: bool = False) -> list[AnswerProblem]:
+        """Every problem with these answers at the current step (none: :meth:`act` takes them)."""
         s = self.session
         if s is None:
             raise UsageError("every session is recorded; go on to the revisions")
+        return (self._r_problems(r, first=not s.steps, require_cause=require_cause, space=self.action_space)
+                + _action_problems(self.action_space, action))
+
+    def _step(self, r: RInput, action: str | None, *, save: bool, require_cause: bool = False):
+        s = self.session
+        _refuse(self.step_problems(r, action, require_cause=require_cause))
         r = self._clean(r, first=not s.steps)
         space = self.action_space
-        if space is not None and action is None:
-            raise UsageError(f"action: choose what you do ({', '.join(space)})")
-        if space is not None and action not in space:
-            raise UsageError(f"action {action!r} is not one of {', '.join(space)}")
         if space is None:
-            action = _check_text("action", action)
-            if not action:
-                raise UsageError("action: say what you do")
-        observation = self.observation
+            action = action.strip()
+        observation, seen = self.observation, self.observation_data
         out = self._episode.step(action)
         s.steps.append({"observation": observation, "r": asdict(r), "action": action, "action_space": space,
-                        "outcome": out.outcome, "cause": out.cause})
+                        "outcome": out.outcome, "cause": out.cause, "seen": seen})
         if out.done:
             s.done = True
             self.index += 1
@@ -274,19 +314,29 @@ class Collection:
             self._save()
         return out
 
-    def _clean(self, r: RInput, *, first: bool) -> RInput:
-        goal = _check_text("goal", r.goal)
-        if not goal:
-            raise UsageError("goal: say what you are trying to do")
-        planned = _check_text("planned next", r.planned_next)
-        if not planned:
-            raise UsageError("planned next: say what you plan to do next")
+    @property
+    def observation_data(self) -> dict | None:
+        """The current observation as the environment's structure (a grid's cell, goal, walls), if it has one."""
+        data = getattr(self._episode, "observation_data", None)
+        return dict(data) if isinstance(data, dict) else None
+
+    def _r_problems(self, r: RInput, *, first: bool, require_cause: bool,
+                    space: list[str] | None) -> list[AnswerProblem]:
+        out = [_text_problem("goal", r.goal, "please say it in a few words"),
+               _text_problem("planned", r.planned_next, "please say what you plan to do next") if space is None
+               else None if r.planned_next in space else
+               AnswerProblem("planned", f"{FIELD_WORDS['planned']}: choose one ({_keys(space)})")]
+        if not first and require_cause and r.caused_by_self is None:
+            out.append(AnswerProblem("cause", f"{FIELD_WORDS['cause']}: set it with ←/→ on its slider"))
         if r.confidence is None:
-            raise UsageError("confidence: say how sure you are (0 to 100 %)")
-        for name, p in (("confidence", r.confidence), ("caused_by_self", r.caused_by_self)):
+            out.append(AnswerProblem("confidence", f"{FIELD_WORDS['confidence']}: set it with ←/→ on its slider"))
+        for name, p in (("confidence", r.confidence), ("cause", r.caused_by_self)):
             if p is not None and not 0 <= float(p) <= 1:
-                raise UsageError(f"{name}: expected a probability from 0 to 1, got {p!r}")
-        return RInput(goal, planned, float(r.confidence), None if first else
+                out.append(AnswerProblem(name, f"{FIELD_WORDS[name]}: must be from 0 to 100 %, not {p!r}"))
+        return [p for p in out if p is not None]
+
+    def _clean(self, r: RInput, *, first: bool) -> RInput:
+        return RInput(r.goal.strip(), r.planned_next.strip(), float(r.confidence), None if first else
                       (None if r.caused_by_self is None else float(r.caused_by_self)))
 
     # ------------------------------------------------------------------ revisions
@@ -303,28 +353,35 @@ class Collection:
         s = self.sessions[i]
         step = s.steps[t]
         return {"session": i + 1, "sessions": len(self.sessions), "step": t + 1, "steps": len(s.steps),
-                "observation": step["observation"], "r": step["r"], "action": step["action"],
+                "observation": step["observation"], "seen": step.get("seen"), "r": step["r"], "action": step["action"],
                 "action_space": step["action_space"], "outcome": step["outcome"]}
 
-    def revise(self, item: tuple[int, int], r_prime: RInput | None, action: str | None = None) -> None:
-        """The subject's revised r' at a step and the action they would then take; None skips the step."""
+    def revision_problems(self, item: tuple[int, int], r_prime: RInput, action: str | None, *,
+                          require_cause: bool = False) -> list[AnswerProblem]:
+        """Every problem with a revised r' and the action it would lead to (none: :meth:`revise` takes them)."""
+        step = self.sessions[item[0]].steps[item[1]]
+        out = (self._r_problems(r_prime, first=item[1] == 0, require_cause=require_cause, space=step["action_space"])
+               + _action_problems(step["action_space"], action, revision=True))
+        if not out and self._clean(r_prime, first=item[1] == 0).record() == RInput(**step["r"]).record():
+            out.append(AnswerProblem("answers", "Your revised answers are the same as what you said then: change at "
+                                                "least one, or skip this step (Esc)"))
+        return out
+
+    def revise(self, item: tuple[int, int], r_prime: RInput | None, action: str | None = None, *,
+               require_cause: bool = False) -> None:
+        """The subject's revised r' at a step and the action they would then take; None skips the step.
+
+        Raises :class:`AnswersRefused` (every problem at once) when the revised answers are refused."""
         if item not in self.revision_items():
             raise UsageError(f"step {item[1] + 1} of session {item[0] + 1} is not offered for revision")
         if r_prime is None:
             self.revisions.append({"session": item[0], "t": item[1], "r_prime": None, "action": None})
         else:
-            step = self.sessions[item[0]].steps[item[1]]
+            _refuse(self.revision_problems(item, r_prime, action, require_cause=require_cause))
             r_prime = self._clean(r_prime, first=item[1] == 0)
-            if r_prime.record() == RInput(**step["r"]).record():
-                raise UsageError("revised answers: they are the same as what you said then; change at least one "
-                                 "(or skip the step)")
-            space = step["action_space"]
-            if space is not None and action is None:
-                raise UsageError(f"action: choose what you would then do ({', '.join(space)})")
-            if space is not None and action not in space:
-                raise UsageError(f"action {action!r} is not one of {', '.join(space)}")
+            space = self.sessions[item[0]].steps[item[1]]["action_space"]
             if space is None:
-                action = _check_text("action", action or "")
+                action = action.strip()
             self.revisions.append({"session": item[0], "t": item[1], "r_prime": asdict(r_prime), "action": action})
         self._save()
 
@@ -408,10 +465,27 @@ class Collection:
              "sessions": [{"session_id": s.session_id, "done": s.done,
                            "steps": [{"r": st["r"], "action": st["action"]} for st in s.steps]}
                           for s in self.sessions],
-             "revisions": self.revisions}
+             "revisions": self.revisions, "browser": self.browser}
         tmp = path.with_suffix(f".tmp-{os.getpid()}")
         tmp.write_text(json.dumps(d, indent=1), encoding="utf-8")
         os.replace(tmp, path)
+
+
+def _action_problems(space: list[str] | None, action: str | None, *, revision: bool = False) -> list[AnswerProblem]:
+    what = "The move you would then make" if revision else FIELD_WORDS["action"]
+    if space is None:
+        p = _text_problem("action", action, "please say what you do")
+        return [] if p is None else [AnswerProblem("action", p.message.replace(FIELD_WORDS["action"], what),
+                                                   p.personal)]
+    if action is None:
+        return [AnswerProblem("action", f"{what}: choose one ({_keys(space)})")]
+    if action not in space:
+        return [AnswerProblem("action", f"{what}: {action!r} is not one of {', '.join(space)}")]
+    return []
+
+
+def _keys(space: list[str]) -> str:
+    return f"1–{min(len(space), 9)} or ←/→"
 
 
 def list_drafts(corpus: Corpus) -> list[DraftInfo]:
@@ -424,7 +498,7 @@ def list_drafts(corpus: Corpus) -> list[DraftInfo]:
         except (OSError, ValueError):
             continue
         out.append(DraftInfo(p.stem, p, d.get("study_id", "?"), d.get("study_path", "?"), d.get("subject_id", "?"),
-                             d.get("progress", "?"), d.get("updated_at", "?")))
+                             d.get("progress", "?"), d.get("updated_at", "?"), d.get("browser")))
     return sorted(out, key=lambda d: d.updated_at)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Answer", "type_text", "settle", "agree", "answer_step", "revise_step", "skip_revision"]
+__all__ = ["Answer", "type_text", "settle", "agree", "answer_step", "revise_step", "skip_revision", "go_on"]
 
 
 @dataclass(frozen=True)
@@ -83,4 +83,13 @@ async def skip_revision(pilot) -> None:
     await pilot.press("escape")
     await pilot.pause()
     await pilot.press("y")
+    await pilot.pause()
+
+
+async def go_on(pilot) -> None:
+    """On the screen between sessions: wait until Enter goes on (it is a screen to read), then press it."""
+    import asyncio
+
+    await asyncio.wait_for(pilot.app.screen.armed.wait(), 10)
+    await pilot.press("enter")
     await pilot.pause()

@@ -1,6 +1,12 @@
-"""Between sessions (and after the last one): how the session ended, and what comes next."""
+"""Between sessions (and after the last one): how the session ended, and what comes next.
+
+A screen to read: Enter (or Space) goes on only after :attr:`BetweenScreen.READ_SECONDS` on screen, so an Enter
+pressed twice on the last move, or keys typed ahead, never skip it (keys typed before it appeared are set aside
+by :mod:`collect.keys`)."""
 
 from __future__ import annotations
+
+import asyncio
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -13,13 +19,26 @@ __all__ = ["BetweenScreen"]
 
 
 class BetweenScreen(CollectScreen):
-    KEYS = "Enter or Space go on · ? help · Ctrl+Q leave"
+    KEYS = "read this first · ? help · Ctrl+Q leave"
+    ARMED_KEYS = "Enter or Space go on · ? help · Ctrl+Q leave"
     BINDINGS = [Binding("enter,space", "go_on", "Go on")]
+    #: How long the screen is shown before Enter goes on.
+    READ_SECONDS = 1.0
 
     def __init__(self, finished: int, outcome: str) -> None:
         super().__init__()
         self.finished = finished
         self.outcome = outcome
+        self.armed = asyncio.Event()  # set once Enter goes on
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        if not self.armed.is_set():
+            self.set_timer(self.READ_SECONDS, self._arm)
+
+    def _arm(self) -> None:
+        self.armed.set()
+        self.set_keys(self.ARMED_KEYS)
 
     def next_text(self) -> str:
         c = self.app.collection
@@ -43,4 +62,5 @@ class BetweenScreen(CollectScreen):
                      "Press Enter to go on.", id="body")
 
     def action_go_on(self) -> None:
-        self.app.go_on()
+        if self.armed.is_set():
+            self.app.go_on()

@@ -9,10 +9,12 @@ from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from collect.keys import ShownScreen
+
 __all__ = ["ConfirmScreen"]
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(ShownScreen, ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical { width: 70; max-width: 100%; height: auto; max-height: 100%;

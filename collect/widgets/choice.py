@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.text import Text
 from textual.binding import Binding
-from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
@@ -29,15 +30,10 @@ class ChoiceBar(Widget, can_focus=True):
 
     value: reactive[str | None] = reactive(None)
 
-    class Advance(Message):
-        """Enter on the bar: go on to the next field (or act, on the last one)."""
-
-        def __init__(self, bar: ChoiceBar) -> None:
-            super().__init__()
-            self.bar = bar
-
-    def __init__(self, options: list[str], *, value: str | None = None, id: str | None = None) -> None:
+    def __init__(self, options: list[str], *, value: str | None = None, id: str | None = None,
+                 on_enter: Callable[[ChoiceBar], None] | None = None) -> None:
         super().__init__(id=id)
+        self.on_enter = on_enter  # Enter: go on to the next field (or act, on the last one), called at once
         self.options = list(options)
         self.set_reactive(ChoiceBar.value, value if value in self.options else None)
 
@@ -66,4 +62,5 @@ class ChoiceBar(Widget, can_focus=True):
         self.value = self.options[(i + delta) % len(self.options)]
 
     def action_advance(self) -> None:
-        self.post_message(self.Advance(self))
+        if self.on_enter is not None:
+            self.on_enter(self)

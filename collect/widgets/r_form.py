@@ -1,29 +1,32 @@
 """The r_t form: goal, planned next, caused_by_self (not at a session's first step), confidence, then the action.
 
 Enter (or Tab) goes from field to field; Enter on the action submits. The form only gathers
-what the subject entered; the recorder checks it (PII, ranges, the action space) and the
-screen shows its refusal here, on the field it names.
+what the subject entered; the recorder checks it (personal data, ranges, the action space) and
+the screen shows every problem at once here, each row it names marked. Enter moves focus at
+once (:func:`collect.keys.focus_now`) and the submission is a call, not a message, so keys typed
+right after it go where the subject meant them.
 """
 
 from __future__ import annotations
 
-from textual import on
+from collections.abc import Callable
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
+from textual.markup import escape
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
-from collect.recorder import RInput
+from collect.keys import focus_now
+from collect.recorder import AnswerProblem, RInput
 from collect.widgets.choice import ChoiceBar
 from collect.widgets.field import AnswerInput
 from collect.widgets.slider import Slider
 
-__all__ = ["RForm", "FIELD_OF_MESSAGE"]
+__all__ = ["RForm", "FIELDS"]
 
-#: A recorder message starts with the field it is about; the form's widget for it.
-FIELD_OF_MESSAGE = (("goal", "goal"), ("planned", "planned"), ("caused_by_self", "cause"), ("confidence", "confidence"),
-                    ("action", "action"), ("revised", "goal"))
+#: The form's fields, in order (the ids of their widgets, and the fields of :class:`AnswerProblem`).
+FIELDS = ("goal", "planned", "cause", "confidence", "action")
 
 
 class RForm(Vertical):
@@ -40,14 +43,11 @@ class RForm(Vertical):
     RForm #error { height: auto; color: $error; padding: 0 1; }
     """
 
-    class Submitted(Message):
-        def __init__(self, form: RForm, r: RInput, action: str | None) -> None:
-            super().__init__()
-            self.form, self.r, self.action = form, r, action
-
     def __init__(self, action_space: list[str] | None, *, ask_cause: bool, revision: bool = False,
-                 prefill: dict | None = None, id: str | None = None) -> None:
+                 prefill: dict | None = None, id: str | None = None,
+                 on_submit: Callable[[RForm, RInput, str | None], None] | None = None) -> None:
         super().__init__(id=id)
+        self.on_submit = on_submit  # Enter on the move: called at once with the answers
         self.action_space = action_space
         self.ask_cause = ask_cause
         self.revision = revision
@@ -55,25 +55,26 @@ class RForm(Vertical):
 
     def _choice(self, wid: str, value: str | None) -> Widget:
         if self.action_space is None:
-            return AnswerInput(value=value or "", placeholder="type it", id=wid, compact=True)
-        return ChoiceBar(self.action_space, value=value, id=wid)
+            return AnswerInput(value=value or "", placeholder="type it", id=wid, compact=True, on_enter=self._advance)
+        return ChoiceBar(self.action_space, value=value, id=wid, on_enter=self._advance)
 
     def compose(self) -> ComposeResult:
         p = self.prefill
         rev = self.revision
         with Horizontal(classes="row", id="row-goal"):
             yield Static("Revised goal" if rev else "What are you trying to do?", classes="label")
-            yield AnswerInput(value=p.get("goal") or "", placeholder="say it in a few words", id="goal", compact=True)
+            yield AnswerInput(value=p.get("goal") or "", placeholder="say it in a few words", id="goal", compact=True,
+                              on_enter=self._advance)
         with Horizontal(classes="row", id="row-planned"):
             yield Static("Revised plan (next move)" if rev else "What will you do next?", classes="label")
             yield self._choice("planned", p.get("planned_next"))
         with Horizontal(classes="row", id="row-cause"):  # shown only where asked (not at a first step)
             yield Static("Revised: last change yours?" if rev else "Was the last change your doing?",
                          classes="label")
-            yield Slider(low="no", high="yes", value=p.get("caused_by_self"), id="cause")
+            yield Slider(low="no", high="yes", value=p.get("caused_by_self"), id="cause", on_enter=self._advance)
         with Horizontal(classes="row", id="row-confidence"):
             yield Static("Revised: how sure?" if rev else "How sure are you it will work?", classes="label")
-            yield Slider(low="not", high="sure", value=p.get("confidence"), id="confidence")
+            yield Slider(low="not", high="sure", value=p.get("confidence"), id="confidence", on_enter=self._advance)
         with Horizontal(classes="row", id="row-action"):
             yield Static("Then you would do" if rev else "Now act: your move", classes="label")
             yield self._choice("action", None)
@@ -88,11 +89,13 @@ class RForm(Vertical):
         self.prefill = prefill or {}
         self.clear_error()
         self.query_one("#row-cause").display = ask_cause
-        goal = self.query_one("#goal", Input)
-        goal.value = self.prefill.get("goal") or ""
+        self.query_one("#goal", AnswerInput).set_answer(self.prefill.get("goal") or "")
         for wid in ("planned", "action"):
             w = self.query_one(f"#{wid}")
-            w.value = "" if isinstance(w, Input) else None
+            if isinstance(w, AnswerInput):
+                w.set_answer("")
+            else:
+                w.value = None
         self.query_one("#cause", Slider).steps = None
         self.query_one("#confidence", Slider).steps = None
         self.focus_first()
@@ -103,7 +106,7 @@ class RForm(Vertical):
                 if w != "cause" or self.ask_cause]
 
     def focus_first(self) -> None:
-        self.fields()[0].focus()
+        focus_now(self.fields()[0])
 
     def _advance(self, widget: Widget) -> None:
         fields = self.fields()
@@ -111,22 +114,7 @@ class RForm(Vertical):
         if i == len(fields) - 1:
             self.submit()
         else:
-            fields[i + 1].focus()
-
-    @on(Input.Submitted)
-    def _input_done(self, event: Input.Submitted) -> None:
-        event.stop()
-        self._advance(event.input)
-
-    @on(ChoiceBar.Advance)
-    def _bar_done(self, event: ChoiceBar.Advance) -> None:
-        event.stop()
-        self._advance(event.bar)
-
-    @on(Slider.Advance)
-    def _slider_done(self, event: Slider.Advance) -> None:
-        event.stop()
-        self._advance(event.slider)
+            focus_now(fields[i + 1])
 
     # ------------------------------------------------------------------ values, errors
     def _value(self, wid: str):
@@ -139,22 +127,22 @@ class RForm(Vertical):
                       confidence=self._value("confidence"), caused_by_self=cause), self._value("action")
 
     def submit(self) -> None:
-        if self.ask_cause and self._value("cause") is None:
-            self.show_error("caused_by_self: say whether the last change was your own doing (←/→ on the slider)")
-            return
         r, action = self.values()
-        self.post_message(self.Submitted(self, r, action))
+        if self.on_submit is not None:
+            self.on_submit(self, r, action)
 
-    def show_error(self, message: str) -> None:
-        """Show a refusal on the field it names (and focus that field): nothing was saved."""
-        for row in self.query(".row"):
-            row.remove_class("-invalid")
-        for prefix, wid in FIELD_OF_MESSAGE:
-            if message.startswith(prefix) and (wid != "cause" or self.ask_cause):
-                self.query_one(f"#row-{wid}").add_class("-invalid")
-                self.query_one(f"#{wid}").focus()
-                break
-        self.query_one("#error", Static).update(f"✗ {message} — nothing was saved")
+    def show_problems(self, problems: list[AnswerProblem]) -> None:
+        """Show every problem at once, mark each row it names and focus the first: nothing was saved."""
+        self.clear_error()
+        rows = [p.field for p in problems if p.field in FIELDS and (p.field != "cause" or self.ask_cause)]
+        for wid in rows:
+            self.query_one(f"#row-{wid}").add_class("-invalid")
+        if rows:
+            focus_now(self.query_one(f"#{min(rows, key=FIELDS.index)}"))
+        lines = [f"✗ {escape(p.message)}" for p in problems]
+        self.query_one("#error", Static).update("\n".join(lines) + "\n[dim]Nothing was saved; correct "
+                                                 f"{'these' if len(lines) > 1 else 'this'} and press Enter on the "
+                                                 "move again.[/dim]")
 
     def clear_error(self) -> None:
         for row in self.query(".row"):
@@ -175,5 +163,5 @@ def hint_for(widget: Widget | None) -> str:
     if isinstance(widget, Slider):
         return "←/→ 5 % · Home 0 % · End 100 % · Enter next · Tab/Shift+Tab fields"
     if isinstance(widget, Input):
-        return "type · Enter next · Tab/Shift+Tab fields · ? help"
+        return "type · Enter next · Tab/Shift+Tab fields · F1 help"
     return "Tab fields"

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.text import Text
 from textual.binding import Binding
-from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
@@ -31,13 +32,10 @@ class Slider(Widget, can_focus=True):
 
     steps: reactive[int | None] = reactive(None)  # the value in 5 % steps, 0..20
 
-    class Advance(Message):
-        def __init__(self, slider: Slider) -> None:
-            super().__init__()
-            self.slider = slider
-
-    def __init__(self, *, low: str = "", high: str = "", value: float | None = None, id: str | None = None) -> None:
+    def __init__(self, *, low: str = "", high: str = "", value: float | None = None, id: str | None = None,
+                 on_enter: Callable[[Slider], None] | None = None) -> None:
         super().__init__(id=id)
+        self.on_enter = on_enter  # Enter: go on to the next field, called at once
         self.low, self.high = low, high
         self.set_reactive(Slider.steps, None if value is None else max(0, min(_CELLS, round(value / STEP))))
 
@@ -68,4 +66,5 @@ class Slider(Widget, can_focus=True):
         self.steps = steps
 
     def action_advance(self) -> None:
-        self.post_message(self.Advance(self))
+        if self.on_enter is not None:
+            self.on_enter(self)

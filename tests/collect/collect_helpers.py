@@ -63,6 +63,13 @@ def screen_lines(app) -> list[str]:
     return [strip.text for strip in app.screen._compositor.render_strips()]
 
 
+def region_text(app, widget) -> str:
+    """The words the screen shows inside ``widget``'s region (beside a map, say), its lines joined by spaces."""
+    r = widget.region
+    lines = screen_lines(app)[r.y:r.y + r.height]
+    return " ".join(" ".join(line[r.x:r.x + r.width] for line in lines).split())
+
+
 def screen_text(app) -> str:
     return "\n".join(screen_lines(app))
 

@@ -79,7 +79,7 @@ class Screen:
             self.page.wait_for_timeout(100)
 
 
-def test_a_subject_in_a_browser_sees_the_consent_steps_and_leaves_a_draft(server, page, corpus_dir, tmp_path):
+def test_a_subject_in_a_browser_sees_the_consent_steps_and_leaves_a_draft_told_in_their_words(server, page, corpus_dir, tmp_path):
     url, log = server
     screen = Screen(page)
     page.goto(url)
@@ -94,14 +94,12 @@ def test_a_subject_in_a_browser_sees_the_consent_steps_and_leaves_a_draft(server
 
     page.click("#terminal")
     page.keyboard.press("y")
-    screen.wait_for("pseudonymous subject id")
+    screen.wait_for("never under your name")  # the subject id screen (the consent text names the id too)
     page.keyboard.press("Enter")
     screen.wait_for("What are you trying to do?")
     page.keyboard.type("reach E2")
     for key in ("Enter", "4", "Enter", "ArrowRight", "ArrowRight", "Enter", "4", "Enter"):
-        page.keyboard.press(key)
-        page.wait_for_timeout(250)  # a person's pace: keys sent in one burst right after an arrow's escape
-        # sequence can reach the app's input parser as one chunk and be read as part of it
+        page.keyboard.press(key)  # no pause between keys: each is applied, in order (collect.keys)
     screen.wait_for("After your move (right)")  # (Textual redraws only what changed: the header's "2" alone)
     [(draft_id, draft)] = drafts(corpus_dir).items()
     assert re.fullmatch(r"mini-subj-[0-9a-f]{8}", draft_id) and draft["consent_ref"] == "consent/tests/mini-v1"
@@ -109,11 +107,76 @@ def test_a_subject_in_a_browser_sees_the_consent_steps_and_leaves_a_draft(server
         {"r": {"goal": "reach E2", "planned_next": "right", "confidence": 0.55, "caused_by_self": None},
          "action": "right"}]
 
-    page.context.close()  # the subject closes the tab: the server ends that app process, the draft stays
+    page.wait_for_timeout(300)
+    page.keyboard.press("Control+q")  # the leave dialog speaks to the subject; the commands go to the server's log
+    screen.wait_for("Leave the study now?")
+    page.wait_for_timeout(300)
+    dialog = screen.text[screen.text.rindex("Leave the study now?"):]
+    assert "kept safe" in " ".join(dialog.split()) and "trb-collect" not in dialog and "--resume" not in dialog
+    page.keyboard.press("y")  # the subject leaves: that app process ends, the draft stays
     deadline = time.monotonic() + 30
     while "kept as draft" not in log.read_text():
         assert time.monotonic() < deadline, log.read_text()[-3000:]
         time.sleep(0.2)
-    assert f"kept as draft {draft_id}" in " ".join(log.read_text().split())
+    logged = " ".join(log.read_text().split())
+    assert f"kept as draft {draft_id}" in logged and f"--resume {draft_id}" in logged  # the experimenter's
+    assert f"started study mini: draft {draft_id} (resume it with" in logged  # written at once, at the start
     assert list(drafts(corpus_dir)) == [draft_id]
     assert store_rows(corpus_dir, "SELECT count(*) FROM sessions") == [(0,)]  # nothing ingested half
+
+
+def _lcs(a: str, b: str) -> int:
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    return prev[-1]
+
+
+#: 41 characters, a "?" among them: with Enter, 4, Enter, → → →, Enter, 4, Enter a whole step in 50 keys.
+GOAL = "reach E2? yes: right, then right (again)!"
+KEYS = [*GOAL, "Enter", "4", "Enter", "ArrowRight", "ArrowRight", "ArrowRight", "Enter", "4", "Enter"]
+
+
+def test_a_50_key_burst_in_the_browser_loses_nothing_and_restart_offers_the_run_back(server, page, corpus_dir):
+    url, log = server
+    screen = Screen(page)
+    page.goto(url)
+    screen.wait_for(CONSENT_LINE.split(".")[0])
+    page.wait_for_timeout(300)
+    page.click("#terminal")
+    page.keyboard.press("y")
+    screen.wait_for("never under your name")  # the subject id screen (the consent text names the id too)
+    page.keyboard.press("Enter")
+    screen.wait_for("What are you trying to do?")
+    page.wait_for_timeout(300)
+    assert len(KEYS) == 50
+    for key in KEYS:  # one after another, no pause: a burst
+        page.keyboard.press(key)
+    screen.wait_for("After your move (right)")
+    [(draft_id, draft)] = drafts(corpus_dir).items()
+    [step] = draft["sessions"][0]["steps"]
+    goal, plan, conf, move = step["r"]["goal"], step["r"]["planned_next"], step["r"]["confidence"], step["action"]
+    lost = len(GOAL) - _lcs(goal, GOAL) + 2 * (plan != "right") + 4 * (conf != 0.6) + 2 * (move != "right")
+    assert lost == 0, f"{lost} of 50 keys lost: {step}"
+    assert draft["browser"] and re.fullmatch(r"[0-9a-f]{32}", draft["browser"])
+
+    page.wait_for_timeout(300)
+    page.keyboard.press("Control+q")  # the subject leaves mid-run; the page offers "Restart"
+    screen.wait_for("Leave the study now?")
+    page.wait_for_timeout(300)
+    page.keyboard.press("y")
+    page.wait_for_selector("text=Restart", state="visible", timeout=30_000)
+    again = Screen(page)
+    page.click("text=Restart")  # the same browser: its unfinished run is offered back, not a new subject
+    again.wait_for("left unfinished in this browser")
+    assert "session 1 of 2 · step 2 of 3" in again.text
+    page.wait_for_timeout(300)
+    page.click("#terminal")
+    page.keyboard.press("c")
+    again.wait_for("step 2 of 3")
+    page.wait_for_timeout(300)
+    assert list(drafts(corpus_dir)) == [draft_id]  # no second subject beside it
+    assert "Do you agree to take part" not in again.text  # no new consent: the run goes on

@@ -59,6 +59,17 @@ def test_run_refuses_a_missing_draft_or_context_before_the_app_opens(trb_collect
     assert code == ExitCode.INVALID and "has no context 'ctx-nope'" in err
 
 
+@pytest.mark.parametrize("subject", ["bob@example.com", "07700900123", "+44 7700 900123", "12345678"])
+def test_run_refuses_an_email_or_phone_subject_id_before_consent_is_asked(trb_collect, study_path, corpus, subject):
+    """The app never opens (no consent screen, the subject sees nothing), nothing is written; the experimenter
+    is told why on stderr."""
+    before = sorted(p.name for p in corpus.dir.rglob("*"))
+    code, out, err = trb_collect("run", study_path, "--corpus", corpus.dir, "--subject", subject)
+    assert code == ExitCode.USAGE and out == "" and "Traceback" not in err
+    assert "subject id refused: it looks like " + ("an e-mail address" if "@" in subject else "a phone number") in err
+    assert drafts(corpus.dir) == {} and sorted(p.name for p in corpus.dir.rglob("*")) == before
+
+
 def test_serve_runs_one_app_per_connection_with_this_python(study_path, corpus):
     import shlex
     import sys

@@ -120,12 +120,14 @@ async def test_the_experimenter_types_an_id_and_an_email_is_refused(study, corpu
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("y")
         await pilot.pause()
+        await type_text(pilot, "P-0")  # the random id is selected: typing replaces it
+        assert app.screen.query_one("#subject").value == "P-0"
         await pilot.press("end", "ctrl+u")
         await type_text(pilot, "jane.doe@example.org")
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, SubjectScreen)
-        assert "subject id 'jane.doe@example.org': expected a pseudonym" in " ".join(screen_text(app).split())
+        assert "subject id refused: it looks like an e-mail address" in " ".join(screen_text(app).split())
         assert drafts(corpus.dir) == {}
         await pilot.press("end", "ctrl+u")
         await type_text(pilot, "P-017")
@@ -146,3 +148,36 @@ async def test_an_id_that_already_has_a_draft_is_refused(study, corpus):
         await settle(pilot)
         assert isinstance(app.screen, SubjectScreen)
         assert "already has a draft" in " ".join(screen_text(app).split())
+
+
+@pytest.mark.slow  # three app runs
+@drive
+async def test_a_browser_that_comes_back_is_offered_its_unfinished_run_not_a_new_subject(study, corpus):
+    from collect.recorder import Collection, RInput
+    from collect.screens.returning import ReturnScreen
+
+    c = Collection.start(study, corpus, consent=True, subject_id="subj-back", browser="ab" * 16)
+    c.act(RInput("reach E2", "right", 0.7), "right")
+    app = CollectApp(study, corpus, browser="ab" * 16)  # trb-collect serve: the same browser's cookie
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, ReturnScreen)
+        text = " ".join(screen_text(app).split())
+        assert "A run was left unfinished in this browser (session 1 of 2 · step 2 of 3" in text
+        await pilot.press("c")
+        await settle(pilot)
+        assert isinstance(app.screen, StepScreen) and app.collection.subject_id == "subj-back"
+        assert "session 1 of 2 · step 2 of 3" in app.progress_line()
+    assert list(drafts(corpus.dir)) == ["mini-subj-back"]
+
+    app = CollectApp(study, corpus, browser="ab" * 16)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("n")  # another person at the same computer: consent first; the old draft stays
+        await settle(pilot)
+        assert isinstance(app.screen, ConsentScreen)
+    other = CollectApp(study, corpus, browser="cd" * 16)  # another browser: consent, as any new subject
+    async with other.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert isinstance(other.screen, ConsentScreen)
+    assert list(drafts(corpus.dir)) == ["mini-subj-back"]

@@ -13,7 +13,7 @@ from collect.screens.confirm import ConfirmScreen
 from collect.screens.revision import RevisionScreen
 from collect.screens.save import SaveScreen
 from collect.scripted import revise_step, settle, skip_revision
-from collect_helpers import drafts, drive, play_sessions, screen_text, store_rows
+from collect_helpers import drafts, drive, play_sessions, region_text, screen_text, store_rows
 
 
 def _flat(app) -> str:
@@ -31,12 +31,14 @@ async def test_a_revision_shows_what_was_said_and_done_and_an_unchanged_one_is_r
         step = c.sessions[0].steps[0]
         text = _flat(app)
         assert "revision 1 of 4" in text and "Looking back: session 1 of 2, step 1 of 3" in text
-        assert f"You saw {step['observation']}" in text
-        assert "You said goal reach E2 · plan right · sure 70 %" in text and "last change yours" not in text
-        assert f"You did right → {step['outcome']}" in text
+        beside = region_text(app, screen.query_one("#then-texts"))  # beside the map of where the subject stood
+        assert f"You saw {step['observation']}" in beside
+        assert "You said goal reach E2 · plan right · sure 70 %" in beside and "last change yours" not in beside
+        assert f"You did right → {step['outcome']}" in beside
         assert not screen.query_one("#row-cause").display  # a first step: no "your doing?" to revise
         await pilot.press("enter", "enter", "enter", "4", "enter")  # the same answers, the same move
-        assert app.screen is screen and "revised answers: they are the same as what you said then" in _flat(app)
+        assert app.screen is screen and ("Your revised answers are the same as what you said then: change at least "
+                                         "one, or skip this step (Esc)") in _flat(app)
         assert drafts(corpus.dir)[c.draft_id]["revisions"] == []
         await pilot.press("escape")
         await pilot.pause()
@@ -46,7 +48,8 @@ async def test_a_revision_shows_what_was_said_and_done_and_an_unchanged_one_is_r
         assert app.screen is screen
         await skip_revision(pilot)
         assert isinstance(app.screen, RevisionScreen) and app.screen.item == (0, 1)
-        assert "revision 2 of 4" in _flat(app) and "last change yours 60 %" in _flat(app)
+        assert "revision 2 of 4" in _flat(app)
+        assert "last change yours 60 %" in region_text(app, app.screen.query_one("#then-texts"))
         await revise_step(pilot, 3, 3)
         assert app.screen.item == (1, 0)
     revisions = drafts(corpus.dir)[c.draft_id]["revisions"]
@@ -81,7 +84,7 @@ async def test_a_busy_corpus_is_shown_and_the_save_can_be_retried(study, corpus)
             assert isinstance(screen, SaveScreen) and screen.states == ["saving", "waiting", "busy"]
             text = _flat(app)
             assert "The corpus is busy: nothing was saved yet." in text and f"pid {holder.pid}" in text
-            assert "kept as draft mini-subj-busy" in text and "Press r to try again." in text
+            assert "Your answers so far are kept safe" in text and "Press r to try again." in text
             assert store_rows(corpus.dir, "SELECT count(*) FROM sessions") == [(0,)]
             holder.communicate("\n", timeout=10)  # the other process lets go
             await pilot.press("r")

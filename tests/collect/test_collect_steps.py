@@ -12,8 +12,9 @@ from collect.screens.revision import RevisionScreen
 from collect.screens.step import StepScreen
 from collect.scripted import Answer, agree, answer_step, type_text
 from collect.widgets.choice import ChoiceBar
+from collect.widgets.r_form import RForm
 from collect.widgets.slider import Slider
-from collect_helpers import drafts, drive, play_sessions, screen_lines, screen_text
+from collect_helpers import drafts, drive, play_sessions, region_text, screen_lines, screen_text
 
 # drives the subject's app through whole studies (seconds per test)
 pytestmark = pytest.mark.slow
@@ -70,40 +71,38 @@ async def test_the_form_keys_choose_and_set_what_they_say(study, corpus):
 
 
 @drive
-async def test_refusals_are_shown_on_the_field_they_name_and_nothing_is_saved(study, corpus):
+async def test_every_problem_of_a_step_is_shown_at_once_in_the_subjects_words_and_nothing_is_saved(study, corpus):
     app = CollectApp(study, corpus, subject_id="subj-refuse")
     async with app.run_test(size=(80, 24)) as pilot:
         await agree(pilot)
-        screen = app.screen
-        cases = [  # (what the subject enters, the field refused, words of the message)
-            (Answer("write to jane.doe@example.org", 4, 4), "goal", "goal: this looks like personal data (email)"),
-        ]
-        for answer, field, words in cases:
-            await answer_step(pilot, answer)
-            assert app.screen is screen and words in _flat(app) and "nothing was saved" in _flat(app)
-            assert app.focused.id == field and screen.query_one(f"#row-{field}").has_class("-invalid")
-        # the goal said again without the phone number; no move chosen: the recorder asks for one
+        await answer_step(pilot, Answer("reach E2", 4, 4))
+        step2 = app.screen
+        # the goal with a name and a place, no plan, the sliders not set, no move: Enter through to the move
+        await pilot.press("end", "ctrl+u")
+        await type_text(pilot, "I am Alice Smith from Leeds")
+        await pilot.press("enter", "enter", "enter", "enter", "enter")
+        text = _flat(app)
+        assert app.screen is step2 and "✗ What you are trying to do" in text  # in view, the first named field's
+        for words in ("✗ What you are trying to do: this looks like a person's name and a place name; please say it "
+                      "without it", "✗ What you will do next: choose one (1–5 or ←/→)",
+                      "✗ Whether the last change was your doing: set it with ←/→ on its slider",
+                      "✗ How sure you are: set it with ←/→ on its slider", "✗ Your move: choose one (1–5 or ←/→)",
+                      "Nothing was saved"):
+            assert words in " ".join(step2.query_one(RForm).error_text.split()), words
+        for internal in ("caused_by_self", "planned_next", "planned next:", "confidence:"):
+            assert internal not in step2.query_one(RForm).error_text  # no internal names
+        assert all(step2.query_one(f"#row-{f}").has_class("-invalid")
+                   for f in ("goal", "planned", "cause", "confidence", "action"))
+        assert app.focused.id == "goal"  # the first field named
+        assert len(drafts(corpus.dir)["mini-subj-refuse"]["sessions"][0]["steps"]) == 1  # nothing saved
+        # corrected, every field: the step is taken and the errors are gone
         await pilot.press("end", "ctrl+u")
         await type_text(pilot, "reach E2")
-        await pilot.press("enter", "enter", "enter")
-        assert app.focused.id == "action"
-        screen.query_one("#action", ChoiceBar).value = None
-        await pilot.press("enter")
-        assert app.screen is screen and "action: choose what you do" in _flat(app) and app.focused.id == "action"
-        assert drafts(corpus.dir)["mini-subj-refuse"]["sessions"][0]["steps"] == []  # nothing saved so far
-        await pilot.press("4", "enter")
+        await pilot.press("enter", "4", "enter", "right", "enter", "right", "enter", "4", "enter")
         await pilot.pause()
-        step2 = app.screen
-        assert "step 2 of 3" in _flat(app) and "nothing was saved" not in _flat(app)
-        # at step 2 the "your doing?" slider must be set; an unset confidence is refused by the recorder
-        await pilot.press("enter", "4", "enter", "enter", "right", "enter", "4", "enter")
-        assert app.screen is step2 and "caused_by_self: say whether the last change was your own doing" in _flat(app)
-        assert app.focused.id == "cause"
-        await pilot.press("right", "enter")
-        step2.query_one("#confidence", Slider).steps = None
-        await pilot.press("enter", "4", "enter")
-        assert app.screen is step2 and "confidence: say how sure you are" in _flat(app) and app.focused.id == "confidence"
-    assert len(drafts(corpus.dir)["mini-subj-refuse"]["sessions"][0]["steps"]) == 1
+        assert "step 3 of 3" in _flat(app) and "✗" not in _flat(app)
+    steps = drafts(corpus.dir)["mini-subj-refuse"]["sessions"][0]["steps"]
+    assert [s["r"]["goal"] for s in steps] == ["reach E2", "reach E2"] and "Alice" not in str(steps)
 
 
 @drive
@@ -114,9 +113,10 @@ async def test_the_outcome_is_shown_on_the_next_step_and_the_goal_carried_over(s
         assert "After your move" not in _flat(app) and "You see Step 1 of 3" in _flat(app)
         await answer_step(pilot, Answer("reach E2", 4, 4))
         step = app.collection.sessions[0].steps[0]
-        text = _flat(app)
+        text = region_text(app, app.screen.query_one("#texts"))  # beside the map
         assert f"After your move (right) {step['outcome']}" in text  # as the environment renders it
         assert f"You see {app.collection.observation}" in text
+        text = _flat(app)
         assert app.screen.query_one("#goal").value == "reach E2" and app.screen.query_one("#row-cause").display
         assert "session 1 of 2 · step 2 of 3" in text
 
@@ -129,7 +129,7 @@ async def test_help_lists_the_keys_of_every_screen(study, corpus):
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         text = _flat(app)
-        for key in ("? or F1 help", "Ctrl+Q leave", "y I agree", "n or q no", "Enter start", "Tab / Shift+Tab",
+        for key in ("F1 help (or ? outside a text field", "Ctrl+Q leave", "y I agree", "n or q no", "Enter start", "Tab / Shift+Tab",
                     "1–5 or ←/→", "←/→ 5 %", "Home 0 %", "End 100 %", "Enter on your move: do it",
                     "Enter or Space go on", "Esc skip the step", "r retry", "q close"):
             assert key in text, key
@@ -137,12 +137,18 @@ async def test_help_lists_the_keys_of_every_screen(study, corpus):
         await pilot.pause()
         await agree(pilot)
         assert app.focused.id == "goal"
-        await pilot.press("question_mark")  # in a text field too: help, not a typed "?"
+        await pilot.press("question_mark")  # in a text field: a typed "?", not the help
+        await pilot.pause()
+        assert isinstance(app.screen, StepScreen) and app.screen.query_one("#goal").value == "?"
+        await pilot.press("f1")  # F1 helps even there
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         await pilot.press("escape")
         await pilot.pause()
-        assert isinstance(app.screen, StepScreen) and app.screen.query_one("#goal").value == ""
+        assert isinstance(app.screen, StepScreen) and app.screen.query_one("#goal").value == "?"
+        await pilot.press("enter", "question_mark")  # on the plan (no text field): help
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
 
 
 @drive
@@ -155,7 +161,8 @@ async def test_leaving_mid_run_keeps_a_draft_that_resumes_where_it_stopped(study
         await pilot.pause()
         assert isinstance(app.screen, ConfirmScreen)
         text = _flat(app)
-        assert "Leave the study now?" in text and "kept as draft mini-subj-leave" in text
+        assert "Leave the study now?" in text and "Your answers so far are kept safe" in text
+        assert "trb-collect" not in text and "--resume" not in text  # the experimenter's commands: at the exit
         await pilot.press("n")
         await pilot.pause()
         assert isinstance(app.screen, StepScreen)
@@ -213,8 +220,10 @@ async def test_nothing_important_is_cut(study, corpus, size):
         lines = screen_lines(app)
         text = " ".join("\n".join(lines).split())
         assert "…" not in text and len(lines) == size[1]
-        assert "mini │ session 1 of 2 · step 2 of 3 │ ? help · Ctrl+Q leave" in lines[0]
-        assert " ".join(app.collection.observation.split()) in text and "After your move (right)" in text
+        assert "mini │ session 1 of 2 · step 2 of 3 │ F1 help · Ctrl+Q leave" in lines[0]
+        beside = region_text(app, app.screen.query_one("#texts"))
+        assert " ".join(app.collection.observation.split()) in beside and "After your move (right)" in beside
+        assert "Your move: right, B2 → C2." in beside or "Then the wind pushed you" in beside
         for label in ("What are you trying to do?", "What will you do next?", "Was the last change your doing?",
                       "How sure are you it will work?", "Now act: your move"):
             assert label in text
@@ -232,8 +241,12 @@ async def test_nothing_important_is_cut(study, corpus, size):
         lines = screen_lines(app)
         text = " ".join("\n".join(lines).split())
         assert "…" not in text and "revision 2 of 4" in lines[0]
+        beside = region_text(app, app.screen.query_one("#then-texts"))  # beside the map of where the subject stood
         for part in (" ".join(x["observation"].split()), "goal reach E2 · plan right · last change yours 60 % · "
-                     "sure 70 %", f"right → {x['outcome']}", "Esc: skip this step", "Revised goal",
+                     "sure 70 %", f"right → {x['outcome']}"):
+            assert part in beside, part
+        assert "● you" in region_text(app, app.screen.query_one("#map"))
+        for part in ("Esc: skip this step", "Revised goal",
                      "Revised: last change yours?", "yes 60 %", "Then you would do", "5 wait —"):
             assert part in text, part
         assert "Esc skip" in lines[-1]

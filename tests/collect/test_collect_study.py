@@ -11,7 +11,7 @@ from collect.screens.between import BetweenScreen
 from collect.screens.revision import RevisionScreen
 from collect.screens.save import SaveScreen
 from collect.screens.step import StepScreen
-from collect.scripted import Answer, agree, answer_step, revise_step, settle, skip_revision
+from collect.scripted import Answer, agree, answer_step, go_on, revise_step, settle, skip_revision
 from collect_helpers import drafts, drive, screen_text, store_rows
 
 # drives the subject's app through whole studies (seconds per test)
@@ -55,8 +55,7 @@ async def play_study(app, pilot) -> list[str]:
             await answer_step(pilot, answer)
         assert isinstance(app.screen, BetweenScreen)
         seen.append(screen_text(app))
-        await pilot.press("enter")
-        await pilot.pause()
+        await go_on(pilot)
     for k, plan_move in enumerate(REVISE):
         assert isinstance(app.screen, RevisionScreen)
         assert f"revision {k + 1} of 4" in app.progress_line()

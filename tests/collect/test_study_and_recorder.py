@@ -131,7 +131,13 @@ def test_personal_data_is_refused_at_entry_and_never_saved(small, corpus):
     col = Collection.start(small, corpus, consent=True, subject_id="subj-p1")
     with pytest.raises(PersonalData) as e:
         col.act(RInput(goal="mail me at jane.doe@example.com", planned_next="up", confidence=0.5), "up")
-    assert e.value.message.startswith("goal:") and "email" in e.value.message
+    assert [(p.field, p.message) for p in e.value.problems] == [
+        ("goal", "What you are trying to do: this looks like an e-mail address; please say it without it (nothing "
+                 "personal is recorded)")]
+    with pytest.raises(PersonalData) as e:  # every problem at once, each naming its field
+        col.act(RInput(goal="I am Alice Smith from Leeds", planned_next="north", confidence=None), None)
+    assert [p.field for p in e.value.problems] == ["goal", "planned", "confidence", "action"]
+    assert "a person's name and a place name" in e.value.problems[0].message
     draft = json.loads(list_drafts(corpus)[0].path.read_text())
     assert draft["sessions"][0]["steps"] == [] and "example.com" not in json.dumps(draft)
     with pytest.raises(UsageError):
