@@ -91,14 +91,15 @@ def read_runs(path: str | os.PathLike, *, on_progress=None) -> list[RunSummary]:
     ``on_progress(done, runs)``: called once the runs are listed (``done`` = 0, no figures yet) and after each
     run's figures (``runs`` holds every run, the first ``done`` with their figures)."""
     store = _store(path)
-    rows = store.runs()
-    out = [_listed(r) for r in rows]
-    if on_progress is not None:
-        on_progress(0, list(out))
-    for i, r in enumerate(rows):
-        out[i] = run_summary(store, r)
+    with store.reading("trb-review results"):  # one connection for every read (hundreds of column reads)
+        rows = store.runs()
+        out = [_listed(r) for r in rows]
         if on_progress is not None:
-            on_progress(i + 1, list(out))
+            on_progress(0, list(out))
+        for i, r in enumerate(rows):
+            out[i] = run_summary(store, r)
+            if on_progress is not None:
+                on_progress(i + 1, list(out))
     return out
 
 
