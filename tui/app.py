@@ -74,7 +74,8 @@ class ReviewApp(App):
     ]
 
     def __init__(self, corpus_dir: str | os.PathLike, *, results: str | os.PathLike | None = None,
-                 reviewer: str, attempt_wait: float | None = None, max_attempts: int | None = None) -> None:
+                 reviewer: str, attempt_wait: float | None = None, max_attempts: int | None = None,
+                 prefetch_results: bool = True) -> None:
         super().__init__()
         self.corpus = Corpus(corpus_dir).require()
         self.results = Path(results) if results is not None else None
@@ -87,6 +88,10 @@ class ReviewApp(App):
         #: every state a label write went through, newest last (what the status line showed)
         self.label_log: list[str] = []
         self._quit_anyway = False
+        #: with --results: the runs' figures are read (from the cache) or computed in the background from the start,
+        #: so the results screen finds them ready; how they were got ("computed", "cache"), once done
+        self.prefetch_results = prefetch_results and self.results is not None
+        self.results_prefetched: str | None = None
 
     def title_line(self) -> str:
         return (f"[b]trb-review[/b] · ? help · q quit · corpus {escape(self.corpus.dir.name)} · "
@@ -96,6 +101,17 @@ class ReviewApp(App):
         from tui.screens.sessions import SessionsScreen
 
         self.push_screen(SessionsScreen())
+        if self.prefetch_results:
+            self._prefetch_results()
+
+    @work(thread=True, group="results-prefetch", exit_on_error=False)
+    def _prefetch_results(self) -> None:
+        from tui.results_view import cached_runs
+
+        try:
+            _, self.results_prefetched = cached_runs(self.results)
+        except Exception:  # noqa: BLE001 - the results screen reads the store again and says what is wrong
+            self.results_prefetched = None
 
     # -- navigation --------------------------------------------------------------------------------
 

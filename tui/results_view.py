@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import orjson
 
 __all__ = ["Column", "Figure", "ItemList", "RunSummary", "WorstItem", "WorstPage", "metric_columns", "read_runs",
-           "cached_runs", "forget_memo", "run_summary", "store_fingerprint", "item_lists", "worst_items"]
+           "cached_runs", "forget_memo", "is_kept", "list_runs", "run_summary", "store_fingerprint", "item_lists", "worst_items"]
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,8 @@ def run_summary(store, r: dict) -> RunSummary:
 #: The cached form's version: a change of RunSummary or Figure changes it (older files are ignored).
 CACHE_FORMAT = 1
 _memo: dict[str, list[RunSummary]] = {}
+_computing: dict[str, threading.Lock] = {}  # one computation per fingerprint at a time: a second caller waits for it
+_guard = threading.Lock()
 
 
 def store_fingerprint(path: str | os.PathLike) -> str:
@@ -184,6 +187,25 @@ def cached_runs(path: str | os.PathLike, *, on_progress=None) -> tuple[list[RunS
     fp = store_fingerprint(path)
     if fp in _memo:
         return _memo[fp], "memory"
+    with _guard:
+        lock = _computing.setdefault(fp, threading.Lock())
+    with lock:  # the app's prefetch may be computing them now: wait for it rather than compute them twice
+        if fp in _memo:
+            return _memo[fp], "memory"
+        return _cached_runs(path, fp, on_progress)
+
+
+def is_kept(path: str | os.PathLike) -> bool:
+    """Whether the store's runs are in memory now (:func:`cached_runs` returns at once)."""
+    return store_fingerprint(path) in _memo
+
+
+def list_runs(path: str | os.PathLike) -> list[RunSummary]:
+    """The store's runs as their rows say (id, baseline, tier, release, split), without figures: a quick read."""
+    return [_listed(r) for r in _store(path).runs()]
+
+
+def _cached_runs(path, fp: str, on_progress) -> tuple[list[RunSummary], str]:
     file = _cache_file(fp)
     try:
         runs = _from_json(file.read_bytes())

@@ -332,19 +332,29 @@ async def test_the_results_screen_opens_from_the_cache_the_second_time(review_co
     monkeypatch.setenv("TRB_CACHE", str(tmp_path / "cache"))
     path = make_results(tmp_path / "results.duckdb")
     forget_memo()
-    for expected in ("computed", "memory"):  # in one app: computed, then kept
-        app = ReviewApp(review_corpus, results=path, reviewer="rev-1")
+
+    def baselines(screen) -> list[str]:
+        table = screen.query_one("#runs", FitTable)
+        return [dict(zip(table.shown_columns(), r))["baseline"] for r in table_rows(table)]
+
+    # R before anything is computed (no prefetch): computed, then kept for a second open in the same process
+    for expected, said_now in (("computed", "figures computed"), ("memory", "figures computed once for this store")):
+        app = ReviewApp(review_corpus, results=path, reviewer="rev-1", prefetch_results=False)
         async with app.run_test(size=(120, 36)) as pilot:
             screen = await _open_results(app, pilot)
             assert screen.runs_source == expected and len(screen.runs) == 5
-            said_now = "figures computed" if expected == "computed" else "figures read back from the cache"
             assert said_now in str(screen.query_one("#status").render())
     forget_memo()
-    app = ReviewApp(review_corpus, results=path, reviewer="rev-1")  # a restarted app: from the cache file
+    # a restarted app reads them back from $TRB_CACHE/review/ as it starts: the screen finds them ready
+    app = ReviewApp(review_corpus, results=path, reviewer="rev-1")
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await _open_results(app, pilot)
-        assert screen.runs_source == "cache"
-        assert "figures read back from the cache (the store is unchanged)" in str(screen.query_one("#status").render())
-        table = screen.query_one("#runs", FitTable)
-        shown = [dict(zip(table.shown_columns(), r)) for r in table_rows(table)]
-    assert [r["baseline"] for r in shown] == ["trace-full*", "no-trace*", "trace-ablation*", "trace-full*", "cot-sft*"]
+        assert app.results_prefetched == "cache" and screen.runs_source == "memory"
+        assert baselines(screen) == ["trace-full*", "no-trace*", "trace-ablation*", "trace-full*", "cot-sft*"]
+    # a store written since (a new run) is computed afresh
+    ResultsStore(path).record_run({**RUN, "run_id": "run-f-0006", "created_at": "2026-11-25T10:00:00+00:00"}, ITEMS)
+    app = ReviewApp(review_corpus, results=path, reviewer="rev-1")
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await _open_results(app, pilot)
+        assert app.results_prefetched == "computed" and len(screen.runs) == 6
+        assert baselines(screen)[-1] == "trace-full*"

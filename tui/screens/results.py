@@ -31,7 +31,9 @@ from tui.results_view import (
     WorstItem,
     WorstPage,
     cached_runs,
+    is_kept,
     item_lists,
+    list_runs,
     metric_columns,
     worst_items,
 )
@@ -227,6 +229,10 @@ class ResultsScreen(Screen):
                     "a second open reads them back)…")
 
         try:
+            if not is_kept(self.app.results):  # the runs at once; their figures when ready (the app's prefetch may
+                self.app.call_from_thread(self.show_runs, list_runs(self.app.results), None)  # be computing them)
+                self.app.call_from_thread(self.set_status, "computing the runs' figures (once per store: a second "
+                                          "open reads them back)…")
             runs, source = cached_runs(self.app.results, on_progress=progress)
         except Exception as e:  # noqa: BLE001
             self.app.call_from_thread(self.set_status, f"cannot read {self.app.results}: {e}")
@@ -268,6 +274,8 @@ class ResultsScreen(Screen):
             return "figures still being computed"
         if self.runs_source == "computed":
             return "figures computed"
+        if self.runs_source == "memory":
+            return "figures computed once for this store (kept)"
         return "figures read back from the cache (the store is unchanged)"
 
     def current_run(self) -> RunSummary | None:
