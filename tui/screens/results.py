@@ -255,7 +255,8 @@ class ResultsScreen(Screen):
             smoke = "*" if r.smoke_test else ""  # the title line says what * means
             figures = [_score(r.tracks.get(c.key), r.labels.get(c.key)) if r.figures else "…"
                        for c in metric_columns()]
-            rows.append((r.run_id, [r.run_id, (r.baseline or "—") + smoke, r.split or "—", r.adapter_tier or "—",
+            run = Alt(r.run_id, r.run_id[:8]) if len(r.run_id) > 12 else r.run_id  # a uuid: its prefix, as git's
+            rows.append((r.run_id, [run, (r.baseline or "—") + smoke, r.split or "—", r.adapter_tier or "—",
                                     r.release_version or "—", *figures]))
         table.fill(rows)
         if not runs:
