@@ -28,13 +28,15 @@ from pathlib import Path
 
 import orjson
 
-from corpus.labels import Position, decide, decisions_sql
+from corpus.labels import UNDO_METHOD, WITHDRAWN_NOTE, Position, decide, decisions_sql
 from corpus.splits import DEFAULT_SALT, split_sql
 from corpus.store import Corpus
 from schemas.release_format import SPLIT_FRACTIONS, SPLITS
 
 __all__ = [
     "LABEL_STATUSES",
+    "item_is_withdrawn_sql",
+    "standing_labels",
     "SessionFilter",
     "SessionRow",
     "SessionPage",
@@ -265,10 +267,12 @@ def _item_state(page: str | None = None) -> str:
                         false) AS disagreement
         FROM store.attribution a
         LEFT JOIN (
-            SELECT *, row_number() OVER (PARTITION BY target_id, annotator_id, role
-                                         ORDER BY revision DESC, created_at DESC, annotation_id DESC) = 1 AS latest
-            FROM store.annotations WHERE target_kind = 'attribution'{only_items}
-        ) n ON n.target_id = a.item_id
+            SELECT *, bool_or(latest AND {item_is_withdrawn_sql()}) OVER (PARTITION BY target_id, annotator_id, role)
+                      AS withdrawn
+            FROM (SELECT *, row_number() OVER (PARTITION BY target_id, annotator_id, role
+                                               ORDER BY revision DESC, created_at DESC, annotation_id DESC) = 1 AS latest
+                  FROM store.annotations WHERE target_kind = 'attribution'{only_items})
+        ) n ON n.target_id = a.item_id AND NOT n.withdrawn
         LEFT JOIN decided d ON d.target_id = a.item_id
         {only_sessions}
         GROUP BY a.item_id, a.session_id
@@ -387,10 +391,32 @@ def _labels(con, item_ids: list[str]) -> dict[str, list[ItemLabel]]:
     return out
 
 
+def item_is_withdrawn_sql() -> str:
+    """A condition on an annotations row: it is a reviewer's undo that withdrew the reviewer's label (as the
+    latest revision, the reviewer holds no label on the item: it counts as never labelled)."""
+    return (f"(role = 'reviewer' AND method = '{UNDO_METHOD}' AND coalesce(rationale, '') "
+            f"LIKE '%{WITHDRAWN_NOTE}')")
+
+
+def _withdrawn(lb: ItemLabel) -> bool:
+    return lb.role == "reviewer" and lb.method == UNDO_METHOD and (lb.rationale or "").endswith(WITHDRAWN_NOTE)
+
+
+def standing_labels(labels: list[ItemLabel]) -> list[ItemLabel]:
+    """The labels without those of a reviewer whose latest revision withdrew their label (an undo of their first)."""
+    latest: dict[tuple[str, str], ItemLabel] = {}
+    for lb in labels:
+        cur = latest.get((lb.annotator_id, lb.role))
+        if cur is None or (lb.revision, lb.created_at, lb.annotation_id) > (cur.revision, cur.created_at, cur.annotation_id):
+            latest[(lb.annotator_id, lb.role)] = lb
+    gone = {k for k, lb in latest.items() if _withdrawn(lb)}
+    return [lb for lb in labels if (lb.annotator_id, lb.role) not in gone]
+
+
 def _status(labels: list[ItemLabel]) -> tuple[str, bool]:
     if decide(labels) is not None:
         status = "adjudicated"
-    elif labels:
+    elif standing_labels(labels):
         status = "annotated"
     else:
         status = "design_label_only"

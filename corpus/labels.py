@@ -34,11 +34,13 @@ from corpus.ingest import IngestReport, ingest_records
 from corpus.lock import LockWait
 from corpus.store import Corpus
 
-__all__ = ["QueueItem", "Position", "DECIDING_REVIEWER_LABELS", "UNDO_METHOD", "decide", "decisions_sql", "now_iso",
+__all__ = ["QueueItem", "Position", "DECIDING_REVIEWER_LABELS", "UNDO_METHOD", "WITHDRAWN_NOTE", "decide", "decisions_sql", "now_iso",
            "make_annotation", "add_annotations", "enqueue_review", "review_queue"]
 
 #: A reviewer's labels that decide an attribution item; a reviewer's "unsure" leaves it undecided.
 DECIDING_REVIEWER_LABELS = ("self", "exogenous")
+#: How an undo's note ends when it withdraws the reviewer's label (the reviewer then holds none on the item).
+WITHDRAWN_NOTE = ": withdrawn"
 #: The method of a reviewer record that undoes the reviewer's previous revision (a withdrawal when it
 #: restores no decision).
 UNDO_METHOD = "reviewer-undo"

@@ -27,6 +27,7 @@ from corpus.errors import CorpusBusy
 from corpus.labels import (
     DECIDING_REVIEWER_LABELS,
     UNDO_METHOD,
+    WITHDRAWN_NOTE,
     Position,
     add_annotations,
     decide,
@@ -193,8 +194,13 @@ def undo_record(state: ItemState, *, created_at: str | None = None) -> tuple[dic
         raise LookupError(f"you ({state.reviewer}) have no label on {state.item_id} to undo")
     last = mine[-1]
     restore = mine[-2].label if len(mine) >= 2 else "unsure"
+    # back to a revision that was itself a withdrawal: withdrawn again (the reviewer holds no label)
+    back_to_none = len(mine) >= 2 and mine[-2].method == UNDO_METHOD and \
+        (mine[-2].rationale or "").endswith(WITHDRAWN_NOTE)
     note = (f"undo of revision {last.revision} ({last.label}): back to revision {mine[-2].revision}"
-            if len(mine) >= 2 else f"undo of revision {last.revision} ({last.label}): withdrawn")
+            if len(mine) >= 2 else f"undo of revision {last.revision} ({last.label})")
+    if len(mine) < 2 or back_to_none:
+        note += WITHDRAWN_NOTE
     created_at = created_at or now_iso()
     effect = label_effect(state, restore, method=UNDO_METHOD, created_at=created_at)
     record = review_label(state.item_id, restore, state.reviewer, note=note, created_at=created_at,

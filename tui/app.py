@@ -40,7 +40,8 @@ KEY_USES = {
     "i": "goes to the next item at the step (session)",
     "m": "goes to the next step with an item (session)",
     "c": "shows the step's counterfactuals (session)",
-    "a": "opens the adjudication queue (sessions list)",
+    "a": "opens the review queue (sessions list)",
+    "f": "shows one reason of the review queue at a time (queue)",
     "R": "opens the results (sessions list, with --results)",
     "t": "shows the next track's worst items (results)",
     "right_square_bracket": "goes to the next page (sessions list, results)",
@@ -68,11 +69,13 @@ class ReviewApp(App):
     """
     BINDINGS = [
         Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),  # not while typing: a text field takes the q
         Binding("ctrl+q", "quit", "Quit", priority=True, show=False),  # the title line and help say it
     ]
 
     def __init__(self, corpus_dir: str | os.PathLike, *, results: str | os.PathLike | None = None,
-                 reviewer: str, attempt_wait: float | None = None, max_attempts: int | None = None) -> None:
+                 reviewer: str, attempt_wait: float | None = None, max_attempts: int | None = None,
+                 prefetch_results: bool = True) -> None:
         super().__init__()
         self.corpus = Corpus(corpus_dir).require()
         self.results = Path(results) if results is not None else None
@@ -85,15 +88,30 @@ class ReviewApp(App):
         #: every state a label write went through, newest last (what the status line showed)
         self.label_log: list[str] = []
         self._quit_anyway = False
+        #: with --results: the runs' figures are read (from the cache) or computed in the background from the start,
+        #: so the results screen finds them ready; how they were got ("computed", "cache"), once done
+        self.prefetch_results = prefetch_results and self.results is not None
+        self.results_prefetched: str | None = None
 
     def title_line(self) -> str:
-        return (f"[b]trb-review[/b] · ? help · ^q quit · corpus {escape(self.corpus.dir.name)} · "
+        return (f"[b]trb-review[/b] · ? help · q quit · corpus {escape(self.corpus.dir.name)} · "
                 f"reviewer {escape(self.reviewer)}{' · results ' + escape(self.results.name) if self.results else ''}")
 
     def on_mount(self) -> None:
         from tui.screens.sessions import SessionsScreen
 
         self.push_screen(SessionsScreen())
+        if self.prefetch_results:
+            self._prefetch_results()
+
+    @work(thread=True, group="results-prefetch", exit_on_error=False)
+    def _prefetch_results(self) -> None:
+        from tui.results_view import cached_runs
+
+        try:
+            _, self.results_prefetched = cached_runs(self.results)
+        except Exception:  # noqa: BLE001 - the results screen reads the store again and says what is wrong
+            self.results_prefetched = None
 
     # -- navigation --------------------------------------------------------------------------------
 
@@ -109,7 +127,7 @@ class ReviewApp(App):
 
     def open_results(self) -> None:
         if self.results is None:
-            self.notify("no results store: start trb-review with --results FILE", severity="warning")
+            self.cannot("no results store: start trb-review with --results FILE")
             return
         from tui.screens.results import ResultsScreen
 
@@ -123,8 +141,8 @@ class ReviewApp(App):
         pending = self.pending_labels()
         if pending and not self._quit_anyway:
             self._quit_anyway = True
-            self.notify(f"{pending} label(s) are still being saved; wait for 'saved', or press Ctrl+Q again "
-                        "to quit without them", severity="warning", timeout=10)
+            self.cannot(f"{pending} label(s) are still being saved; wait for 'saved', or press q again "
+                        "to quit without them")
             return
         self.exit()
 
@@ -147,11 +165,18 @@ class ReviewApp(App):
         self.cannot(f"{event.character or event.key}: nothing to do here; it {use} · ? help")
 
     def cannot(self, message: str) -> None:
-        """A key that cannot act here: say why (a notification, and the screen's status line if it has one)."""
-        self.notify(escape(message), severity="warning", timeout=4)
+        """A key that cannot act here: say why, in the screen's status line where it has one (a notification,
+        which covers part of the screen for a moment, only where it has none)."""
+        self.say(message, warning=True)
+
+    def say(self, message: str, *, warning: bool = False) -> None:
+        """One line for the user: the screen's status line where it has one (nothing covered), else a short
+        notification."""
         setter = getattr(self.screen, "set_status", None)
         if setter is not None:
-            setter(escape(message))
+            setter(("⚠ " if warning else "") + escape(message))
+        else:
+            self.notify(escape(message), severity="warning" if warning else "information", timeout=3)
 
     # -- labelling ---------------------------------------------------------------------------------
 
@@ -235,7 +260,8 @@ class ReviewApp(App):
                 self._label_state("cancelled: nothing was saved")
                 return
             self._label_state(f"saving the undo on {state.item_id}…")
-            self._write_label(record, effect, done)
+            self._write_label(record, effect, done, undone=f"your revision {last.revision} ({last.label}) on "
+                                                           f"{state.item_id}")
 
         self.push_screen(ConfirmScreen(
             f"undo your revision {last.revision} ({last.label}) on {state.item_id}?",
@@ -243,10 +269,11 @@ class ReviewApp(App):
             f"{effect.message}"), confirmed)
 
     @work(thread=True, group="labels")
-    def _write_label(self, record: dict, effect: LabelEffect, done: Callable[[bool], None] | None) -> None:
+    def _write_label(self, record: dict, effect: LabelEffect, done: Callable[[bool], None] | None,
+                     undone: str | None = None) -> None:
         outcome = save_label(self.corpus, record, on_state=lambda msg: self.call_from_thread(self._label_state, msg),
                              **self._save_kw)
-        self.call_from_thread(self._label_done, outcome, effect, done)
+        self.call_from_thread(self._label_done, outcome, effect, done, undone)
 
     def _label_state(self, message: str) -> None:
         self.label_log.append(message)
@@ -254,11 +281,17 @@ class ReviewApp(App):
         if setter is not None:
             setter(escape(message))
 
-    def _label_done(self, outcome: SaveOutcome, effect: LabelEffect, done: Callable[[bool], None] | None) -> None:
+    def _label_done(self, outcome: SaveOutcome, effect: LabelEffect, done: Callable[[bool], None] | None,
+                    undone: str | None = None) -> None:
+        """After a write: the status line says what was saved (an undo as an undo: what it undid), a failure also
+        as a notification that stays until read (nothing else covers the screen)."""
         self._quit_anyway = False
-        self._label_state(outcome.message)
-        text = f"{outcome.message}\n{effect.message}" if outcome.saved else outcome.message
-        self.notify(escape(text), severity="information" if outcome.saved else "error",
-                    timeout=6 if outcome.saved else 30)
+        if outcome.saved and undone is not None:
+            message = f"undone: {undone}, saved as revision {effect.revision}"
+        else:
+            message = outcome.message
+        self._label_state(message)
+        if not outcome.saved:
+            self.notify(escape(message), severity="error", timeout=30)
         if done is not None:
             done(outcome.saved)

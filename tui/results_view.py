@@ -19,13 +19,16 @@ was scored against (Track 1: the model's distribution, Φ(r′) and TV).
 
 from __future__ import annotations
 
+import hashlib
 import os
-from dataclasses import dataclass, field
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import orjson
 
 __all__ = ["Column", "Figure", "ItemList", "RunSummary", "WorstItem", "WorstPage", "metric_columns", "read_runs",
-           "item_lists", "worst_items"]
+           "cached_runs", "forget_memo", "is_kept", "list_runs", "run_summary", "store_fingerprint", "item_lists", "worst_items"]
 
 
 @dataclass(frozen=True)
@@ -83,29 +86,148 @@ def _store(path: str | os.PathLike):
     return ResultsStore(path, create=False)  # a reader: a missing store is an error, never made here
 
 
-def read_runs(path: str | os.PathLike) -> list[RunSummary]:
-    """Every run in the store, oldest first, with each metric's figure as ``trb report`` computes it."""
+def read_runs(path: str | os.PathLike, *, on_progress=None) -> list[RunSummary]:
+    """Every run in the store, oldest first, with each metric's figure as ``trb report`` computes it.
+
+    ``on_progress(done, runs)``: called once the runs are listed (``done`` = 0, no figures yet) and after each
+    run's figures (``runs`` holds every run, the first ``done`` with their figures)."""
+    store = _store(path)
+    with store.reading("trb-review results"):  # one connection for every read (hundreds of column reads)
+        rows = store.runs()
+        out = [_listed(r) for r in rows]
+        if on_progress is not None:
+            on_progress(0, list(out))
+        for i, r in enumerate(rows):
+            out[i] = run_summary(store, r)
+            if on_progress is not None:
+                on_progress(i + 1, list(out))
+    return out
+
+
+def _listed(r: dict) -> RunSummary:
+    """A run with what its row says of it (id, baseline, tier, release, split), before its figures."""
+    return RunSummary(r["run_id"], r["created_at"], r["baseline"], r["adapter_tier"], r["release_version"],
+                      bool(r["smoke_test"]), r["split"], {}, {})
+
+
+def run_summary(store, r: dict) -> RunSummary:
+    """One run of ``store.runs()`` with its figures (:func:`trb.report.run_profile`, no intervals)."""
     from trb.report import run_profile
     from trb.tracks.base import all_metrics
 
-    store = _store(path)
     metrics = all_metrics()
     keys = [c.key for c in metric_columns()]
+    profile = run_profile(store, r, n_resamples=0)
+    tracks = {k: (profile[k]["score"], profile[k]["n_items"]) for k in keys
+              if k in profile and profile[k]["n_items"]}
+    notes = {k: profile[k]["note"] for k in keys if k in profile and profile[k].get("note")}
+    labels = {k: profile[k]["label"] for k in keys if k in profile and profile[k].get("label")}
+    figures = tuple(Figure(m.key, m.title, m.headline, profile[m.key].get("score"),
+                           profile[m.key].get("n_items") or 0, profile[m.key].get("note"),
+                           profile[m.key].get("label"), tuple(profile[m.key].get("flags") or ()),
+                           _details(profile[m.key]))
+                    for m in metrics if m.key in profile)
+    return RunSummary(r["run_id"], r["created_at"], r["baseline"], r["adapter_tier"], r["release_version"],
+                      bool(r["smoke_test"]), r["split"], tracks, notes, figures, labels)
+
+
+#: The cached form's version: a change of RunSummary or Figure changes it (older files are ignored).
+CACHE_FORMAT = 1
+_memo: dict[str, list[RunSummary]] = {}
+_computing: dict[str, threading.Lock] = {}  # one computation per fingerprint at a time: a second caller waits for it
+_guard = threading.Lock()
+
+
+def store_fingerprint(path: str | os.PathLike) -> str:
+    """What the runs' figures depend on: the store (path, size and modification time of the DuckDB file and its
+    WAL), the toolkit's version and the registry's metrics. Any write to the store changes it."""
+    from schemas.versions import TOOLKIT_VERSION
+    from trb.tracks.base import all_metrics
+
+    p = Path(path).resolve()
+    h = hashlib.sha256(f"trb-review-runs/{CACHE_FORMAT}/{TOOLKIT_VERSION}\n{p}\n".encode())
+    h.update(",".join(f"{m.track}:{m.key}:{m.metric}" for m in all_metrics()).encode())
+    for f in (p, p.with_name(p.name + ".wal")):
+        try:
+            st = f.stat()
+        except OSError:
+            h.update(b"\0absent")
+            continue
+        h.update(f"\0{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def _cache_file(fingerprint: str) -> Path:
+    from trb.verified import cache_dir
+
+    return cache_dir() / "review" / f"runs-{fingerprint[:32]}.json"
+
+
+def _to_json(runs: list[RunSummary]) -> bytes:
+    return orjson.dumps({"format": CACHE_FORMAT, "runs": [asdict(r) for r in runs]})
+
+
+def _from_json(data: bytes) -> list[RunSummary]:
+    doc = orjson.loads(data)
+    if doc.get("format") != CACHE_FORMAT:
+        raise ValueError(f"cache format {doc.get('format')!r}, expected {CACHE_FORMAT}")
     out = []
-    for r in store.runs():
-        profile = run_profile(store, r, n_resamples=0)
-        tracks = {k: (profile[k]["score"], profile[k]["n_items"]) for k in keys
-                  if k in profile and profile[k]["n_items"]}
-        notes = {k: profile[k]["note"] for k in keys if k in profile and profile[k].get("note")}
-        labels = {k: profile[k]["label"] for k in keys if k in profile and profile[k].get("label")}
-        figures = tuple(Figure(m.key, m.title, m.headline, profile[m.key].get("score"),
-                               profile[m.key].get("n_items") or 0, profile[m.key].get("note"),
-                               profile[m.key].get("label"), tuple(profile[m.key].get("flags") or ()),
-                               _details(profile[m.key]))
-                        for m in metrics if m.key in profile)
-        out.append(RunSummary(r["run_id"], r["created_at"], r["baseline"], r["adapter_tier"], r["release_version"],
-                              bool(r["smoke_test"]), r["split"], tracks, notes, figures, labels))
+    for r in doc["runs"]:
+        figures = tuple(Figure(**{**f, "flags": tuple(f["flags"]), "details": tuple(f["details"])})
+                        for f in r.pop("figures"))
+        tracks = {k: (v[0], v[1]) for k, v in r.pop("tracks").items()}
+        out.append(RunSummary(**r, tracks=tracks, figures=figures))
     return out
+
+
+def cached_runs(path: str | os.PathLike, *, on_progress=None) -> tuple[list[RunSummary], str]:
+    """:func:`read_runs`, computed once per store fingerprint: ``(runs, source)`` where source is ``"memory"``,
+    ``"cache"`` (``$TRB_CACHE/review/``) or ``"computed"`` (``on_progress`` as :func:`read_runs` says). A cache file that cannot be read is computed again
+    and rewritten; one that cannot be written leaves the figures computed (only slower next time)."""
+    fp = store_fingerprint(path)
+    if fp in _memo:
+        return _memo[fp], "memory"
+    with _guard:
+        lock = _computing.setdefault(fp, threading.Lock())
+    with lock:  # the app's prefetch may be computing them now: wait for it rather than compute them twice
+        if fp in _memo:
+            return _memo[fp], "memory"
+        return _cached_runs(path, fp, on_progress)
+
+
+def is_kept(path: str | os.PathLike) -> bool:
+    """Whether the store's runs are in memory now (:func:`cached_runs` returns at once)."""
+    return store_fingerprint(path) in _memo
+
+
+def list_runs(path: str | os.PathLike) -> list[RunSummary]:
+    """The store's runs as their rows say (id, baseline, tier, release, split), without figures: a quick read."""
+    return [_listed(r) for r in _store(path).runs()]
+
+
+def _cached_runs(path, fp: str, on_progress) -> tuple[list[RunSummary], str]:
+    file = _cache_file(fp)
+    try:
+        runs = _from_json(file.read_bytes())
+        source = "cache"
+    except (OSError, ValueError, TypeError, KeyError):
+        runs = read_runs(path, on_progress=on_progress)
+        source = "computed"
+        if store_fingerprint(path) == fp:  # the store did not change while it was read
+            try:
+                file.parent.mkdir(parents=True, exist_ok=True)
+                tmp = file.with_name(f".{file.name}.{os.getpid()}")
+                tmp.write_bytes(_to_json(runs))
+                os.replace(tmp, file)
+            except OSError:
+                pass
+    _memo[fp] = runs
+    return runs, source
+
+
+def forget_memo() -> None:
+    """Drop the runs kept in memory (the files in ``$TRB_CACHE/review/`` stay): what a restarted app starts from."""
+    _memo.clear()
 
 
 #: R*'s slices as the report names them (spec §5: they stand beside Track 1 everywhere).

@@ -38,3 +38,11 @@ def drive(test):
         return asyncio.run(test(*args, **kwargs))
 
     return run
+
+
+def said(app) -> str:
+    """Everything the app has told the user just now: its notifications and the screen's status line."""
+    status = ""
+    if app.screen.query("#status"):
+        status = str(app.screen.query_one("#status").render())
+    return "\n".join([*(n.message for n in app._notifications), status])

@@ -10,7 +10,7 @@ import pytest
 
 from corpus.labels import UNDO_METHOD
 from corpus.review import short_time
-from review_helpers import drive, settle, status_text, store_rows
+from review_helpers import drive, said, settle, status_text, store_rows
 from tests_paths import ROOT
 from tui.app import ReviewApp
 from tui.screens.confirm import ConfirmScreen
@@ -56,7 +56,7 @@ def _hold(corpus_dir, seconds: float) -> subprocess.Popen:
 
 
 def _notes(app) -> str:
-    return "\n".join(n.message for n in app._notifications)
+    return said(app)  # notifications and the status line
 
 
 def _revisions(corpus_dir, item_id, reviewer):
@@ -79,7 +79,7 @@ async def test_label_an_item_with_a_note_and_see_it_in_the_store(review_corpus):
         await settle(pilot)
         assert _reviewer_labels(review_corpus, "7f3a-attr-clock-jump") == [
             ("rev-1", "reviewer", "reviewer", "unsure", None)]
-        assert "does not decide the item" in _notes(app)
+        assert status_text(screen) == "saved: unsure on 7f3a-attr-clock-jump by rev-1, revision 1"
         assert str(screen.query_one(Timeline).get_row("5")[1]) == "◆"  # still annotated, not adjudicated
         assert "undecided" in str(screen.query_one("#step").render())
 
@@ -181,7 +181,7 @@ async def test_a_label_made_while_another_process_writes_waits_and_lands(review_
             await pilot.press("ctrl+q")  # quitting now would drop the label: the app says so and stays
             await pilot.pause()
             assert app.is_running and app.screen is screen
-            assert any("still being saved" in n.message for n in app._notifications)
+            assert "still being saved" in status_text(screen)
             await settle(pilot)
         finally:
             holder.wait(timeout=30)

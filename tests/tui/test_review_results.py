@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from review_helpers import drive, settle, table_rows
+from review_helpers import drive, said, settle, table_rows
 from trb.results import ResultsStore
 from tui.app import ReviewApp
-from tui.results_view import item_lists, read_runs, worst_items
+from tui.results_view import cached_runs, forget_memo, item_lists, read_runs, worst_items
 from tui.screens.results import ResultsScreen
 from tui.screens.session import SessionScreen
 from tui.widgets.fit_table import FitTable
@@ -126,7 +126,7 @@ def _pane(screen) -> str:
 
 
 def _notes(app) -> str:
-    return "\n".join(n.message for n in app._notifications)
+    return said(app)  # notifications and the status line
 
 
 async def _open_results(app, pilot):
@@ -299,3 +299,62 @@ async def test_every_headline_fits_80_columns_and_proxy_tier_grounding_is_named(
                "injected): fixed a priori at 4)" in pane
         assert pane.count("proxy-tier grounding: this toolkit's extension (spec §3 defines Track 2 on native") == 1
         assert pane.count("⚠ not identifiable: 1 of 2 concepts") == 1  # said once for ground and ground-rand
+        # its list of worst items is proxy-tier grounding too, never titled as Track 2's native grounding
+        listed = str(screen.query_one("#list").render())
+        assert listed.startswith("proxy-tier grounding (detection AUC vs no injection) · worst first")
+        await pilot.press("up")  # the native run with Track 2: its list keeps the registry's title
+        await settle(pilot)
+        while screen.current_list is not None and screen.current_list.track != "2":
+            await pilot.press("t")
+            await settle(pilot)
+        assert str(screen.query_one("#list").render()).startswith("Track 2 — grounding (detection AUC vs no injection)")
+
+
+def test_the_runs_figures_are_computed_once_per_store(tmp_path, monkeypatch):
+    """The first read computes; the same app reads memory; a restarted app reads the cache file; a store written
+    since (a new run) is computed afresh."""
+    monkeypatch.setenv("TRB_CACHE", str(tmp_path / "cache"))
+    path = make_results(tmp_path / "results.duckdb")
+    forget_memo()
+    runs, source = cached_runs(path)
+    assert source == "computed" and runs == read_runs(path)
+    assert cached_runs(path) == (runs, "memory")
+    forget_memo()  # a new process: only the file under $TRB_CACHE/review/ is left
+    assert list((tmp_path / "cache" / "review").glob("runs-*.json"))
+    assert cached_runs(path) == (runs, "cache")
+    ResultsStore(path).record_run({**RUN, "run_id": "run-f-0006", "created_at": "2026-11-25T10:00:00+00:00"}, ITEMS)
+    again, source = cached_runs(path)
+    assert source == "computed" and [r.run_id for r in again] == [r.run_id for r in runs] + ["run-f-0006"]
+
+
+@drive
+async def test_the_results_screen_opens_from_the_cache_the_second_time(review_corpus, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRB_CACHE", str(tmp_path / "cache"))
+    path = make_results(tmp_path / "results.duckdb")
+    forget_memo()
+
+    def baselines(screen) -> list[str]:
+        table = screen.query_one("#runs", FitTable)
+        return [dict(zip(table.shown_columns(), r))["baseline"] for r in table_rows(table)]
+
+    # R before anything is computed (no prefetch): computed, then kept for a second open in the same process
+    for expected, said_now in (("computed", "figures computed"), ("memory", "figures computed once for this store")):
+        app = ReviewApp(review_corpus, results=path, reviewer="rev-1", prefetch_results=False)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await _open_results(app, pilot)
+            assert screen.runs_source == expected and len(screen.runs) == 5
+            assert said_now in str(screen.query_one("#status").render())
+    forget_memo()
+    # a restarted app reads them back from $TRB_CACHE/review/ as it starts: the screen finds them ready
+    app = ReviewApp(review_corpus, results=path, reviewer="rev-1")
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await _open_results(app, pilot)
+        assert app.results_prefetched == "cache" and screen.runs_source == "memory"
+        assert baselines(screen) == ["trace-full*", "no-trace*", "trace-ablation*", "trace-full*", "cot-sft*"]
+    # a store written since (a new run) is computed afresh
+    ResultsStore(path).record_run({**RUN, "run_id": "run-f-0006", "created_at": "2026-11-25T10:00:00+00:00"}, ITEMS)
+    app = ReviewApp(review_corpus, results=path, reviewer="rev-1")
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await _open_results(app, pilot)
+        assert app.results_prefetched == "computed" and len(screen.runs) == 6
+        assert baselines(screen)[-1] == "trace-full*"

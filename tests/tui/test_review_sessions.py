@@ -6,7 +6,7 @@ from textual.widgets import Checkbox, DataTable, Input, Select
 
 from corpus.browse import SessionFilter, list_sessions
 from corpus.store import Corpus
-from review_helpers import drive, settle, status_text, store_rows, table_rows
+from review_helpers import drive, said, settle, status_text, store_rows, table_rows
 from tui.app import ReviewApp
 from tui.screens.counterfactuals import CounterfactualsScreen
 from tui.screens.help import HelpScreen
@@ -16,7 +16,7 @@ from tui.widgets.timeline import Timeline
 
 
 def _notes(app) -> str:
-    return "\n".join(n.message for n in app._notifications)
+    return said(app)  # notifications and the status line
 
 
 def _ids(app) -> list[str]:

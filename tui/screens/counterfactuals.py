@@ -52,7 +52,7 @@ def _head(cf: Counterfactual) -> Text:
 
 class CounterfactualsScreen(Screen):
     DEFAULT_CSS = """
-    CounterfactualsScreen #title { height: 1; background: $primary-background; padding: 0 1; }
+    CounterfactualsScreen #title { height: auto; max-height: 2; background: $primary-background; padding: 0 1; }
     CounterfactualsScreen #list { height: 1fr; padding: 0 1; }
     CounterfactualsScreen .cf { height: auto; margin-bottom: 1; }
     CounterfactualsScreen Static { height: auto; }

@@ -13,7 +13,7 @@ __all__ = ["HelpScreen", "HELP_TEXT"]
 HELP_TEXT = """\
 [b]trb-review keys[/b]   (a key that cannot act here says why)
 
-[b]everywhere[/b] ? help · Esc back · Ctrl+Q quit · Tab next widget
+[b]everywhere[/b] ? help · Esc back · q or Ctrl+Q quit · Tab next widget
 [b]sessions[/b]   ↑↓ move · Enter open · ] / \\[ page · Tab filters
            / search ids: session, item or counterfactual,
              any part, any case · a queue · R results
@@ -21,6 +21,9 @@ HELP_TEXT = """\
            m next marked step · c the step's counterfactuals
            s self · e exogenous · u unsure · z undo your label
 [b]queue[/b]      ↑↓ item · s / e / u decide · z undo · Enter trace
+           f one reason at a time: tie · disagreement ·
+             unsure · unlabelled (the queue holds each
+             undecided item that is tied, unsure or unlabelled)
 [b]results[/b]    ↑↓ run or item · Tab switch table · t next list
            ] / \\[ page · PgDn / PgUp scroll the detail
            Enter on a worst item: its session and step
@@ -29,7 +32,8 @@ HELP_TEXT = """\
            (it stays undecided, and queued). Replacing a
            decision asks first (y). Each label is your next
            revision, with its time; z undoes one with a new
-           revision: nothing is deleted.
+           revision: nothing is deleted; undoing your
+           first label leaves the item as it was (◇).
 list:      items: attribution items · todo unlabelled · dis disagree
 timeline:  ◇ design label only  ◆ annotated  ✔ decided
            red: annotators disagree\

@@ -30,9 +30,11 @@ from tui.results_view import (
     RunSummary,
     WorstItem,
     WorstPage,
+    cached_runs,
+    is_kept,
     item_lists,
+    list_runs,
     metric_columns,
-    read_runs,
     worst_items,
 )
 from tui.widgets.fit_table import Alt, Col, FitTable
@@ -102,6 +104,9 @@ def run_text(run: RunSummary) -> Text:
                 f" · split {run.split or '—'} · {run.created_at[:19].replace('T', ' ')}\n", style="dim")
     if run.smoke_test:
         text.append("SMOKE TEST: not a TRB score\n", style="bold red")
+    if not run.figures:
+        text.append("its figures are being computed…", style="dim italic")
+        return text
     width = max((len(_figure_title(f)) for f in run.figures), default=10)
     said: set[str] = set()  # a flag two figures share (Track 2's identifiability) is said once
     for f in run.figures:
@@ -162,17 +167,17 @@ def item_text(lst: ItemList, it: WorstItem, planned: str | None, taken: str | No
 
 class ResultsScreen(Screen):
     DEFAULT_CSS = """
-    ResultsScreen #title { height: 1; background: $primary-background; padding: 0 1; }
-    ResultsScreen #runs { height: auto; max-height: 7; }
+    ResultsScreen #title { height: auto; max-height: 2; background: $primary-background; padding: 0 1; }
+    ResultsScreen #runs { height: auto; max-height: 40%; scrollbar-size-vertical: 1; }
     ResultsScreen #list { height: 1; padding: 0 1; background: $primary-background; }
     ResultsScreen #worst { height: 1fr; }
     ResultsScreen #detail { height: 9; padding: 0 1; border-top: solid $primary; }
     ResultsScreen #pane { height: auto; }
-    ResultsScreen #status { height: 1; padding: 0 1; color: $text-muted; }
+    ResultsScreen #status { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     """
     BINDINGS = [
         Binding("escape", "back", "Back"),
-        Binding("tab", "switch", "Switch table"),
+        Binding("tab", "switch", "Table"),
         Binding("t", "next_list", "Next track"),
         Binding("right_square_bracket", "page(1)", "next", key_display="]", group=_PAGE),
         Binding("left_square_bracket", "page(-1)", "previous", key_display="[", group=_PAGE),
@@ -187,6 +192,7 @@ class ResultsScreen(Screen):
         self.lists: list[ItemList] = []
         self.list_index = 0
         self.page: WorstPage | None = None
+        self.runs_source: str | None = None
 
     @property
     def items(self) -> list[WorstItem]:
@@ -204,7 +210,7 @@ class ResultsScreen(Screen):
         yield FitTable([Col("item", "item")], id="worst", empty_enter="no items in this list")
         with VerticalScroll(id="detail", classes="pane"):
             yield Static("", id="pane")
-        yield Static("loading…", id="status")
+        yield Static("computing the runs' figures (once per store; then read back from the cache)…", id="status")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -215,16 +221,31 @@ class ResultsScreen(Screen):
 
     @work(thread=True, exclusive=True, group="runs")
     def load_runs(self) -> None:
+        def progress(done: int, runs: list[RunSummary]) -> None:  # the runs at once, their figures as they come
+            self.app.call_from_thread(self.show_runs, runs, None)
+            if done < len(runs):
+                self.app.call_from_thread(
+                    self.set_status, f"computing the runs' figures: {done} of {len(runs)} done (once per store: "
+                    "a second open reads them back)…")
+
         try:
-            runs = read_runs(self.app.results)
+            if not is_kept(self.app.results):  # the runs at once; their figures when ready (the app's prefetch may
+                self.app.call_from_thread(self.show_runs, list_runs(self.app.results), None)  # be computing them)
+                self.app.call_from_thread(self.set_status, "computing the runs' figures (once per store: a second "
+                                          "open reads them back)…")
+            runs, source = cached_runs(self.app.results, on_progress=progress)
         except Exception as e:  # noqa: BLE001
             self.app.call_from_thread(self.set_status, f"cannot read {self.app.results}: {e}")
             return
-        self.app.call_from_thread(self.show_runs, runs)
+        self.app.call_from_thread(self.show_runs, runs, source)
 
-    def show_runs(self, runs: list[RunSummary]) -> None:
+    def show_runs(self, runs: list[RunSummary], source: str | None = "computed") -> None:
+        """The runs table; ``source`` None while figures are still being computed (their cells read …)."""
+        first = not self.runs
         self.runs = runs
-        title = [f"results {escape(self.app.results.name)}"]
+        # computed, or read back (memory, cache: the store has not changed since); None: still computing
+        self.runs_source = source
+        title = [f"results {escape(self.app.results.name)}", f"{len(runs)} run(s)"]
         if any(r.smoke_test for r in runs):
             title.append("* SMOKE TEST: not a TRB score")
         self.query_one("#title", Static).update(" · ".join(title))
@@ -232,12 +253,31 @@ class ResultsScreen(Screen):
         rows = []
         for r in runs:
             smoke = "*" if r.smoke_test else ""  # the title line says what * means
-            rows.append((r.run_id, [r.run_id, (r.baseline or "—") + smoke, r.split or "—", r.adapter_tier or "—",
-                                    r.release_version or "—",
-                                    *[_score(r.tracks.get(c.key), r.labels.get(c.key)) for c in metric_columns()]]))
+            figures = [_score(r.tracks.get(c.key), r.labels.get(c.key)) if r.figures else "…"
+                       for c in metric_columns()]
+            run = Alt(r.run_id, r.run_id[:8]) if len(r.run_id) > 12 else r.run_id  # a uuid: its prefix, as git's
+            rows.append((r.run_id, [run, (r.baseline or "—") + smoke, r.split or "—", r.adapter_tier or "—",
+                                    r.release_version or "—", *figures]))
         table.fill(rows)
         if not runs:
             self.set_status("no runs in this results store")
+        elif not first:
+            self._show_pane()
+        if runs and source is not None:
+            if self.page is not None:
+                self._page_status()  # the page came first: it says where the figures came from now
+            else:
+                self.set_status(f"{len(runs)} run(s), {self.source_note()} · Tab to the items, Enter opens the trace")
+
+    def source_note(self) -> str:
+        """Where the runs' figures came from: computed now, or read back (the store is unchanged since)."""
+        if self.runs_source is None:
+            return "figures still being computed"
+        if self.runs_source == "computed":
+            return "figures computed"
+        if self.runs_source == "memory":
+            return "figures computed once for this store (kept)"
+        return "figures read back from the cache (the store is unchanged)"
 
     def current_run(self) -> RunSummary | None:
         key = self.query_one("#runs", FitTable).cursor_key()
@@ -310,10 +350,21 @@ class ResultsScreen(Screen):
         first = page.offset + 1 if page.items else 0
         others = " · t: next list" if len(self.lists) > 1 else ""
         self.query_one("#list", Static).update(
-            f"[b]{escape(lst.title)}[/b] · worst first: {first}–{page.offset + len(page.items)} of {page.total:,} "
+            f"[b]{escape(self.list_title(lst))}[/b] · worst first: {first}–{page.offset + len(page.items)} of {page.total:,} "
             f"· page {page.offset // PAGE_SIZE + 1}/{pages}{others}")
-        self.set_status(f"run {run_id[:10]} · Tab to the items, Enter opens the trace")
+        self._page_status()
         self._show_pane()
+
+    def _page_status(self) -> None:
+        self.set_status(f"run {(self.run_id or '')[:10]} · Tab to the items, Enter opens the trace · "
+                        f"{self.source_note()}")
+
+    def list_title(self, lst: ItemList) -> str:
+        """The list's title: the registry's metric, or the run's label for it (a proxy adapter's Track 2 items are
+        proxy-tier grounding, never Track 2's native-tier grounding)."""
+        run = next((r for r in self.runs if r.run_id == self.run_id), None)
+        f = next((f for f in run.figures if f.key == lst.key), None) if run is not None else None
+        return _figure_title(f) if f is not None and f.label else lst.title
 
     def current_item(self) -> WorstItem | None:
         key = self.query_one("#worst", FitTable).cursor_key()

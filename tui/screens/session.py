@@ -114,12 +114,12 @@ class SessionScreen(Screen):
     """Timeline on the left, the selected step on the right."""
 
     DEFAULT_CSS = """
-    SessionScreen #title { height: 1; background: $primary-background; padding: 0 1; }
+    SessionScreen #title { height: auto; max-height: 2; background: $primary-background; padding: 0 1; }
     SessionScreen #body { height: 1fr; }
     SessionScreen Timeline { width: 42%; min-width: 30; }
     SessionScreen #detail { width: 1fr; padding: 0 1; }
     SessionScreen #step { height: auto; }
-    SessionScreen #status { height: 1; padding: 0 1; color: $text-muted; }
+    SessionScreen #status { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     """
 
     BINDINGS = [
@@ -243,7 +243,7 @@ class SessionScreen(Screen):
             self.app.cannot(f"t = {t} is the only step with an attribution item")
             return
         if not later:
-            self.app.notify(f"no item after t = {t}: back to the first, t = {marked[0]}", timeout=3)
+            self.app.say(f"no item after t = {t}: back to the first, t = {marked[0]}")
         self.query_one(Timeline).select_step((later or marked)[0])
 
     def action_label(self, label: str) -> None:

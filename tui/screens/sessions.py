@@ -51,13 +51,13 @@ class SessionsScreen(Screen):
     """Every session of the corpus, filtered and paged; Enter opens one."""
 
     DEFAULT_CSS = """
-    SessionsScreen #title { height: 1; background: $primary-background; padding: 0 1; }
+    SessionsScreen #title { height: auto; max-height: 2; background: $primary-background; padding: 0 1; }
     SessionsScreen .bar { height: 1; }
     SessionsScreen #search { width: 1fr; }
     SessionsScreen #disagree { width: auto; }
     SessionsScreen Select { width: 1fr; }
     SessionsScreen #table { height: 1fr; }
-    SessionsScreen #status { height: 1; padding: 0 1; color: $text-muted; }
+    SessionsScreen #status { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     """
 
     BINDINGS = [
