@@ -54,7 +54,7 @@ from corpus.store import Corpus
 __all__ = ["PROJECTS", "LEVELS", "UNSURE_TREATMENTS", "ATTRIBUTION_ORDER", "Project", "PairKappa",
            "ProjectAgreement", "AlphaBootstrap", "agreement", "project_agreement", "latest_labels", "item_sessions",
            "drop_unsure", "krippendorff_alpha", "bootstrap_alpha", "cohen_kappa", "Independence", "label_independence",
-           "example_label_count", "ENDORSED"]
+           "example_label_count", "example_items_sql", "ENDORSED"]
 
 LEVELS = ("nominal", "ordinal")
 UNSURE_TREATMENTS = ("category", "missing")
@@ -135,7 +135,7 @@ class ProjectAgreement:
         return d
 
 
-def _examples_sql(target_kind: str) -> str:
+def example_items_sql(target_kind: str) -> str:
     """The ids of the items of ``target_kind`` that belong to example sessions (EXAMPLE_SOURCE_KINDS)."""
     table, col = _ITEMS[target_kind]
     kinds = ", ".join(f"'{k}'" for k in EXAMPLE_SOURCE_KINDS)
@@ -147,8 +147,8 @@ def latest_labels(con, target_kind: str, value_type: str, column: str, *,
                   examples: bool = False) -> dict[str, dict[str, str]]:
     """target id -> {annotator: category}, the latest revision of each annotator's ``annotator``-role label
     (``column``: a column or SQL expression; a latest revision whose category is NULL counts as no label).
-    Labels on example items (:func:`_examples_sql`) are left out unless ``examples``."""
-    keep = "" if examples else f"AND target_id NOT IN ({_examples_sql(target_kind)})"
+    Labels on example items (:func:`example_items_sql`) are left out unless ``examples``."""
+    keep = "" if examples else f"AND target_id NOT IN ({example_items_sql(target_kind)})"
     rows = con.execute(f"""
         SELECT target_id, annotator_id, category FROM (
             SELECT target_id, annotator_id, {column} AS category FROM store.annotations
@@ -181,7 +181,7 @@ def label_independence(con, target_kind: str) -> list[Independence]:
         WITH labels AS (
             SELECT target_id, annotator_id, created_at::TIMESTAMPTZ AS ts, revision, annotation_id
             FROM store.annotations WHERE target_kind = ? AND role = 'annotator'
-              AND target_id NOT IN ({_examples_sql(target_kind)})),
+              AND target_id NOT IN ({example_items_sql(target_kind)})),
         latest AS (
             SELECT target_id, annotator_id, ts FROM labels
             QUALIFY row_number() OVER (PARTITION BY target_id, annotator_id

@@ -14,6 +14,10 @@ one of these holds, the first that applies being its reason:
 Each entry carries what the reviewer needs beside the votes: what the subject saw at the
 step (the observation), their r_t (goal, planned next, caused by self, confidence), the
 action and its outcome.
+
+Items of example sessions (source kind ``illustrative``, such as the packaged 7f3a, which the annotators'
+instructions cite) are never queued and their labels are no votes, as in ``trb-annotate agreement`` and
+``adjudicate``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from annotate.agreement import example_items_sql
 from corpus.browse import item_is_withdrawn_sql
 from corpus.labels import QueueItem, decisions_sql, review_queue
 from corpus.store import Corpus
@@ -63,6 +68,7 @@ class ReviewQueue:
     n_other: int  # counterfactual items queued (decided in Label Studio)
     shown_limit: int | None = None
     totals: dict[str, int] = field(default_factory=dict)  # reason -> items before the limit
+    n_examples: int = 0  # items of example sessions (source kind illustrative): never queued, their labels no votes
 
     def of(self, reason: str | None) -> list[QueueEntry]:
         return [e for e in self.entries if reason is None or e.reason == reason]
@@ -93,8 +99,9 @@ def review_items(corpus: Corpus, *, limit: int | None = 2000, wait_seconds: floa
     n_other = len(queued_all) - len(queued)
     with corpus.open(write=False, wait_seconds=10 if wait_seconds is None else wait_seconds,
                      purpose="review queue") as con:
-        items = con.execute("SELECT item_id, session_id, t, design_label FROM store.attribution "
-                            "ORDER BY session_id, t, item_id").fetchall()
+        examples = {r[0] for r in con.execute(example_items_sql("attribution")).fetchall()}
+        items = [row for row in con.execute("SELECT item_id, session_id, t, design_label FROM store.attribution "
+                                            "ORDER BY session_id, t, item_id").fetchall() if row[0] not in examples]
         decided = {r[0] for r in con.execute(f"SELECT target_id FROM ({decisions_sql()})").fetchall()}
         positions: dict[str, list[tuple[str, str, str]]] = {}
         for target, who, role, label in con.execute(_positions_sql()).fetchall():
@@ -141,13 +148,16 @@ def review_items(corpus: Corpus, *, limit: int | None = 2000, wait_seconds: floa
     qorder = {k: i for i, k in enumerate(queued)}  # queued items: oldest first, as the queue lists them
     entries.sort(key=lambda e: (order[e.reason], qorder.get(e.item_id, len(qorder))))  # stable: then by place
     return ReviewQueue(entries, {r: totals[r] for r in REASONS}, len(items), len(decided & {i[0] for i in items}),
-                       n_other, limit, dict(totals))
+                       n_other, limit, dict(totals), len(examples))
 
 
 def empty_reason(queue: ReviewQueue, reason: str | None) -> str:
-    """Why the queue (or its ``reason`` part) is empty, in one line."""
+    """Why the queue (or its ``reason`` part) is empty, in one line. Items of example sessions (source kind
+    illustrative: the annotators' instructions cite them) are never queued; the line says how many there are."""
     if queue.n_items == 0:
-        return "the queue is empty: this corpus has no attribution items (ingest sessions with outcomes first)"
+        what = ("has only example items (illustrative sessions), which are never queued" if queue.n_examples
+                else "has no attribution items (ingest sessions with outcomes first)")
+        return f"the queue is empty: this corpus {what}"
     if reason is not None and any(queue.counts.values()):
         others = ", ".join(f"{n} {r}" for r, n in queue.counts.items() if n)
         return f"no item here is {reason} ({REASON_TEXT[reason]}); other reasons hold {others}: f changes the filter"

@@ -149,7 +149,8 @@ async def test_ties_disagreements_unsure_and_unlabelled_items_all_reach_the_queu
     assert {e.item_id: e.reason for e in expected.entries if e.reason != "unlabelled"} == {
         ties[0]: "tie", ties[1]: "tie", split: "disagreement", unsure: "unsure"}
     n_items = store_rows(review_corpus, "SELECT count(*) FROM attribution")[0][0]
-    assert expected.counts["unlabelled"] == n_items - 4 - 3  # 7f3a's three items are labelled by its annotators
+    assert expected.counts["unlabelled"] == n_items - 4 - 3  # 7f3a's three items are examples: never queued
+    assert expected.n_examples == 3
 
     app = ReviewApp(review_corpus, reviewer="cur-1")
     async with app.run_test(size=(120, 36)) as pilot:
@@ -204,12 +205,21 @@ async def test_ties_disagreements_unsure_and_unlabelled_items_all_reach_the_queu
 
 @drive
 async def test_an_empty_queue_says_why(tmp_path):
+    import json
+
     from corpus.ingest import ingest
     from corpus.store import init_corpus
     from tests_paths import EXAMPLE_7F3A
 
+    # 7f3a's records as a real (simulated) session with its labels: one item decided, two whose annotators agree
+    lines = [json.loads(line) for line in EXAMPLE_7F3A.read_text(encoding="utf-8").splitlines()]
+    for rec in lines:
+        if rec["kind"] == "session":
+            rec["source"]["kind"] = "simulated"
+    real = tmp_path / "real.jsonl"
+    real.write_text("".join(json.dumps(rec) + "\n" for rec in lines), encoding="utf-8")
     d = init_corpus(tmp_path / "corpus")
-    ingest(Corpus(d), [EXAMPLE_7F3A], progress=False)  # 7f3a: one item decided, two whose annotators agree
+    ingest(Corpus(d), [real], progress=False)
     app = ReviewApp(d, reviewer="cur-1")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -224,6 +234,22 @@ async def test_an_empty_queue_says_why(tmp_path):
         assert "nothing to decide: the queue is empty" in status_text(screen)
 
 
+def test_example_items_are_never_queued_and_their_labels_are_no_votes(tmp_path):
+    """The packaged 7f3a is an example (source kind illustrative): the annotators' instructions cite it, so its
+    items are not queued for a curator and its invented annotators' labels are not votes; the line says so."""
+    from corpus.ingest import ingest
+    from corpus.store import init_corpus
+    from tests_paths import EXAMPLE_7F3A
+    from tui.queue_view import empty_reason
+
+    d = init_corpus(tmp_path / "corpus")
+    ingest(Corpus(d), [EXAMPLE_7F3A], progress=False)
+    queue = review_items(Corpus(d))
+    assert (queue.entries, queue.n_items, queue.n_examples) == ([], 0, 3)
+    assert empty_reason(queue, None) == ("the queue is empty: this corpus has only example items (illustrative "
+                                         "sessions), which are never queued")
+
+
 @drive
 async def test_an_empty_filter_names_the_reasons_that_hold_items(review_corpus):
     app = ReviewApp(review_corpus, reviewer="cur-1")
@@ -236,7 +262,8 @@ async def test_an_empty_filter_names_the_reasons_that_hold_items(review_corpus):
         await _filter(pilot, screen, "tie")
         assert screen.query_one("#queue", FitTable).row_count == 0
         assert status_text(screen) == (f"no item here is tie (annotators' labels tie); other reasons hold {n} "
-                                       "unlabelled: f changes the filter")
+                                       "unlabelled: f changes the filter · 3 example item(s) (illustrative "
+                                       "sessions) are never queued")
 
 
 @drive

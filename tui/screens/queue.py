@@ -128,6 +128,8 @@ class QueueScreen(Screen):
         self.query_one("#title", Static).update(
             f"[b]queue[/b] · {counts} · f filter: [b]{shown}[/b]{cap}")
         other = (f" · {queue.n_other} counterfactual item(s) are decided in Label Studio" if queue.n_other else "")
+        if queue.n_examples:
+            other += f" · {queue.n_examples} example item(s) (illustrative sessions) are never queued"
         told = "" if self._told is None else escape(self._told) + " · "  # until the next label, or a trace
         if items:
             what = "" if self.filter is None else f" ({REASON_TEXT[self.filter]})"
