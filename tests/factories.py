@@ -142,17 +142,17 @@ def store_rows(corpus_dir: Path, sql: str, params=None) -> list[tuple]:
         con.close()
 
 
-def like_7f3a(name: str = "b2c9") -> list[dict]:
+def like_7f3a(name: str = "b2c9", *, annotations: bool = False) -> list[dict]:
     """The packaged 7f3a example's sessions, counterfactuals and attribution items as test data of their own: ids
     renamed (``7f3a`` -> ``name``), source kind ``simulated`` (not an example, so it is pushed as tasks), and
-    without the example's invented annotations. It has what real sessions have and the factories' lack: an
+    without the example's invented annotations (with them if ``annotations``). It has what real sessions have and the factories' lack: an
     open-ended step, action texts, credit beliefs and an extension slot (``endorses_last_output``)."""
     from corpus.examples import example_path
 
     out = []
     for line in example_path("7f3a").read_text(encoding="utf-8").splitlines():
         rec = json.loads(line.replace("7f3a", name))
-        if rec["kind"] == "annotation":
+        if rec["kind"] == "annotation" and not annotations:
             continue
         if rec["kind"] == "session":
             rec["source"]["kind"] = "simulated"

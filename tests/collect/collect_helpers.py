@@ -108,3 +108,25 @@ def store_counts(corpus_dir: Path) -> dict[str, int]:
     """Row counts of every store table, read with plain DuckDB."""
     tables = [r[0] for r in store_rows(corpus_dir, "SELECT table_name FROM information_schema.tables")]
     return {t: store_rows(corpus_dir, f'SELECT count(*) FROM "{t}"')[0][0] for t in tables}
+
+
+#: 41 characters, a "?" among them: with Enter, 4, Enter, → → →, Enter, 4, Enter a whole step in 50 keys.
+BURST_GOAL = "reach E2? yes: right, then right (again)!"
+
+
+def _lcs(a: str, b: str) -> int:
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    return prev[-1]
+
+
+def burst_keys_lost(goal: str, plan: str, conf: float, move: str) -> int:
+    """Of the 50 keys of a step typed as one burst (:data:`BURST_GOAL`, then plan right, confidence 0.6, move
+    right), how many left no trace: goal characters missing (or out of order), and the keys of each field whose
+    value is not what they set (plan 2 keys, confidence 4, move 2)."""
+    return (len(BURST_GOAL) - _lcs(goal, BURST_GOAL) + 2 * (plan != "right") + 4 * (conf != 0.6)
+            + 2 * (move != "right"))

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from collect_helpers import CONSENT_LINE, drafts, store_rows
+from collect_helpers import BURST_GOAL, CONSENT_LINE, burst_keys_lost, drafts, store_rows
 from tests_paths import ROOT
 
 pytestmark = pytest.mark.browser
@@ -125,19 +125,7 @@ def test_a_subject_in_a_browser_sees_the_consent_steps_and_leaves_a_draft_told_i
     assert store_rows(corpus_dir, "SELECT count(*) FROM sessions") == [(0,)]  # nothing ingested half
 
 
-def _lcs(a: str, b: str) -> int:
-    prev = [0] * (len(b) + 1)
-    for x in a:
-        cur = [0]
-        for j, y in enumerate(b):
-            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
-        prev = cur
-    return prev[-1]
-
-
-#: 41 characters, a "?" among them: with Enter, 4, Enter, → → →, Enter, 4, Enter a whole step in 50 keys.
-GOAL = "reach E2? yes: right, then right (again)!"
-KEYS = [*GOAL, "Enter", "4", "Enter", "ArrowRight", "ArrowRight", "ArrowRight", "Enter", "4", "Enter"]
+KEYS = [*BURST_GOAL, "Enter", "4", "Enter", "ArrowRight", "ArrowRight", "ArrowRight", "Enter", "4", "Enter"]
 
 
 def test_a_50_key_burst_in_the_browser_loses_nothing_and_restart_offers_the_run_back(server, page, corpus_dir):
@@ -159,7 +147,7 @@ def test_a_50_key_burst_in_the_browser_loses_nothing_and_restart_offers_the_run_
     [(draft_id, draft)] = drafts(corpus_dir).items()
     [step] = draft["sessions"][0]["steps"]
     goal, plan, conf, move = step["r"]["goal"], step["r"]["planned_next"], step["r"]["confidence"], step["action"]
-    lost = len(GOAL) - _lcs(goal, GOAL) + 2 * (plan != "right") + 4 * (conf != 0.6) + 2 * (move != "right")
+    lost = burst_keys_lost(goal, plan, conf, move)
     assert lost == 0, f"{lost} of 50 keys lost: {step}"
     assert draft["browser"] and re.fullmatch(r"[0-9a-f]{32}", draft["browser"])
 

@@ -15,24 +15,12 @@ from collect.screens.help import HelpScreen
 from collect.screens.revision import RevisionScreen
 from collect.screens.step import StepScreen
 from collect.scripted import Answer, agree, answer_step, settle
-from collect_helpers import drafts, drive, play_sessions, region_text
+from collect_helpers import BURST_GOAL, burst_keys_lost, drafts, drive, play_sessions, region_text
 
 # drives the subject's app (a second or two per test)
 pytestmark = pytest.mark.slow
 
-#: 41 characters, a "?" among them: with Enter, 4, Enter, → → →, Enter, 4, Enter a whole step in 50 keys.
-GOAL = "reach E2? yes: right, then right (again)!"
-STEP_KEYS = GOAL + "\r4\r\x1b[C\x1b[C\x1b[C\r4\r"  # as a terminal sends them (→ is ESC [ C, Enter CR)
-
-
-def _lcs(a: str, b: str) -> int:
-    prev = [0] * (len(b) + 1)
-    for x in a:
-        cur = [0]
-        for j, y in enumerate(b):
-            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
-        prev = cur
-    return prev[-1]
+STEP_KEYS = BURST_GOAL + "\r4\r\x1b[C\x1b[C\x1b[C\r4\r"  # as a terminal sends them (→ is ESC [ C, Enter CR)
 
 
 def keys_lost(step: dict | None, form=None) -> int:
@@ -43,7 +31,7 @@ def keys_lost(step: dict | None, form=None) -> int:
     else:
         goal, plan = form.query_one("#goal").value, form.query_one("#planned").value
         conf, move = form.query_one("#confidence").value, form.query_one("#action").value
-    return (len(GOAL) - _lcs(goal, GOAL) + 2 * (plan != "right") + 4 * (conf != 0.6) + 2 * (move != "right"))
+    return burst_keys_lost(goal, plan, conf, move)
 
 
 def burst(app, data: str) -> int:
@@ -71,7 +59,7 @@ async def test_a_50_key_burst_is_applied_in_order_and_nothing_is_lost(study, cor
         assert isinstance(app.screen, StepScreen) and "step 2 of 3" in app.progress_line()  # the "?" opened no help
         [step] = drafts(corpus.dir)["mini-subj-burst"]["sessions"][0]["steps"]
         assert keys_lost(step) == 0, f"{keys_lost(step)} of 50 keys lost"
-        assert step["r"] == {"goal": GOAL, "planned_next": "right", "confidence": 0.6, "caused_by_self": None}
+        assert step["r"] == {"goal": BURST_GOAL, "planned_next": "right", "confidence": 0.6, "caused_by_self": None}
         assert step["action"] == "right" and app.keys.set_aside == 0
 
 

@@ -46,3 +46,11 @@ def said(app) -> str:
     if app.screen.query("#status"):
         status = str(app.screen.query_one("#status").render())
     return "\n".join([*(n.message for n in app._notifications), status])
+
+
+async def open_queue(pilot):
+    """From the sessions list, the review queue (``a``), settled: its screen."""
+    await settle(pilot)
+    await pilot.press("a")
+    await settle(pilot)
+    return pilot.app.screen

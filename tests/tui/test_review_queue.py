@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from corpus.labels import UNDO_METHOD, QueueItem, add_annotations, enqueue_review, make_annotation, review_queue
 from corpus.store import Corpus
-from review_helpers import drive, settle, status_text, store_rows, table_rows
+from review_helpers import drive, open_queue, settle, status_text, store_rows, table_rows
 from tui.app import ReviewApp
 from tui.queue_view import review_items
 from tui.screens.queue import QueueScreen
@@ -42,10 +42,7 @@ async def test_adjudicate_a_queue_item(review_corpus):
                                          "USING (session_id, t) WHERE a.item_id = ?", [i])[0] for i in items}
     app = ReviewApp(review_corpus, reviewer="cur-1")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("a")
-        await settle(pilot)
-        screen = app.screen
+        screen = await open_queue(pilot)
         assert isinstance(screen, QueueScreen)
         table = screen.query_one("#queue", FitTable)
         # the ties come first, then every unlabelled item; f shows the ties alone
@@ -154,10 +151,7 @@ async def test_ties_disagreements_unsure_and_unlabelled_items_all_reach_the_queu
 
     app = ReviewApp(review_corpus, reviewer="cur-1")
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        await pilot.press("a")
-        await settle(pilot)
-        screen = app.screen
+        screen = await open_queue(pilot)
         table = screen.query_one("#queue", FitTable)
         title = str(screen.query_one("#title").render())
         assert (f"tie 2 · disagreement 1 · unsure 1 · unlabelled {expected.counts['unlabelled']}" in title
@@ -205,27 +199,17 @@ async def test_ties_disagreements_unsure_and_unlabelled_items_all_reach_the_queu
 
 @drive
 async def test_an_empty_queue_says_why(tmp_path):
-    import json
-
     from corpus.ingest import ingest
     from corpus.store import init_corpus
-    from tests_paths import EXAMPLE_7F3A
+    from factories import like_7f3a, write_jsonl
 
     # 7f3a's records as a real (simulated) session with its labels: one item decided, two whose annotators agree
-    lines = [json.loads(line) for line in EXAMPLE_7F3A.read_text(encoding="utf-8").splitlines()]
-    for rec in lines:
-        if rec["kind"] == "session":
-            rec["source"]["kind"] = "simulated"
-    real = tmp_path / "real.jsonl"
-    real.write_text("".join(json.dumps(rec) + "\n" for rec in lines), encoding="utf-8")
+    real = write_jsonl(tmp_path / "real.jsonl", like_7f3a(annotations=True))
     d = init_corpus(tmp_path / "corpus")
     ingest(Corpus(d), [real], progress=False)
     app = ReviewApp(d, reviewer="cur-1")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("a")
-        await settle(pilot)
-        screen = app.screen
+        screen = await open_queue(pilot)
         assert screen.query_one("#queue", FitTable).row_count == 0
         assert status_text(screen) == ("the queue is empty: all 3 attribution item(s) are decided (1) or labelled "
                                        "by annotators who agree; none is unlabelled, unsure or tied")
@@ -254,10 +238,7 @@ def test_example_items_are_never_queued_and_their_labels_are_no_votes(tmp_path):
 async def test_an_empty_filter_names_the_reasons_that_hold_items(review_corpus):
     app = ReviewApp(review_corpus, reviewer="cur-1")
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        await pilot.press("a")
-        await settle(pilot)
-        screen = app.screen
+        screen = await open_queue(pilot)
         n = review_items(Corpus(review_corpus)).counts["unlabelled"]
         await _filter(pilot, screen, "tie")
         assert screen.query_one("#queue", FitTable).row_count == 0
@@ -271,10 +252,7 @@ async def test_undo_of_a_first_label_leaves_the_item_as_it_was(review_corpus):
     """An unlabelled item decided from the queue, then undone: unlabelled again (◇ on its trace), said as an undo."""
     app = ReviewApp(review_corpus, reviewer="cur-1")
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        await pilot.press("a")
-        await settle(pilot)
-        screen = app.screen
+        screen = await open_queue(pilot)
         table = screen.query_one("#queue", FitTable)
         item = _rows(table)[0]["item"]
         await pilot.press("s")
