@@ -47,14 +47,14 @@ from itertools import combinations
 
 import numpy as np
 
-from annotate.tasks import EXAMPLE_SOURCE_KINDS
+from annotate.tasks import example_items_sql
 from corpus.errors import UsageError
 from corpus.store import Corpus
 
 __all__ = ["PROJECTS", "LEVELS", "UNSURE_TREATMENTS", "ATTRIBUTION_ORDER", "Project", "PairKappa",
            "ProjectAgreement", "AlphaBootstrap", "agreement", "project_agreement", "latest_labels", "item_sessions",
            "drop_unsure", "krippendorff_alpha", "bootstrap_alpha", "cohen_kappa", "Independence", "label_independence",
-           "example_label_count", "example_items_sql", "ENDORSED"]
+           "example_label_count", "ENDORSED"]
 
 LEVELS = ("nominal", "ordinal")
 UNSURE_TREATMENTS = ("category", "missing")
@@ -133,14 +133,6 @@ class ProjectAgreement:
         d = asdict(self)
         d["alpha_ci"] = list(self.alpha_ci) if self.alpha_ci else None
         return d
-
-
-def example_items_sql(target_kind: str) -> str:
-    """The ids of the items of ``target_kind`` that belong to example sessions (EXAMPLE_SOURCE_KINDS)."""
-    table, col = _ITEMS[target_kind]
-    kinds = ", ".join(f"'{k}'" for k in EXAMPLE_SOURCE_KINDS)
-    return (f"SELECT {col} FROM store.{table} WHERE session_id IN "
-            f"(SELECT session_id FROM store.sessions WHERE source_kind IN ({kinds}))")
 
 
 def latest_labels(con, target_kind: str, value_type: str, column: str, *,

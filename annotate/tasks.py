@@ -39,7 +39,7 @@ import orjson
 
 from corpus.errors import UsageError
 
-__all__ = ["KINDS", "ITEM_KEY", "EXAMPLE_SOURCE_KINDS", "example_items", "ProjectKind", "label_config", "instructions", "item_key", "cf_key",
+__all__ = ["KINDS", "ITEM_KEY", "EXAMPLE_SOURCE_KINDS", "example_items", "example_items_sql", "ProjectKind", "label_config", "instructions", "item_key", "cf_key",
            "render_tasks", "item_targets", "action_label", "project_settings"]
 
 #: The task data field that holds the item's stable key.
@@ -274,12 +274,16 @@ def render_tasks(con, kind: str, where: str | None = None, *, examples: bool = F
     return out
 
 
-def example_items(con, kind: str) -> list[str]:
-    """The ids of the items of ``kind`` that are examples (their session's source kind is one of
-    :data:`EXAMPLE_SOURCE_KINDS`): never rendered as tasks."""
+def example_items_sql(kind: str) -> str:
+    """SQL for the ids of the items of ``kind`` (``attribution``; otherwise counterfactuals) that are examples:
+    their session's source kind is one of :data:`EXAMPLE_SOURCE_KINDS`."""
     table, col = ("attribution", "item_id") if kind == "attribution" else ("counterfactuals", "cf_id")
-    return [r[0] for r in con.execute(f"SELECT {col} FROM store.{table} WHERE NOT ({_NOT_EXAMPLE}) "
-                                      f"ORDER BY 1").fetchall()]
+    return f"SELECT {col} FROM store.{table} WHERE NOT ({_NOT_EXAMPLE})"
+
+
+def example_items(con, kind: str) -> list[str]:
+    """The ids of the items of ``kind`` that are examples (:func:`example_items_sql`): never rendered as tasks."""
+    return [r[0] for r in con.execute(f"{example_items_sql(kind)} ORDER BY 1").fetchall()]
 
 
 def item_targets(con, kind: str) -> dict[str, tuple[str, list[str] | None]]:

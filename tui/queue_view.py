@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from annotate.agreement import example_items_sql
+from annotate.tasks import example_items_sql
 from corpus.browse import item_is_withdrawn_sql
 from corpus.labels import QueueItem, decisions_sql, review_queue
 from corpus.store import Corpus
