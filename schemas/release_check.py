@@ -63,6 +63,7 @@ from schemas.release_format import (
     subject_split,
 )
 from toolkit.ceiling import ceiling_by_items
+from toolkit.orgs import matching_org, org_tokens
 
 __all__ = ["ReleaseCheck", "check_release", "load_manifest"]
 
@@ -565,14 +566,14 @@ def _compare_children(facts: _Rows, diffs: list[str]) -> None:
 
 
 def _compare_transfer(facts: _Rows, m: dict, diffs: list[str]) -> None:
-    trainers = {o.strip().casefold() for o in m.get("trainer_orgs") or [] if o.strip()}
+    trainers = [o for o in m.get("trainer_orgs") or [] if isinstance(o, str) and org_tokens(o)]
     per_context = Counter(dict(facts.query("SELECT context_id, count(*) FROM session WHERE split = 'transfer' "
                                            "GROUP BY 1")))
     for r in facts.transfer:
         ctx = r["context_id"]
-        if (r["collector_org"] or "").strip().casefold() in trainers:
+        if (hit := matching_org(r["collector_org"] or "", trainers)) is not None:  # the gate's rule (toolkit.orgs)
             diffs.append(f"data/transfer {ctx}: collected by {r['collector_org']!r}, one of the manifest's "
-                         "trainer_orgs (gate transfer_provenance)")
+                         f"trainer_orgs ({hit!r}) (gate transfer_provenance)")
         if not (r["attestation_ref"] or "").strip():
             diffs.append(f"data/transfer {ctx}: no attestation (gate transfer_provenance)")
         if r["n_sessions"] != per_context.get(ctx, 0):

@@ -388,6 +388,10 @@ def _trainer_collector(m):
     m["trainer_orgs"] = ["Partner Lab B"]  # the transfer context's collector
 
 
+def _trainer_lookalike(m):
+    m["trainer_orgs"] = ["Partner\u3164Lab \u0412"]  # the collector with a Hangul filler and a Cyrillic Ve
+
+
 def _trainer_cleared(m):
     m["trainer_orgs"] = []
 
@@ -485,6 +489,8 @@ TAMPERS: dict[str, tuple[Callable[[Path], None], str]] = {
     "manifest: a gate removed": (_edit_manifest(_gate_removed), "claim"),
     "manifest: a gate marked failed": (_edit_manifest(_gate_failed), "claim"),
     "manifest: trainer_orgs names the transfer collector": (_edit_manifest(_trainer_collector), "claim"),
+    "manifest: trainer_orgs names the transfer collector in look-alike letters": (_edit_manifest(_trainer_lookalike),
+                                                                                  "claim"),
     "manifest: trainer_orgs cleared": (_edit_manifest(_trainer_cleared), "claim"),
     "manifest: PII hits zeroed": (_edit_manifest(_pii_hits), "claim"),
     "manifest: PII hits and redactions zeroed": (_edit_manifest(_pii_both), "claim"),
