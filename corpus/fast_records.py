@@ -24,7 +24,7 @@ import msgspec
 import orjson
 from msgspec import UNSET, Meta, Struct, UnsetType, field
 
-from corpus.records import MAYBE_TINY, parse_record
+from corpus.records import may_underflow, parse_record
 from schemas.rules import PHI_TOLERANCE, actions_alike, core_slot_named_like
 
 __all__ = ["FastRecord", "fast_path", "parse_record_fast"]
@@ -247,8 +247,8 @@ def _session_ok(s: Session) -> bool:
             elif step.action_space is None or len(texts) != len(step.action_space):
                 return False
         space = step.action_space
-        if space is not None and (len(set(space)) != len(space) or step.action not in space
-                                  or next(actions_alike(space), None) is not None):
+        if space is not None and (len(set(space)) != len(space) or step.action not in space or (
+                not "".join(space).isascii() and next(actions_alike(space), None) is not None)):
             return False
         if step.r is not None and step.r.ext and not _ext_ok(step.r, declared):
             return False
@@ -311,7 +311,7 @@ def _strict_json_ok(line: bytes) -> bool:
 
 def fast_path(line: bytes) -> FastRecord | None:
     """The record of ``line`` when the fast path accepts it; None when it leaves the line to the reference path."""
-    if not _strict_json_ok(line) or MAYBE_TINY.search(line):  # a number that may underflow: the reference says
+    if not _strict_json_ok(line) or may_underflow(line):  # a number that may underflow: the reference says
         return None
     try:
         rec = _DECODER.decode(line)
