@@ -233,8 +233,9 @@ def _session_ok(s: Session) -> bool:
             return False
         src.dataset = UNSET  # an explicit null: left out of the canonical form, as the model leaves it
     declared = s.r_extensions
-    if any(core_slot_named_like(name) for name in declared):
-        return False
+    for name in declared:
+        if core_slot_named_like(name) is not None:
+            return False
     for i, step in enumerate(s.steps):
         if step.t != i:
             return False

@@ -33,6 +33,7 @@ _EXT_TYPES = {"string": (str,), "number": (int, float), "boolean": (bool,)}
 CORE_SLOTS = tuple(RSnapshot.model_fields)
 _SLOT_SEPARATORS = str.maketrans("", "", "._:-")
 _CORE_KEYS = {unicodedata.normalize("NFKC", c).casefold().translate(_SLOT_SEPARATORS): c for c in CORE_SLOTS}
+_CORE_INITIALS = frozenset(k[0] for k in _CORE_KEYS)
 
 
 def action_key(action: str) -> str:
@@ -55,7 +56,10 @@ def actions_alike(space: list[str]) -> Iterator[tuple[int, int]]:
 def core_slot_named_like(name: str) -> str | None:
     """The core slot of r_t that the extension slot ``name`` is named like (NFKC, case-folded, without
     ``._:-``), or None."""
-    return _CORE_KEYS.get(unicodedata.normalize("NFKC", name).casefold().translate(_SLOT_SEPARATORS))
+    key = (name if name.isascii() else unicodedata.normalize("NFKC", name)).casefold()
+    if key.lstrip("._:-")[:1] not in _CORE_INITIALS:  # the common case, cheaply
+        return None
+    return _CORE_KEYS.get(key.translate(_SLOT_SEPARATORS))
 
 
 def _ext_errors(r: RSnapshot | None, declared: dict, where: str) -> Iterator[tuple[str, str]]:
