@@ -15,7 +15,7 @@ The data is Unicode's, not a hand list: ``toolkit/unicode/confusables.tsv`` is g
 ``confusables.txt`` version 14.0.0 (the version of this Python's ``unicodedata``, so steps 1 and 4 agree with
 it) and ``toolkit/unicode/default_ignorable.tsv`` from ``DerivedCoreProperties.txt`` of Unicode 15.0.0, both by
 ``toolkit/unicode/generate.py`` (:data:`DATA_VERSIONS`). No package was used: ``unicodedata`` knows neither
-table, PyICU needs ICU built from source, and the confusables packages on PyPI ship older or reshaped copies.
+table, PyICU builds against a system ICU, and the confusables packages on PyPI ship older or reshaped copies.
 """
 
 from __future__ import annotations
