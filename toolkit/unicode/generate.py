@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+_TERMS = "# Data © Unicode, Inc., under the Unicode License (https://www.unicode.org/terms_of_use.html)"
 _VERSION = re.compile(r"^#\s*(?:Version:\s*([\d.]+)|DerivedCoreProperties-([\d.]+)\.txt)")
 
 
@@ -31,7 +32,7 @@ def _version(lines: list[str], name: str) -> str:
 
 def confusables(src: Path) -> list[str]:
     lines = src.read_text(encoding="utf-8-sig").splitlines()
-    out = [f"# UTS #39 confusables.txt, Unicode {_version(lines, src.name)}: source -> prototype (generate.py)"]
+    out = [f"# UTS #39 confusables.txt, Unicode {_version(lines, src.name)}: source -> prototype (generate.py)", _TERMS]
     for line in lines:
         data = line.split("#", 1)[0].strip()
         if data:
@@ -43,7 +44,7 @@ def confusables(src: Path) -> list[str]:
 def default_ignorable(src: Path) -> list[str]:
     lines = src.read_text(encoding="utf-8").splitlines()
     out = [f"# DerivedCoreProperties.txt, Unicode {_version(lines, src.name)}: Default_Ignorable_Code_Point "
-           "ranges (generate.py)"]
+           "ranges (generate.py)", _TERMS]
     for line in lines:
         data = line.split("#", 1)[0].strip()
         if data and data.split(";")[1].strip() == "Default_Ignorable_Code_Point":
