@@ -366,6 +366,18 @@ def _manifest_infinity(d: Path) -> None:
     write_manifest(d, m)
 
 
+def _gate_figure_nan(d: Path) -> None:
+    m = manifest(d)
+    _gate(m, "synthetic_cap")["figure"] = float("nan")  # a field the manifest model lets be any float
+    write_manifest(d, m)
+
+
+def _agreement_infinity(d: Path) -> None:
+    m = manifest(d)
+    m["agreement"] = {**(m.get("agreement") or {}), "caused_by_self": float("inf")}
+    write_manifest(d, m)
+
+
 def _insert_after(text: str, *keys: str, entry: str) -> str:
     """``text`` with ``entry`` put first in the object that ``keys`` (nested, each after the one before) opens."""
     at = 0
@@ -538,6 +550,8 @@ TAMPERS: dict[str, tuple[Callable[[Path], None], str]] = {
     # the manifest's JSON itself
     "json: a NaN in split_fractions": (_manifest_nan, "json"),
     "json: Infinity as the synthetic share": (_manifest_infinity, "json"),
+    "json: a NaN as a gate's figure": (_gate_figure_nan, "json"),
+    "json: Infinity as an agreement figure": (_agreement_infinity, "json"),
     "json: a forged release_sha placed before the true one": (_forged_sha_first, "json"),
     "json: a forged eval session count placed before the true one": (_forged_count_first, "json"),
     # manifest claims

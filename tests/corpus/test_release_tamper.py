@@ -182,6 +182,8 @@ def test_a_good_release_still_verifies_after_an_innocent_change(release, tmp_pat
 @pytest.mark.parametrize("name, where", [
     ("json: a NaN in split_fractions", "/split_fractions/dev: NaN is not a JSON number"),
     ("json: Infinity as the synthetic share", "/synthetic_share: Infinity is not a JSON number"),
+    ("json: a NaN as a gate's figure", "/figure: NaN is not a JSON number"),
+    ("json: Infinity as an agreement figure", "/agreement/caused_by_self: Infinity is not a JSON number"),
     ("json: a forged release_sha placed before the true one", "/release_sha: duplicate key 'release_sha'"),
     ("json: a forged eval session count placed before the true one", "/counts/sessions/eval: duplicate key 'eval'"),
     ("file: an unlisted directory named like a shard", "train-00009-of-00009.parquet: a directory not listed"),
