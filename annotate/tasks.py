@@ -155,6 +155,7 @@ def _slot_lines(goal, planned_next, caused_by_self, confidence, ext, *, indent: 
             (action_label(value) if name == "planned_next" else _num(value))
         lines.append(f"{indent}{_SLOT_NAMES[name]}: {shown}")
     if ext:
+        # not strict_json: the corpus store's own JSON column, written by the toolkit after ingest's strict read
         for name, value in sorted(orjson.loads(ext).items()):
             shown = ("yes" if value else "no") if isinstance(value, bool) else _num(value)
             lines.append(f"{indent}{name.replace('_', ' ').capitalize()}: {shown}")

@@ -157,6 +157,7 @@ def _json_value(text):
     if text is None:
         return None
     try:
+        # not strict_json: JSON the results store holds was written by ResultsStore itself (json.dumps of a run's figures)
         return json.loads(text)
     except ValueError:
         return text
@@ -730,6 +731,7 @@ class ResultsStore:
         ``timings``, ``taskset`` (by name, as selected) and any column DuckDB types ``JSON`` become objects,
         not JSON text inside JSON (``trb query --json``)."""
         names, decode, rows = self._run_user_sql(sql)
+        # not strict_json: JSON the results store holds was written by ResultsStore itself (json.dumps of a run's figures)
         return [{n: (json.loads(v) if d and isinstance(v, str) else v) for n, d, v in zip(names, decode, r)}
                 for r in rows]
 
