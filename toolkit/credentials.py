@@ -39,11 +39,11 @@ _HEADER = re.compile(
     (?P<name>\b(?:{_HEADER_NAMES}))
     (?P<sep>["']?\s*[:=,]\s*(?:[bu]?["'])?\s*)
     (?P<scheme>(?:basic|bearer|token|digest|negotiate|apikey)\s+)?
-    (?P<value>[^\s"',}}\]\\]+)""")
+    (?P<value>[^\s"',;)}}\]\\]+)""")
 _COOKIE_REST = re.compile(r"[^\r\n\"'\\]*")
 _SCHEME_ALONE = re.compile(r"(?i)\b(basic|bearer)(\s+)([A-Za-z0-9+/_.~-]{8,}=*)")
 _URL = re.compile(r"""(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>`{}|\\^\]\[]+""")
-_PARAM = re.compile(r"""(?P<mark>[?&;#])(?P<name>[A-Za-z0-9_.%-]+)=(?P<value>[^&;#\s"'<>,)\]}]+)""")
+_PARAM = re.compile(r"""(?P<mark>[?&;#])(?P<name>[A-Za-z0-9_.%-]+)=(?P<value>[^&;#?\s"'<>,)\]}]+)""")
 
 
 def mask_secret(text: str, secret: str) -> str:
@@ -75,7 +75,7 @@ def _mask_headers(text: str) -> str:
 
 
 def _mask_param(m: re.Match) -> str:
-    if is_credential_name(m.group("name")):
+    if is_credential_name(m.group("name")) and not m.group("value").startswith(REDACTED):
         return f"{m.group('mark')}{m.group('name')}={REDACTED}"
     return m.group(0)
 

@@ -101,7 +101,7 @@ def redact_url(url) -> str:
     """
     text = str(url)
     head, userinfo, host_path, tail = _split(text)
-    if "/" in userinfo:
+    if "/" in userinfo or userinfo == REDACTED:  # (the second: a URL already redacted stays as it is)
         host_path = f"{REDACTED}@{host_path}"
     host_path = _redact_path(host_path)
     if not tail:

@@ -265,11 +265,19 @@ class CompletionsClient:
         return AdapterError(self._mask(f"{self.url}{path}: unexpected answer to {method} {path}: {why}"))
 
     def map(self, fn: Callable, items: Iterable) -> list:
-        """``[fn(x) for x in items]`` with at most ``max_in_flight`` running at once (the first error is raised)."""
+        """``[fn(x) for x in items]`` with at most ``max_in_flight`` running at once. The first error is raised once
+        the requests under way have ended; those not yet started are cancelled (a server whose answers are wrong is
+        not asked again and again, nor waited for, after the error is known)."""
         items = list(items)
         if len(items) <= 1 or self.max_in_flight == 1:
             return [fn(x) for x in items]
-        return list(self._pool.map(fn, items))
+        futures = [self._pool.submit(fn, x) for x in items]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
 
     # -- the endpoint ----------------------------------------------------------------
 
