@@ -494,7 +494,8 @@ class LabelStudioClient:
         try:
             return parsedate_to_datetime(date).astimezone(timezone.utc)
         except (TypeError, ValueError):
-            raise LabelStudioFailed(f"Label Studio at {self.url} sent no usable Date header ({date!r})") from None
+            raise LabelStudioBadAnswer(f"Label Studio at {self.url} gave an unexpected answer to GET /health (read the "
+                                       f"server's clock): no usable Date header ({date!r})") from None
 
     def task_stamps(self, project_id: int, since: datetime | None = None) -> Iterator[tuple[int, str, int]]:
         """(task id, ``updated_at``, annotations incl. skipped ones) of every task of the project, or of those

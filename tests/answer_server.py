@@ -55,7 +55,7 @@ class AnswerServer:
         self.url = f"http://{self.host}"
 
     def __enter__(self) -> AnswerServer:
-        threading.Thread(target=self._srv.serve_forever, daemon=True).start()
+        threading.Thread(target=self._srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         return self
 
     def __exit__(self, *exc) -> None:
