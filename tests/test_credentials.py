@@ -23,6 +23,7 @@ MASKED = [
     ("[('authorization', b'Bearer abc.def.ghi'), ('host', 'ls')]", (), "[('authorization', b'Bearer ***'), ('host', 'ls')]"),
     ("HTTP_AUTHORIZATION=Basic dXNlcjpwdw== next", (), "HTTP_AUTHORIZATION=Basic *** next"),
     ("Proxy-Authorization: Digest xyz", (), "Proxy-Authorization: Digest ***"),
+    ("{'HTTP_AUTHORIZATION': 'Token abcdef'}", (), "{'HTTP_AUTHORIZATION': 'Token ***'}"),
     ("Cookie: sessionid=abc; csrftoken=def\nHost: ls", (), "Cookie: ***\nHost: ls"),
     ("X-Api-Key: 0123abcd", (), "X-Api-Key: ***"),
     (f"sent Basic {BASIC} alone", (), "sent Basic *** alone"),
@@ -36,7 +37,7 @@ MASKED = [
 ]
 
 UNCHANGED = ["Token expired for user 3", "a plain message with http://ls.example:8080/api/projects?page=2",
-             "Authorization required", "the basic rule", "bearer of news", "http://ls/#top", "k-means"]
+             "Authorization required", "the basic rule", "bearer of news", "Basic information about bearer authentication", "authorization, cookies and keys", "http://ls/#top", "k-means"]
 
 
 @pytest.mark.parametrize("text,secrets,want", MASKED, ids=[m[2][:40] for m in MASKED])

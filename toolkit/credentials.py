@@ -8,7 +8,7 @@ A server's error page, a library's exception or a progress line can quote what a
 
 * the value of an ``Authorization``, ``Proxy-Authorization``, ``Cookie``, ``Set-Cookie``, ``X-Api-Key``
   or ``X-Auth-Token`` header (as ``Name: value``, in JSON, or as a Python pair ``('name', 'value')``),
-  and a ``Basic``/``Bearer`` credential standing alone;
+  and a ``Basic``/``Bearer`` credential standing alone (base64 of ``user:password``; a token-like value);
 * in every URL, what :func:`toolkit.urls.redact_url` removes (``user:password@``, credential parameters of
   the query, the path (``;jsessionid=``) and the fragment), and a credential parameter quoted without
   its URL (``/api/x;token=...``);
@@ -32,16 +32,16 @@ __all__ = ["WHOLE_WORD_BELOW", "mask_credentials", "mask_secret"]
 WHOLE_WORD_BELOW = 8
 
 _HEADER_NAMES = r"(?:proxy-)?authorization|set-cookie|cookie|x-api-key|api-key|x-auth-token"
-# a header name, its separator (": ", "=", '": "', "', '"), an optional scheme, then the value up to a quote,
-# a comma, a semicolon (cookies are masked whole, to the end of the line or quote) or the end of the line
+# a header name, its separator (": ", "=", '": "', or "', '" in a Python pair), an optional scheme, then the value up
+# to a space, a quote, a comma, a semicolon or a bracket (a cookie header is masked whole, to the end of the line)
 _HEADER = re.compile(
     rf"""(?ix)
-    (?P<name>\b(?:{_HEADER_NAMES}))
-    (?P<sep>["']?\s*[:=,]\s*(?:[bu]?["'])?\s*)
+    (?P<name>(?<![a-z0-9-])(?:{_HEADER_NAMES}))
+    (?P<sep>(?:["']\s*,|["']?\s*[:=])\s*(?:[bu]?["'])?\s*)
     (?P<scheme>(?:basic|bearer|token|digest|negotiate|apikey)\s+)?
     (?P<value>[^\s"',;)}}\]\\]+)""")
 _COOKIE_REST = re.compile(r"[^\r\n\"'\\]*")
-_SCHEME_ALONE = re.compile(r"(?i)\b(basic|bearer)(\s+)([A-Za-z0-9+/_.~-]{8,}=*)")
+_SCHEME_ALONE = re.compile(r"\b(Basic|Bearer|basic|bearer)(\s+)([A-Za-z0-9+/_.~-]{8,}=*)")
 _URL = re.compile(r"""(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>`{}|\\^\]\[]+""")
 _PARAM = re.compile(r"""(?P<mark>[?&;#])(?P<name>[A-Za-z0-9_.%-]+)=(?P<value>[^&;#?\s"'<>,)\]}]+)""")
 
@@ -80,6 +80,26 @@ def _mask_param(m: re.Match) -> str:
     return m.group(0)
 
 
+def _looks_like_credential(scheme: str, value: str) -> bool:
+    """Whether ``value`` after a bare ``Basic``/``Bearer`` is one ("Basic information" is not): Basic's is base64 of
+    ``user:password``; Bearer's holds a digit or a token's punctuation, or is long."""
+    if scheme.lower() == "basic":
+        import base64
+        import binascii
+
+        try:
+            return b":" in base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            return False
+    return bool(re.search(r"[0-9._~+/-]", value)) or len(value) >= 24
+
+
+def _scheme_alone(m: re.Match) -> str:
+    if not _looks_like_credential(m.group(1), m.group(3)):
+        return m.group(0)
+    return f"{m.group(1)}{m.group(2)}{REDACTED}"
+
+
 def mask_credentials(text, secrets: Iterable[str] = ()) -> str:
     """``text`` with every credential it quotes masked (see the module docstring); ``secrets`` are known values
     (an API key, a URL's password) masked where they stand as a value."""
@@ -89,4 +109,4 @@ def mask_credentials(text, secrets: Iterable[str] = ()) -> str:
     text = _URL.sub(lambda m: redact_url(m.group(0)), text)
     text = _PARAM.sub(_mask_param, text)
     text = _mask_headers(text)
-    return _SCHEME_ALONE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    return _SCHEME_ALONE.sub(_scheme_alone, text)
