@@ -114,21 +114,29 @@ def exported_tasks(j: Any) -> list[dict]:
 
 def users(found: Any) -> dict[int, str]:
     """User id -> e-mail from the SDK's list of users (objects with a whole ``id`` and a text ``email``)."""
-    expect(isinstance(found, list), found, "a list of users")
+    expect(isinstance(found, list), [_fields(u) for u in found] if isinstance(found, list) else _fields(found),
+           "a list of users")
     _each(found, lambda u: _whole(getattr(u, "id", None)) and _text_or_none(getattr(u, "email", None)),
           "a user (with a whole 'id' and an 'email')")
     return {u.id: u.email for u in found}
 
 
-def import_ids(answer: Any) -> list[int]:
-    """The new task ids of an import (the SDK's answer's ``task_ids``)."""
-    ids = getattr(answer, "task_ids", None) or []
-    expect(isinstance(ids, list) and all(_whole(i) for i in ids), ids, "a list of whole task ids")
+def _fields(answer: Any) -> Any:
+    """The SDK's answer object as the JSON it was made from (for saying what it was)."""
+    dump = getattr(answer, "model_dump", None)
+    return dump(exclude_unset=True) if callable(dump) else answer  # the fields the answer had, not every default
+
+
+def import_ids(answer: Any, n: int) -> list[int]:
+    """The ids of the ``n`` tasks an import made (the SDK's answer's ``task_ids``: one whole id per task sent)."""
+    ids = getattr(answer, "task_ids", None)
+    expect(isinstance(ids, list) and len(ids) == n and all(_whole(i) for i in ids), _fields(answer),
+           f"the ids of the {n} task(s) imported ('task_ids')")
     return ids
 
 
 def annotation_id(answer: Any) -> int:
     """The id of a new annotation (the SDK's answer's ``id``)."""
     value = getattr(answer, "id", None)
-    expect(_whole(value), value, "the new annotation's whole 'id'")
+    expect(_whole(value), _fields(answer), "the new annotation (with a whole 'id')")
     return value

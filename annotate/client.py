@@ -180,6 +180,17 @@ def _validation_problem(exc) -> str:
     return f"not Label Studio's ({len(errors)} field(s) do not fit: {where})"
 
 
+def _raised_reading_an_answer(exc: BaseException) -> bool:
+    """Whether ``exc`` (a TypeError, KeyError...) was raised inside the SDK's code (where it reads an answer into its
+    models), not in this module's."""
+    if not isinstance(exc, (TypeError, KeyError, AttributeError, IndexError, ValueError)):
+        return False
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and "label_studio_sdk" in tb.tb_frame.f_code.co_filename.replace("\\", "/").split("/")
+
+
 def _stderr_line(line: str) -> None:
     print(scrub(line), file=sys.stderr, flush=True)
 
@@ -341,6 +352,9 @@ class LabelStudioClient:
             except Exception as e:  # noqa: BLE001 - translated below, or re-raised
                 if _is_validation_error(e):  # the SDK could not read the answer as the model it expects
                     raise self.bad_answer(attempts, _validation_problem(e)) from None
+                if _raised_reading_an_answer(e):  # the SDK's unchecked models choke on JSON of another shape
+                    raise self.bad_answer(attempts, f"JSON of another shape than Label Studio's (the SDK could not "
+                                                    f"read it: {type(e).__name__})") from None
                 status, detail = _status_and_detail(e)
                 if status is None:
                     raise
@@ -570,7 +584,7 @@ class LabelStudioClient:
         attempts = attempts or self.attempts(what, f"POST /api/projects/{project_id}/import")
         return self.call(what, lambda t: shape.import_ids(self.sdk.projects.import_tasks(
             id=project_id, request=[{"data": t} for t in tasks], return_task_ids=True,
-            request_options=self._options(t))), retry=False, attempts=attempts)
+            request_options=self._options(t)), len(tasks)), retry=False, attempts=attempts)
 
     def users(self) -> dict[int, str]:
         """User id -> e-mail, for every user of the organisation."""

@@ -127,6 +127,7 @@ def _bad_annotate_answers() -> dict:
     projects = json.dumps([{"id": 7, "title": "TRB caused_by_self", "maximum_annotations": 3, "task_number": 1,
                             **project_settings("attribution")}])
     tasks = json.dumps({"tasks": [{"id": 1, "data": {}}], "total": 1})
+    empty = json.dumps({"tasks": [], "total": 0})
     html, js = "text/html; charset=utf-8", "application/json"
     ok = {"/api/users": (200, js, "[]"), "/api/tasks": (200, js, tasks)}
     return {
@@ -148,6 +149,11 @@ def _bad_annotate_answers() -> dict:
                                  "/api/projects": (200, js, projects)}, "GET /api/projects/7/export", "status pull"),
         "export: bad annotation": ({**ok, "/api/projects/7/export": (200, js, '[{"id": 1, "annotations": [{"id": "x"}]}]'),
                                     "/api/projects": (200, js, projects)}, "GET /api/projects/7/export", "status pull"),
+        "import: wrong shape": ({"/api/projects/7/import": (201, js, "[1, 2]"), "/api/tasks": (200, js, empty),
+                                 "/api/projects": (200, js, projects)}, "POST /api/projects/7/import", "push"),
+        "import: 201 with an error": ({"/api/projects/7/import": (201, js, '{"error": "disk full"}'),
+                                       "/api/tasks": (200, js, empty), "/api/projects": (200, js, projects)},
+                                      "POST /api/projects/7/import", "push"),
     }
 
 

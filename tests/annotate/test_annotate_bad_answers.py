@@ -1,7 +1,8 @@
 """A server that answers, but not as Label Studio does, and one that echoes what it was sent (issue 41, points 3, 4).
 
 * Every answer that is not Label Studio's (JSON of another shape, an HTML page, an empty body, a 200 carrying an
-  error, text that is not JSON, a NaN) is one line from `trb-annotate push`, `pull` and `status`, naming the
+  error, text that is not JSON, a NaN), to every request push, pull and status make (projects, users, tasks, the
+  export, an import, which the SDK reads), is one line from `trb-annotate push`, `pull` and `status`, naming the
   server and the request, with exit code 12 (SERVER): never a KeyError, a traceback or exit 70.
 * No credential reaches stdout or stderr: not the password of a ``user:password@`` URL nor the Basic auth an HTTP
   client makes of it, not a ``Token``/``Bearer`` key a server echoes back, not a ``;jsessionid=`` path parameter
@@ -29,6 +30,7 @@ PROJECT = {"id": 7, "title": "TRB caused_by_self", "maximum_annotations": 3, "ta
            **project_settings("attribution")}
 PROJECTS = json.dumps([PROJECT])
 TASKS = json.dumps({"tasks": [{"id": 1, "data": {}}], "total": 1})
+EMPTY = json.dumps({"tasks": [], "total": 0})
 
 # name -> (what the server answers, by path prefix; the request the error must name; commands that reach it)
 BAD = {
@@ -55,6 +57,12 @@ BAD = {
                                       "/api/projects/7/export": (200, JSON, '[{"id": 1, "annotations": [{"id": "x"}]}]'),
                                       "/api/projects": (200, JSON, PROJECTS)},
                                      "GET /api/projects/7/export", ("status", "pull")),
+    "an import answer of another shape": ({"/api/projects/7/import": (201, JSON, "[1, 2]"),
+                                           "/api/tasks": (200, JSON, EMPTY), "/api/projects": (200, JSON, PROJECTS)},
+                                          "POST /api/projects/7/import", ("push",)),
+    "an import answering an error": ({"/api/projects/7/import": (201, JSON, '{"error": "disk full"}'),
+                                      "/api/tasks": (200, JSON, EMPTY), "/api/projects": (200, JSON, PROJECTS)},
+                                     "POST /api/projects/7/import", ("push",)),
 }
 CASES = [(name, command) for name, (_, _, commands) in BAD.items() for command in commands]
 
