@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import html
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 
 import orjson
@@ -199,7 +199,7 @@ def _select_items(con, kind: str, where: str | None, examples: bool = False) -> 
     """The items of ``kind``, filtered by the user's SQL ``where``: run as one SELECT on a sandboxed connection."""
     import duckdb
 
-    from toolkit.sql_limits import QueryStopped, fetch_limited, query_limits
+    from toolkit.sql_limits import QueryStopped, fetch_limited, parse_size, query_limits
     from toolkit.sql_sandbox import error_line, lock_down, single_select
 
     keep = "true" if examples else _NOT_EXAMPLE
@@ -210,6 +210,9 @@ def _select_items(con, kind: str, where: str | None, examples: bool = False) -> 
         limits = query_limits()  # TRB_QUERY_TIMEOUT / TRB_QUERY_MEMORY_LIMIT, else the defaults
     except ValueError as e:
         raise UsageError(str(e)) from None
+    current = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    if parse_size(current) < limits.memory_bytes:  # the corpus connection's own bound (TRB_DUCKDB_MEMORY) is lower
+        limits = replace(limits, memory_bytes=parse_size(current), memory_text=current, memory_from="TRB_DUCKDB_MEMORY")
     lock_down(con, limits.config())  # the user's SQL reaches the attached store and nothing else, from here on
     try:
         return fetch_limited(con, single_select(con, sql), limits)[1]

@@ -84,8 +84,10 @@ class QueryLimits:
                             f"(set by {self.timeout_from}; --timeout or {TIMEOUT_ENV} raise it)")
 
     def memory_stop(self) -> QueryStopped:
+        how = "--memory-limit or " + MEMORY_ENV if self.memory_from in ("--memory-limit", MEMORY_ENV, "the default") \
+            else self.memory_from  # another setting bounded the connection already
         return QueryStopped(f"stopped: it needed more than its memory limit of {self.memory_text} "
-                            f"(set by {self.memory_from}; --memory-limit or {MEMORY_ENV} raise it)")
+                            f"(set by {self.memory_from}; {how} raise it)")
 
 
 def query_limits(timeout=None, memory=None, *, environ=None) -> QueryLimits:
