@@ -24,7 +24,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_MEMORY", "DEFAULT_TIMEOUT_S", "MEMORY_ENV", "TIMEOUT_ENV", "QueryLimits", "QueryStopped",
+__all__ = ["DEFAULT_MEMORY", "DEFAULT_TIMEOUT_S", "MEMORY_ENV", "MIN_MEMORY", "TIMEOUT_ENV", "QueryLimits", "QueryStopped",
            "fetch_limited", "parse_size", "query_limits"]
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -80,14 +80,17 @@ class QueryLimits:
         return {"memory_limit": f"{self.memory_bytes}B"}
 
     def time_stop(self) -> QueryStopped:
+        """The stop at the time limit, saying what set it and how to raise it."""
         return QueryStopped(f"stopped at its time limit of {self.timeout_s:g} s "
                             f"(set by {self.timeout_from}; --timeout or {TIMEOUT_ENV} raise it)")
 
     def memory_stop(self) -> QueryStopped:
-        how = "--memory-limit or " + MEMORY_ENV if self.memory_from in ("--memory-limit", MEMORY_ENV, "the default") \
-            else self.memory_from  # another setting bounded the connection already
+        """The stop at the memory limit, saying what set it and how to raise it."""
+        how = f"--memory-limit or {MEMORY_ENV} raise it" if self.memory_from in ("--memory-limit", MEMORY_ENV,
+                                                                                 "the default") \
+            else f"{self.memory_from} raises it"  # another setting bounded the connection already
         return QueryStopped(f"stopped: it needed more than its memory limit of {self.memory_text} "
-                            f"(set by {self.memory_from}; {how} raise it)")
+                            f"(set by {self.memory_from}; {how})")
 
 
 def query_limits(timeout=None, memory=None, *, environ=None) -> QueryLimits:
