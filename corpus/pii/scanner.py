@@ -32,7 +32,7 @@ from corpus.pii.ids import scan_ids
 from corpus.pii.names import NAME_FIELDS, is_person_name, scan_names
 from corpus.pii.phones import scan_phones
 
-__all__ = ["field_name", "record_hits", "redact", "redact_value", "scan_record", "scan_records", "scan_text", "text_fields"]
+__all__ = ["field_name", "record_hits", "redact", "redact_value", "scan_field", "scan_record", "scan_records", "scan_text", "text_fields"]
 
 _DIGIT = re.compile(r"[0-9]")
 _UPPER = re.compile(r"[A-ZÀ-ÖØ-ÞĀ-Ž]")  # every name and address has a capital of these
@@ -163,6 +163,9 @@ def _seam_hits(a: str, b: str) -> tuple[list[PiiHit], list[PiiHit]]:
     tail, head = a[-_SEAM:], b[:_SEAM]
     if not tail or not head or tail[-1].isspace() and head[0].isspace():
         return [], []
+    near = tail[-16:] + head[:16]
+    if not ("@" in near or "%" in near or "&" in near or _DIGIT.search(near) or tail[-1] == "." or head[0] == "."):
+        return [], []  # every split value found so far has one of these at its seam (a name split is not looked for)
     for sep in ("", " "):
         joined = tail + sep + head
         cut = len(tail)
@@ -177,15 +180,26 @@ def _seam_hits(a: str, b: str) -> tuple[list[PiiHit], list[PiiHit]]:
     return [], []
 
 
-def record_hits(obj: Any, public: Iterable[str] = ()) -> dict[str, list[PiiHit]]:
-    """Every string's hits in a record, by path (see the module docstring): fields, name fields and seams."""
+def scan_field(value: str, path: str, public: Iterable[str] = ()) -> list[PiiHit]:
+    """:func:`scan_text` of a field's ``value``; a name field's whole value is a ``name`` hit when it reads as a
+    person's name, unless ``path`` or its field name is in ``public``."""
+    hits = scan_text(value)
+    name = field_name(path)
+    if not hits and name in NAME_FIELDS and path not in public and name not in public and is_person_name(value):
+        hits = [PiiHit("name", 0, len(value), value)]
+    return hits
+
+
+def record_hits(obj: Any, public: Iterable[str] = (), *, keys: bool = True) -> dict[str, list[PiiHit]]:
+    """Every string's hits in a record, by path (see the module docstring): fields, name fields and seams.
+
+    ``keys``: scan dict keys too (paths ending ``<key>``); a table's column names are not data.
+    """
     public = frozenset(public)
-    fields = list(text_fields(obj))
+    fields = [(p, s) for p, s in text_fields(obj) if keys or not p.endswith("<key>")]
     out: dict[str, list[PiiHit]] = {}
     for path, s in fields:
-        hits = scan_text(s)
-        if path not in public and field_name(path) in NAME_FIELDS and not hits and is_person_name(s):
-            hits = [PiiHit("name", 0, len(s), s)]
+        hits = scan_field(s, path, public)
         if hits:
             out[path] = hits
     values = [(p, s) for p, s in fields if not p.endswith("<key>")]
