@@ -10,8 +10,17 @@ when split across two neighbouring fields of a record. Modules by kind: :mod:`~c
 """
 
 from corpus.pii.exact import _FORMAT_CHARS, PII_KINDS, PiiHit, normalise
-from corpus.pii.scanner import (field_name, record_hits, redact, redact_value, scan_field, scan_record, scan_records,
-                                scan_text, text_fields)
+from corpus.pii.scanner import (
+                                field_name,
+                                record_hits,
+                                redact,
+                                redact_value,
+                                scan_field,
+                                scan_record,
+                                scan_records,
+                                scan_text,
+                                text_fields,
+)
 
 __all__ = ["PII_KINDS", "PiiHit", "field_name", "normalise", "record_hits", "redact", "redact_value", "scan_field",
            "scan_record", "scan_records", "scan_text", "text_fields"]
