@@ -104,9 +104,13 @@ _FORMATS: list[tuple[re.Pattern, Callable[[str, str, int], bool]]] = [
 _HINT = re.compile(r"[0-9]{6}|[0-9]{2}[ .-][0-9]{2}|[A-Za-z][0-9LMNPQRSTUV]{2}[A-Za-z][0-9LMNPQRSTUV]{2}[A-Za-z]")
 
 
+#: Any of the shapes: one search decides whether the shapes are tried one by one.
+_ANY = re.compile("|".join(f"(?i:{p.pattern})" if p.flags & re.I else f"(?:{p.pattern})" for p, _ in _FORMATS))
+
+
 def scan_ids(text: str) -> list[tuple[int, int]]:
     """Spans of national identity numbers in ``text``."""
-    if _HINT.search(text) is None:
+    if _HINT.search(text) is None or _ANY.search(text) is None:
         return []
     out = []
     for pattern, check in _FORMATS:

@@ -13,8 +13,10 @@ A record (:func:`scan_record`) is scanned field by field, and also:
 * a field that names a person (:data:`~corpus.pii.names.NAME_FIELDS`: ``collector``, ``curator``, ...)
   is a ``name`` hit as a whole when its value reads as a person's name (not "lab-a", not "Partner Lab B"),
   unless its path is in ``public`` (a field the curator declared public);
-* each pair of neighbouring text values (not keys) is scanned across its seam (the last 64 characters of one,
-  then the first 64 of the next, joined directly and with a space), so an e-mail or a number split in
+* each pair of neighbouring text values (not keys) whose seam could join a value (an ``@`` or ``.`` at it, an
+  encoded token, or two fields of digits and separators holding 8 digits together: :func:`_may_join`) is
+  scanned across its seam (the last 64 characters of one, then the first 64 of the next, joined directly and
+  with a space), so an e-mail or a number split in
   two fields ("jane.roe@" | "example.org") is found: each field gets a hit for its own part. A hit
   that lies in one field alone stays that field's: "mail a@b.co" | "x" is not the address "a@b.cox".
 """
@@ -158,14 +160,33 @@ def field_name(path: str) -> str:
     return last.split("[", 1)[0]
 
 
+_NUMBERISH = re.compile(r"[0-9+()/. -]*")
+
+
+def _may_join(tail: str, head: str) -> bool:
+    """Whether a value can run across this seam: an e-mail's ``@`` or ``.`` at it, an encoded token, or a number whose
+    two parts are only digits and separators and hold 8 digits together (every seam is cheaply tested; few scanned)."""
+    left = tail.rsplit(None, 1)[-1] if not tail[-1].isspace() else ""
+    right = head.split(None, 1)[0] if not head[0].isspace() else ""
+    if not left and not right:
+        return False
+    if "@" in left or "@" in right or "%" in left + right or "&" in left + right:
+        return True
+    if left.endswith(".") and right or right.startswith(".") and left:
+        return True
+    nl, nr = _NUMBERISH.fullmatch(tail[-24:]), _NUMBERISH.fullmatch(head[:24])
+    if (nl or left == "") and (nr or right == "") and (left[-1:].isdigit() or right[:1].isdigit()):
+        return sum(c.isdigit() for c in tail[-24:] + head[:24]) >= 8 and bool(nl and nr)
+    return False
+
+
 def _seam_hits(a: str, b: str) -> tuple[list[PiiHit], list[PiiHit]]:
     """Hits across the end of ``a`` and the start of ``b`` (joined as they are, then with a space)."""
     tail, head = a[-_SEAM:], b[:_SEAM]
     if not tail or not head or tail[-1].isspace() and head[0].isspace():
         return [], []
-    near = tail[-16:] + head[:16]
-    if not ("@" in near or "%" in near or "&" in near or _DIGIT.search(near) or tail[-1] == "." or head[0] == "."):
-        return [], []  # every split value found so far has one of these at its seam (a name split is not looked for)
+    if not _may_join(tail, head):
+        return [], []
     for sep in ("", " "):
         joined = tail + sep + head
         cut = len(tail)
