@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from typing import Any
 
 from corpus.pii.addresses import scan_addresses
@@ -92,7 +93,23 @@ def scan_text(text: str) -> list[PiiHit]:
 
     Each hit's span is in ``text`` itself; text that is not ASCII is matched after
     :func:`~corpus.pii.exact.normalise`, and its hits carry the normalised form as :attr:`PiiHit.value`.
+    Results are cached (the last :data:`_CACHE` distinct texts up to 512 characters): a release repeats its
+    action names, ids and labels in every row.
     """
+    if len(text) <= 512:
+        return list(_scan_cached(text))
+    return _scan_text(text)
+
+
+_CACHE = 1 << 16
+
+
+@lru_cache(maxsize=_CACHE)
+def _scan_cached(text: str) -> tuple[PiiHit, ...]:
+    return tuple(_scan_text(text))
+
+
+def _scan_text(text: str) -> list[PiiHit]:
     if text.isascii():  # most of a corpus: nothing to normalise
         # the shortest hit that is not an IPv6 address is 6 characters long ("a@b.co"); "::1" has a colon
         return _scan(text) if len(text) >= 6 or ":" in text else []
@@ -180,12 +197,17 @@ def _may_join(tail: str, head: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=_CACHE)
+def _may_join_cached(tail: str, head: str) -> bool:
+    return _may_join(tail, head)
+
+
 def _seam_hits(a: str, b: str) -> tuple[list[PiiHit], list[PiiHit]]:
     """Hits across the end of ``a`` and the start of ``b`` (joined as they are, then with a space)."""
     tail, head = a[-_SEAM:], b[:_SEAM]
     if not tail or not head or tail[-1].isspace() and head[0].isspace():
         return [], []
-    if not _may_join(tail, head):
+    if not _may_join_cached(tail[-24:], head[:24]):
         return [], []
     for sep in ("", " "):
         joined = tail + sep + head
