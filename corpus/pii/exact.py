@@ -5,8 +5,8 @@ library or context (national phone formats, national identity numbers, names, ad
 forms, values split across fields) are in the sibling modules; :mod:`corpus.pii.scanner` joins them.
 
 Before a corpus release every text field is scanned; each hit is listed and the
-release is refused unless the hit is redacted. The scanner looks for seven kinds
-(:data:`PII_KINDS`) and is tuned for precision as much as for recall, because
+release is refused unless the hit is redacted. This module looks for seven kinds
+(:data:`EXACT_KINDS`) and is tuned for precision as much as for recall, because
 the corpus is full of numbers that are not personal data: clock times
 ("3:44 pm", "15:46:00"), dates and ISO timestamps ("2026-11-29T10:00:00Z"),
 grid cells ("C3"), decimals ("0.75", "1e-6"), versions ("v0.1", "2.13.0"), hex
@@ -130,10 +130,10 @@ other digit group at all. So "2631 6290 9521 9944" and
 one after the other with a single space, a known gap), and "6 415 555 0167 2"
 holds no phone.
 
-Overlaps are resolved leftmost first, then longest, then by the order
-card, iban, email, ssn, ipv6, ipv4, phone; :func:`scan_text` returns non-overlapping hits in
-text order. :func:`redact` replaces each hit by ``[REDACTED:<kind>]``;
-:meth:`PiiHit.masked` gives a display form that does not reprint the value.
+:func:`scan_exact` returns every hit, overlapping ones included; :mod:`corpus.pii.scanner` resolves
+overlaps (leftmost first, then longest, then by :data:`PRIORITY`: card, iban, email, ssn, national_id,
+ipv6, ipv4, phone, address, name) together with the other modules' hits. :meth:`PiiHit.masked` gives a
+display form that does not reprint the value (a name or an address: only its number of words).
 
 Speed. Each detector runs only where a cheap test passes: email needs ``@``
 (an obfuscated one "dot" or "DOT", or a bracketed "at" or "AT"; so "Dot" and

@@ -13,7 +13,7 @@ A record (:func:`scan_record`) is scanned field by field, and also:
 * a field that names a person (:data:`~corpus.pii.names.NAME_FIELDS`: ``collector``, ``curator``, ...)
   is a ``name`` hit as a whole when its value reads as a person's name (not "lab-a", not "Partner Lab B"),
   unless its path is in ``public`` (a field the curator declared public);
-* each pair of neighbouring text values (not keys) whose seam could join a value (an ``@`` or ``.`` at it, an
+* each pair of neighbouring text values (not keys) whose seam could join a value (an ``@`` at it, an
   encoded token, or two fields of digits and separators holding 8 digits together: :func:`_may_join`) is
   scanned across its seam (the last 64 characters of one, then the first 64 of the next, joined directly and
   with a space), so an e-mail or a number split in
@@ -177,19 +177,18 @@ def field_name(path: str) -> str:
     return last.split("[", 1)[0]
 
 
+_SEAM_CHARS = re.compile(r"[@%&0-9]")
 _NUMBERISH = re.compile(r"[0-9+()/. -]*")
 
 
 def _may_join(tail: str, head: str) -> bool:
-    """Whether a value can run across this seam: an e-mail's ``@`` or ``.`` at it, an encoded token, or a number whose
+    """Whether a value can run across this seam: an e-mail's ``@`` at it, an encoded token, or a number whose
     two parts are only digits and separators and hold 8 digits together (every seam is cheaply tested; few scanned)."""
     left = tail.rsplit(None, 1)[-1] if not tail[-1].isspace() else ""
     right = head.split(None, 1)[0] if not head[0].isspace() else ""
     if not left and not right:
         return False
     if "@" in left or "@" in right or "%" in left + right or "&" in left + right:
-        return True
-    if left.endswith(".") and right or right.startswith(".") and left:
         return True
     nl, nr = _NUMBERISH.fullmatch(tail[-24:]), _NUMBERISH.fullmatch(head[:24])
     if (nl or left == "") and (nr or right == "") and (left[-1:].isdigit() or right[:1].isdigit()):
@@ -247,6 +246,8 @@ def record_hits(obj: Any, public: Iterable[str] = (), *, keys: bool = True) -> d
             out[path] = hits
     values = [(p, s) for p, s in fields if not p.endswith("<key>")]
     for (p1, s1), (p2, s2) in zip(values, values[1:]):
+        if _SEAM_CHARS.search(s1[-24:]) is None and _SEAM_CHARS.search(s2[:24]) is None:
+            continue  # nothing at this seam could join a value (see _may_join): most seams of a release
         left, right = _seam_hits(s1, s2)
         # a hit of one field alone that reaches the seam is that field's ("a@b.co" | "r" is not "a@b.cor")
         if any(h.end > len(s1) - _SEAM for h in out.get(p1, [])) or any(h.start < _SEAM for h in out.get(p2, [])):
