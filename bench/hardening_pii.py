@@ -1,6 +1,14 @@
-"""Issue 18, PII: which obfuscated forms the scanner catches, and which release files keep PII after redaction.
+"""Issues 18 and 41, PII: recall and precision by kind, obfuscated forms, and which release files keep PII.
 
-`PYTHONPATH=$PWD .venv/bin/python bench/hardening_pii.py [--work DIR]`
+`PYTHONPATH=$PWD .venv/bin/python bench/hardening_pii.py [--work DIR] [--before DIR]`
+
+Part 0 (issue 41), by kind: recall on the labelled set bench/data/pii_set.json (444 planted forms
+in the national formats of 16 countries, and 32 values split across two fields; made by
+bench/data/make_pii_set.py) and precision on its 356 innocent strings (the example session's and a
+simulated corpus's strings, and traps such as "Track 2", "Label Studio", "we met in Paris"); scored by
+tests/pii_labelled.py, the same code the floors of tests/corpus/test_pii_recall.py use. With
+``--before DIR`` (a checkout of an older main, e.g. `git archive 5791892`) the same set is scored
+with that checkout's scanner too, in a child process, and both are printed side by side.
 
 Part 1, the scanner (:func:`corpus.pii.scan_text`). Each form is put in a sentence;
 it counts as *caught* when one hit of the expected kind covers the whole planted span
@@ -24,9 +32,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.append(str(ROOT / "tests"))  # pii_labelled (the scanner itself comes from PYTHONPATH)
 
 FORMS = [
     # (name, planted text, expected kind)
@@ -91,7 +105,51 @@ def _scanner() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     return rows, [(t, v) for t, v in traps if v]
 
 
+def _by_kind() -> dict:
+    import pii_labelled
+    from corpus.pii import scan_record, scan_text
+
+    r = pii_labelled.score(pii_labelled.load(), scan_text, scan_record)
+    return {"kinds": r["kinds"], "n_false": len(r["false"]), "false": r["false"][:10], "n_innocent": r["n_innocent"]}
+
+
+def _by_kind_before(before: Path) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(before))
+    out = subprocess.run([sys.executable, __file__, "--by-kind-json"], capture_output=True, text=True, check=True,
+                         env=env, cwd=before)
+    return json.loads(out.stdout)
+
+
+def _print_by_kind(after: dict, before: dict | None) -> None:
+    print("## recall and precision by kind (bench/data/pii_set.json)\n")
+    if before:
+        print("| kind | planted | recall before | recall after | precision before | precision after |\n"
+              "|---|---|---|---|---|---|")
+    else:
+        print("| kind | planted | recall | precision |\n|---|---|---|---|")
+    for kind, k in after["kinds"].items():
+        if before:
+            b = before["kinds"].get(kind, {"caught": 0, "recall": 0.0, "precision": 0.0})
+            print(f"| {kind} | {k['n']} | {b['caught']} ({b['recall']:.0%}) | {k['caught']} ({k['recall']:.0%}) "
+                  f"| {b['precision']:.2f} | {k['precision']:.2f} |")
+        else:
+            print(f"| {kind} | {k['n']} | {k['caught']} ({k['recall']:.0%}) | {k['precision']:.2f} |")
+    n = sum(k["n"] for k in after["kinds"].values())
+    caught = sum(k["caught"] for k in after["kinds"].values())
+    line = f"\nall planted forms caught: {caught} / {n}"
+    if before:
+        line += f" (before: {sum(k['caught'] for k in before['kinds'].values())})"
+    line += f"; innocent strings flagged: {after['n_false']} / {after['n_innocent']}"
+    if before:
+        line += f" (before: {before['n_false']})"
+    print(line)
+    for text, kinds in after["false"]:
+        print(f"  false positive: {text!r}: {kinds}")
+
+
 ADDRESS = "jane.roe@example.org"
+COLLECTOR = "Jane Roe"
+CURATOR = "Max Mustermann"
 
 
 def _session(sid: str, subject: str, *, collector: str = "lab-a", context: str = "ctx-a",
@@ -116,6 +174,8 @@ def _transfer(description: str = "new stimuli", org: str = "Partner Lab B") -> d
 
 def _records(where: str) -> list[dict]:
     s1 = {"observation": f"write to {ADDRESS}"} if where == "step observation" else {}
+    if where == "collector's name":
+        s1 = {"collector": COLLECTOR}
     if where == "session collector":
         s1 = {"collector": f"lab-a <{ADDRESS}>"}
     if where == "context stimulus set":
@@ -126,10 +186,14 @@ def _records(where: str) -> list[dict]:
 
 
 CASES = ["step observation", "session collector", "context stimulus set", "transfer description",
-         "transfer collector org", "--trainer-org", "--datasheet"]
+         "transfer collector org", "--trainer-org", "--datasheet", "collector's name", "curator's name (--datasheet)"]
 
 
-def _residual_files(release: Path) -> list[str]:
+def _needle(where: str) -> str:
+    return COLLECTOR if where == "collector's name" else CURATOR if where.startswith("curator") else ADDRESS
+
+
+def _residual_files(release: Path, needle: str = ADDRESS) -> list[str]:
     import pyarrow.parquet as pq
 
     out = []
@@ -138,7 +202,7 @@ def _residual_files(release: Path) -> list[str]:
             text = json.dumps(pq.read_table(path).to_pylist(), ensure_ascii=False, default=str)
         else:
             text = path.read_text(encoding="utf-8")
-        if ADDRESS in text:
+        if needle in text:
             out.append(path.relative_to(release).as_posix())
     return out
 
@@ -158,10 +222,10 @@ def _coverage(work: Path) -> list[tuple[str, str, str, int]]:
         kw: dict = {"kind": "smoke", "progress": False}
         if where == "--trainer-org":
             kw["trainer_orgs"] = [f"Acme <{ADDRESS}>"]
-        if where == "--datasheet":
+        if where in ("--datasheet", "curator's name (--datasheet)"):
             sheet = work / f"sheet{n}.md"
-            sheet.write_text(TEMPLATE.read_text(encoding="utf-8") + f"\nContact the curator: {ADDRESS}\n",
-                             encoding="utf-8")
+            extra = f"Contact the curator: {ADDRESS}" if where == "--datasheet" else f"Curated by {CURATOR}."
+            sheet.write_text(TEMPLATE.read_text(encoding="utf-8") + f"\n{extra}\n", encoding="utf-8")
             kw["datasheet"] = sheet
         try:
             cut_release(c, "0.1.0", **kw)
@@ -172,14 +236,21 @@ def _coverage(work: Path) -> list[tuple[str, str, str, int]]:
         shutil.rmtree(c.dir / "releases", ignore_errors=True)
         r = cut_release(c, "0.1.0", redact_pii=True, **kw)
         files = sorted(p for p in r.directory.rglob("*") if p.is_file())
-        rows.append((where, refused, ", ".join(_residual_files(r.directory)) or "none", len(files)))
+        rows.append((where, refused, ", ".join(_residual_files(r.directory, _needle(where))) or "none", len(files)))
     return rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", type=Path, help="keep the corpora here (default: a temporary directory)")
+    ap.add_argument("--before", type=Path, help="an older checkout whose scanner is scored on the labelled set too")
+    ap.add_argument("--by-kind-json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.by_kind_json:
+        print(json.dumps(_by_kind()))
+        return
+    _print_by_kind(_by_kind(), _by_kind_before(args.before) if args.before else None)
+    print()
 
     forms, false_pos = _scanner()
     caught = sum(v == "caught" for _, v in forms)
@@ -198,7 +269,7 @@ def main() -> None:
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    print("\n## redaction coverage: an e-mail planted in one place\n")
+    print("\n## redaction coverage: an e-mail (or the collector's or curator's name) planted in one place\n")
     print("| planted in | refused without --redact-pii | files still holding it after --redact-pii |\n|---|---|---|")
     for where, refused, residual, _ in cov:
         print(f"| {where} | {refused} | {residual} |")

@@ -3,8 +3,10 @@
 Two checks, both exact rules (no model, no dictionary of names):
 
 * :func:`personal_data` (free text: a goal, a plan, an open-ended move): the kinds of
-  :func:`corpus.pii.scan_text` (e-mail addresses, phone numbers, internet addresses, card and bank
-  account numbers, US social security numbers), and **people's names and place names** where the
+  :func:`corpus.pii.scan_text` (e-mail addresses, phone numbers in international and national formats,
+  internet addresses, card and bank account numbers, US social security numbers and other national
+  identity numbers, postal addresses, names after a title such as "Dr." or "Frau"; encoded forms too),
+  and **people's names and place names** where the
   text says what they are:
 
   - a self-introduction: "I am", "I'm", "my name is", "my name's", "call me", "this is", "it's"
@@ -41,7 +43,8 @@ __all__ = ["COMMON_WORDS", "KIND_WORDS", "personal_data", "check_subject_id", "S
 #: Each kind of personal data in the subject's words.
 KIND_WORDS = {"email": "an e-mail address", "phone": "a phone number", "ipv4": "an internet address",
               "ipv6": "an internet address", "card": "a card number", "iban": "a bank account number",
-              "ssn": "a social security number", "name": "a person's name", "place": "a place name"}
+              "ssn": "a social security number", "national_id": "a national identity number",
+              "address": "a postal address", "name": "a person's name", "place": "a place name"}
 
 #: Capitalised words that are never taken for a name or a place.
 COMMON_WORDS = frozenset("""

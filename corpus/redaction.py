@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from corpus.errors import UsageError
-from corpus.pii import redact, scan_text
+from corpus.pii import redact, scan_field, scan_text
 from schemas.models import GateResult
 
 __all__ = ["DocumentScan", "refuse_personal_data"]
@@ -45,11 +45,14 @@ class DocumentScan:
     """Counts (and, when ``redact``, removes) personal data in what a release's files are made from.
 
     ``listed`` is the list of located hits the ``pii_scan`` gate shows (shared with the row scan);
-    at most ``limit`` entries are added to it. ``n`` counts every hit.
+    at most ``limit`` entries are added to it. ``n`` counts every hit. A value in a field that names a
+    person (``collectors``, ``curator``, ...: :data:`corpus.pii.names.NAME_FIELDS`) is a name unless the
+    field is in ``public``.
     """
 
-    def __init__(self, redact: bool, listed: list[str], limit: int) -> None:
+    def __init__(self, redact: bool, listed: list[str], limit: int, public: tuple[str, ...] = ()) -> None:
         self.redact = redact
+        self.public = public
         self.listed = listed
         self.limit = limit
         self.n = 0
@@ -60,9 +63,10 @@ class DocumentScan:
             if len(self.listed) < self.limit:
                 self.listed.append(f"{where}: {h.kind} {h.masked()}")
 
-    def text(self, value: str, where: str, *, lines: bool = False) -> str:
-        """``value`` (redacted when asked); ``lines``: name each hit's line (``where line N``)."""
-        hits = scan_text(value)
+    def text(self, value: str, where: str, *, lines: bool = False, path: str = "") -> str:
+        """``value`` (redacted when asked); ``lines``: name each hit's line (``where line N``); ``path``: the value's
+        place in a record, so that a name field (``collectors[0][0]``) is scanned as one (:func:`corpus.pii.scan_field`)."""
+        hits = scan_field(value, path, self.public) if path else scan_text(value)
         if not hits:
             return value
         if lines:
@@ -79,7 +83,7 @@ class DocumentScan:
         item that is a dict with a ``context_id`` is named by it (``transfer_contexts[ctx-t].description``).
         """
         if isinstance(obj, str):
-            return self.text(obj, f"{where} {path}" if path else where)
+            return self.text(obj, f"{where} {path}" if path else where, path=path)
         if isinstance(obj, dict):
             out = {}
             for k, v in obj.items():

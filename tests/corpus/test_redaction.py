@@ -198,3 +198,31 @@ def test_hits_found_only_in_the_written_files_are_refused_or_counted():
     assert manifest["pii"] == {"hits": 3, "redacted": 3, "rows": 0, "documents": 1}
     assert manifest["gates"][0] == {"name": "x"} and manifest["gates"][1]["figure"] == (
         "3 hit(s) in every text field (2 in rows, 1 in the datasheet, card, Croissant or manifest) (redacted)")
+
+
+def test_the_collectors_and_curators_names_are_personal_data_in_every_file(tmp_path):
+    """The probe's leak: a collector named as a person stayed in the sessions parquet, DATASHEET.md and croissant.json;
+    a curator who signs the datasheet is named there too. Both are names (a lab's id such as "lab-a" is not)."""
+    records = _in_s1("source/collector", "Dr. Jane Roe")(small_corpus())
+    sheet = _sheet(tmp_path, "This datasheet was curated by Max Mustermann.")
+    c = _corpus(tmp_path, records)
+    with pytest.raises(ReleaseRefused) as e:
+        cut_release(c, "0.1.0", kind="smoke", progress=False, datasheet=sheet)
+    detail = e.value.failed[0].detail
+    assert "sessions s1 collector: name <name: 2 word(s)>" in detail and "my-sheet.md line" in detail
+    assert "datasheet facts collectors[" in detail and "Jane" not in detail and "Mustermann" not in detail
+    r = cut_release(c, "0.1.0", kind="smoke", progress=False, datasheet=sheet, redact_pii=True)
+    for needle in ("Jane Roe", "Mustermann"):
+        assert _files_holding(r.directory, needle) == []
+    assert "curated by [REDACTED:name]." in (r.directory / "DATASHEET.md").read_text(encoding="utf-8")
+    assert "lab-a" in json.dumps(pq.read_table(next(r.directory.glob("data/sessions/*.parquet"))).to_pylist())
+    assert verify_release(r.directory)["release_sha"] == r.manifest["release_sha"]
+
+
+def test_a_public_name_field_is_kept_and_other_kinds_still_scanned():
+    listed: list[str] = []
+    scan = DocumentScan(True, listed, 10, public=("collectors",))
+    facts = {"collectors": [["Jane Roe", 2]], "note": "ask Dr. Jane Roe"}
+    assert scan.value(facts, "datasheet facts") == {"collectors": [["Jane Roe", 2]], "note": "ask Dr. [REDACTED:name]"}
+    scan = DocumentScan(True, [], 10)
+    assert scan.value(facts, "datasheet facts")["collectors"] == [["[REDACTED:name]", 2]]

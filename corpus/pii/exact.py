@@ -1,8 +1,12 @@
-"""PII scanner for release gate 5: find personal data in a release's text fields.
+"""The exact detectors of the PII scanner (:mod:`corpus.pii`): e-mail, phone shapes, IP, card, IBAN, US SSN.
+
+These are the patterns whose shape (and checksum) decides: they stay regexes. The kinds that need a
+library or context (national phone formats, national identity numbers, names, addresses, encoded
+forms, values split across fields) are in the sibling modules; :mod:`corpus.pii.scanner` joins them.
 
 Before a corpus release every text field is scanned; each hit is listed and the
-release is refused unless the hit is redacted. The scanner looks for seven kinds
-(:data:`PII_KINDS`) and is tuned for precision as much as for recall, because
+release is refused unless the hit is redacted. This module looks for seven kinds
+(:data:`EXACT_KINDS`) and is tuned for precision as much as for recall, because
 the corpus is full of numbers that are not personal data: clock times
 ("3:44 pm", "15:46:00"), dates and ISO timestamps ("2026-11-29T10:00:00Z"),
 grid cells ("C3"), decimals ("0.75", "1e-6"), versions ("v0.1", "2.13.0"), hex
@@ -104,7 +108,9 @@ iban
     ("DE89370400440532013000", "GB82WEST12345698765432") or grouped in fours by
     single spaces, the last group 1-4 ("DE89 3704 0044 0532 0130 00"); the
     ISO 7064 mod-97 check must give 1. A spaced IBAN is an IBAN, never a phone
-    (it starts left of any phone inside it). Lower-case IBANs are not looked for.
+    (it starts left of any phone inside it). Letters of any case count
+    ("de89 3704 0044 0532 0130 00", "gb82west12345698765432"): the check is made
+    on the upper-case form.
 ssn
     A US social security number written ``AAA-GG-SSSS``, without the numbers
     never issued: area 000, 666 or 900-999 (ITINs), group 00, serial 0000
@@ -124,10 +130,10 @@ other digit group at all. So "2631 6290 9521 9944" and
 one after the other with a single space, a known gap), and "6 415 555 0167 2"
 holds no phone.
 
-Overlaps are resolved leftmost first, then longest, then by the order
-card, iban, email, ssn, ipv6, ipv4, phone; :func:`scan_text` returns non-overlapping hits in
-text order. :func:`redact` replaces each hit by ``[REDACTED:<kind>]``;
-:meth:`PiiHit.masked` gives a display form that does not reprint the value.
+:func:`scan_exact` returns every hit, overlapping ones included; :mod:`corpus.pii.scanner` resolves
+overlaps (leftmost first, then longest, then by :data:`PRIORITY`: card, iban, email, ssn, national_id,
+ipv6, ipv4, phone, address, name) together with the other modules' hits. :meth:`PiiHit.masked` gives a
+display form that does not reprint the value (a name or an address: only its number of words).
 
 Speed. Each detector runs only where a cheap test passes: email needs ``@``
 (an obfuscated one "dot" or "DOT", or a bracketed "at" or "AT"; so "Dot" and
@@ -147,16 +153,20 @@ import ipaddress
 import re
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
-__all__ = ["PII_KINDS", "PiiHit", "normalise", "redact", "scan_record", "scan_records", "scan_text", "text_fields"]
+__all__ = ["EXACT_KINDS", "PII_KINDS", "PiiHit", "normalise", "scan_exact"]
 
 #: The kinds of personal data the scanner reports.
-PII_KINDS: tuple[str, ...] = ("email", "phone", "ipv4", "ipv6", "card", "iban", "ssn")
+PII_KINDS: tuple[str, ...] = ("email", "phone", "ipv4", "ipv6", "card", "iban", "ssn", "national_id", "name",
+                              "address")
+#: The kinds this module finds.
+EXACT_KINDS: tuple[str, ...] = PII_KINDS[:7]
 
-_PRIORITY = {"card": 0, "iban": 1, "email": 2, "ssn": 3, "ipv6": 4, "ipv4": 5, "phone": 6}
+#: Which kind wins when two hits have the same span (lower first).
+PRIORITY = {"card": 0, "iban": 1, "email": 2, "ssn": 3, "national_id": 4, "ipv6": 5, "ipv4": 6, "phone": 7,
+            "address": 8, "name": 9}
 _DIGITS = "0123456789"
 
 # Every character of Unicode category Cf (format: invisible), as of Unicode 15; a test checks it against
@@ -210,8 +220,8 @@ _IBAN_LENGTHS = {
     "QA": 29, "RO": 24, "RS": 22, "RU": 33, "SA": 24, "SC": 31, "SD": 18, "SE": 24, "SI": 19, "SK": 24, "SM": 27,
     "SO": 23, "ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20, "YE": 30,
 }
-_IBAN_HINT = re.compile(r"[A-Z][A-Z][0-9][0-9]")
-_IBAN = re.compile(r"[A-Z]{2}[0-9]{2}(?:[A-Z0-9]{11,30}|(?: [A-Z0-9]{4}){2,7}(?: [A-Z0-9]{1,4})?)")
+_IBAN_HINT = re.compile(r"[A-Za-z][A-Za-z][0-9][0-9]")
+_IBAN = re.compile(r"[A-Za-z]{2}[0-9]{2}(?:[A-Za-z0-9]{11,30}|(?: [A-Za-z0-9]{4}){2,7}(?: [A-Za-z0-9]{1,4})?)")
 _SSN = re.compile(r"-([0-9]{2})-([0-9]{4})")  # the area number's 3 digits are checked before it
 #: Words right before a dotted quad that make it a version, not an address.
 _VERSION_BEFORE = re.compile(
@@ -246,7 +256,7 @@ _IPV6_HINT = re.compile(r":[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0
 _ATOM = re.compile(r"([ .-]?)(\+[0-9]+|\([0-9]{1,5}\)|[0-9]+)")
 
 _TRUNK = re.compile(r"0[1-9]|00[1-9]")
-_DATE = re.compile(
+DATE = re.compile(
     r"(?<![0-9])(?:(?:19|20)[0-9]{2}([-./ ])(?:0?[1-9]|1[0-2])\1(?:0?[1-9]|[12][0-9]|3[01])"
     r"|(?:0?[1-9]|[12][0-9]|3[01])([-./ ])(?:0?[1-9]|1[0-2])\2(?:19|20)[0-9]{2})(?![0-9])"
 )
@@ -278,6 +288,12 @@ class PiiHit:
         digits ("***-**-**89"). Made from :attr:`value` when there is one.
         """
         t = self.value or self.text
+        if self.kind in ("name", "address"):  # initials would say too much of a short name: only the size
+            return f"<{self.kind}: {len(t.split())} word(s)>"
+        if self.kind == "national_id":
+            alnum = [i for i, c in enumerate(t) if c.isalnum()]
+            keep = set(alnum[-2:])
+            return "".join(c if i in keep or not c.isalnum() else "*" for i, c in enumerate(t))
         if self.kind == "iban":
             alnum = [i for i, c in enumerate(t) if c.isalnum()]
             keep = set(alnum[:2] + alnum[-2:])
@@ -362,7 +378,7 @@ def _is_card(atoms: list[tuple[str, str]], around: tuple[str, ...]) -> bool:
 def _is_phone(atoms: list[tuple[str, str]], window: str, around: tuple[str, ...]) -> bool:
     """``atoms``: the (separator, group) pairs of one window; ``window``: its text; ``around``: see :func:`_is_card`."""
     ndigits = sum(map(window.count, _DIGITS))
-    if not 10 <= ndigits <= 15 or _DATE.search(window):
+    if not 10 <= ndigits <= 15 or DATE.search(window):
         return False
     groups = [g for _, g in atoms]
     if groups[0].startswith("+"):
@@ -479,6 +495,7 @@ def _scan_obfuscated_email(text: str, out: list[PiiHit]) -> None:
 
 
 def _iban_ok(compact: str) -> bool:
+    compact = compact.upper()
     if _IBAN_LENGTHS.get(compact[:2]) != len(compact):
         return False
     moved = compact[4:] + compact[:4]
@@ -491,7 +508,7 @@ def _scan_iban(text: str, out: list[PiiHit], hint: re.Match | None) -> None:
         pos = start + 1
         m = _IBAN.match(text, start)
         if m is not None and (start == 0 or not (text[start - 1].isalnum() or text[start - 1] in "_.+/-")):
-            length = _IBAN_LENGTHS.get(m.group()[:2], 0)
+            length = _IBAN_LENGTHS.get(m.group()[:2].upper(), 0)
             end, n = start, 0
             for c in m.group():  # the shortest prefix holding the country's length of characters
                 end += 1
@@ -639,28 +656,8 @@ def _positions(text: str, c: str) -> Iterator[int]:
         i = text.find(c, i + 1)
 
 
-def scan_text(text: str) -> list[PiiHit]:
-    """The PII hits in ``text``: non-overlapping, in order of position (see the module rules).
-
-    Each hit's span is in ``text`` itself; text that is not ASCII is matched after
-    :func:`normalise`, and its hits carry the normalised form as :attr:`PiiHit.value`.
-    """
-    if text.isascii():  # most of a corpus: nothing to normalise
-        # the shortest hit that is not an IPv6 address is 6 characters long ("a@b.co"); "::1" has a colon
-        return _scan(text) if len(text) >= 6 or ":" in text else []
-    norm, starts, ends = normalise(text)
-    hits = _scan(norm)
-    if norm is text:
-        return hits
-    out = []
-    for h in hits:
-        a, b = (h.start, h.end) if starts is None or ends is None else (starts[h.start], ends[h.end - 1])
-        value = h.value or h.text
-        out.append(PiiHit(h.kind, a, b, text[a:b], None if value == text[a:b] else value))
-    return out
-
-
-def _scan(text: str) -> list[PiiHit]:
+def scan_exact(text: str) -> list[PiiHit]:
+    """The hits of this module's kinds in ``text`` (already normalised), overlapping ones included."""
     found: list[PiiHit] = []
     if "@" in text:
         _scan_email(text, found)
@@ -687,69 +684,4 @@ def _scan(text: str) -> list[PiiHit]:
         _scan_ipv4(text, found, hint)
     if run_hint is not None:
         _scan_runs(text, found, run_hint)
-    if len(found) <= 1:
-        return found
-    found.sort(key=lambda h: (h.start, h.start - h.end, _PRIORITY[h.kind]))
-    hits: list[PiiHit] = []
-    for h in found:
-        if not hits or h.start >= hits[-1].end:
-            hits.append(h)
-    return hits
-
-
-def redact(text: str, hits: list[PiiHit] | None = None) -> str:
-    """``text`` with each hit replaced by ``[REDACTED:<kind>]``.
-
-    ``hits`` defaults to :func:`scan_text` of ``text``; given hits must lie in
-    ``text`` (``text[start:end] == hit.text``) and must not overlap, or
-    :class:`ValueError` is raised.
-    """
-    if hits is None:
-        hits = scan_text(text)
-    parts: list[str] = []
-    pos = 0
-    for h in sorted(hits, key=lambda h: h.start):
-        if text[h.start:h.end] != h.text or h.kind not in PII_KINDS:
-            raise ValueError(f"hit {h!r} does not lie in the text")
-        if h.start < pos:
-            raise ValueError(f"hit {h!r} overlaps another")
-        parts.append(text[pos:h.start])
-        parts.append(f"[REDACTED:{h.kind}]")
-        pos = h.end
-    parts.append(text[pos:])
-    return "".join(parts)
-
-
-def _walk(obj: Any, path: str) -> Iterator[tuple[str, str]]:
-    if isinstance(obj, str):
-        yield path, obj
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            sub = f"{path}.{k}" if path else str(k)
-            if isinstance(k, str):
-                yield sub + "<key>", k
-            yield from _walk(v, sub)
-    elif isinstance(obj, (list, tuple)):
-        for i, v in enumerate(obj):
-            yield from _walk(v, f"{path}[{i}]")
-
-
-def text_fields(obj: Any) -> Iterator[tuple[str, str]]:
-    """Every string in a JSON-like value (dict keys included), as (path, string).
-
-    Paths read like ``steps[2].observation``; a key is reported as
-    ``r_extensions.endorses_last_output<key>``.
-    """
-    yield from _walk(obj, "")
-
-
-def scan_record(obj: Any) -> list[tuple[str, PiiHit]]:
-    """The hits in every text field of a record (any JSON-like value), as (path, hit)."""
-    return [(path, h) for path, s in text_fields(obj) for h in scan_text(s)]
-
-
-def scan_records(records: Iterable[Any]) -> Iterator[tuple[int, str, PiiHit]]:
-    """(record index, path, hit) for every hit in ``records``."""
-    for n, rec in enumerate(records):
-        for path, h in scan_record(rec):
-            yield n, path, h
+    return found

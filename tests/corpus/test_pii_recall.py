@@ -1,0 +1,75 @@
+"""PII recall by kind on the labelled set (bench/data/pii_set.json: 444 planted forms in 16 countries, 32 split
+across two fields) and precision on 356 innocent strings of the corpus; floors a change may not go below.
+The figures, before and after, are bench/hardening_pii.py's."""
+
+from __future__ import annotations
+
+import pytest
+
+import pii_labelled
+from corpus.pii import scan_record, scan_text
+
+#: kind -> least recall (the measured figure, rounded down); precision must stay 1.0 for every kind
+RECALL_FLOORS = {"email": 1.0, "split email": 1.0, "iban": 1.0, "national_id": 1.0, "name": 1.0, "card": 1.0,
+                 "address": 0.95, "phone": 0.80}
+
+
+@pytest.fixture(scope="module")
+def scored() -> dict:
+    return pii_labelled.score(pii_labelled.load(), scan_text, scan_record)
+
+
+def test_the_labelled_set_is_large_and_spread_over_countries():
+    data = pii_labelled.load()
+    assert len(data["planted"]) + len(data["split"]) >= 200 and len(data["innocent"]) >= 200
+    assert len({r["country"] for r in data["planted"]}) >= 10
+    for kind in ("phone", "national_id", "iban", "name", "address", "email"):
+        assert len({r["country"] for r in data["planted"] if r["kind"] == kind}) >= 10, kind
+    assert {r["source"] for r in data["innocent"]} == {"trap", "example 7f3a", "simulated corpus"}
+
+
+@pytest.mark.parametrize("kind", sorted(RECALL_FLOORS))
+def test_recall_of_each_kind_is_at_least_its_floor(scored, kind):
+    k = scored["kinds"][kind]
+    missed = [r.get("text") or r.get("fields") for r in scored["missed"]
+              if (r["kind"] if "text" in r else "split " + r["kind"]) == kind]
+    assert k["recall"] >= RECALL_FLOORS[kind], f"{kind}: {k['caught']}/{k['n']}; missed: {missed[:10]}"
+
+
+def test_no_innocent_string_is_flagged(scored):
+    assert scored["false"] == []
+    assert all(k["precision"] == 1.0 for k in scored["kinds"].values())
+
+
+@pytest.mark.parametrize(("text", "redacted"), [
+    # the probe's forms, one of each
+    ("ruf 030/12345678 an", "ruf [REDACTED:phone] an"),
+    ("tel. 0171-1234567", "tel. [REDACTED:phone]"),
+    ("IBAN de89 3704 0044 0532 0130 00", "IBAN [REDACTED:iban]"),
+    ("SSN 536 90 4399", "SSN [REDACTED:national_id]"),
+    ("Steuer-ID 36574261809", "Steuer-ID [REDACTED:national_id]"),
+    ("NIR 2 95 10 99 126 111 93", "NIR [REDACTED:national_id]"),
+    ("ask Dr. Jane Roe", "ask Dr. [REDACTED:name]"),
+    ("at 221B Baker Street, London NW1 6XE.", "at [REDACTED:address]."),
+    ("mail jane.roe%40example.org", "mail [REDACTED:email]"),
+    ("mail jane.roe&#64;example&#46;org", "mail [REDACTED:email]"),
+    ("mail amFuZS5yb2VAZXhhbXBsZS5vcmc=", "mail [REDACTED:email]"),
+    # a look-alike with a wrong check digit is not redacted
+    ("Steuer-ID 36574261808", "Steuer-ID 36574261808"),
+    ("we met in Paris near Main Street", "we met in Paris near Main Street"),
+])
+def test_probe_forms_are_redacted_whole(text, redacted):
+    from corpus.pii import redact
+
+    assert redact(text) == redacted
+
+
+def test_a_value_split_across_two_fields_is_redacted_in_both():
+    from corpus.pii import record_hits, redact_value
+
+    rec = {"note": "write to jane.roe@", "more": "example.org today", "id": "s1"}
+    assert redact_value(rec, record_hits(rec)) == {"note": "write to [REDACTED:email]",
+                                                   "more": "[REDACTED:email] today", "id": "s1"}
+    # an address that ends its field is that field's alone
+    rec = {"a": "mail a@b.co", "b": "x"}
+    assert redact_value(rec, record_hits(rec)) == {"a": "mail [REDACTED:email]", "b": "x"}
