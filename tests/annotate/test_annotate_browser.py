@@ -92,6 +92,28 @@ def _start_stream(page, url, project_id, heading):
     page.locator(".trb-question").get_by_text(heading).wait_for(timeout=30_000)
 
 
+def _close_dialog(page):
+    """OK closes Label Studio's message dialog; clicked while it is still opening the click may be missed (the
+    dialog then stays over the task): click again until it is gone."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    wrap = page.locator(".ant-modal-wrap:visible")
+    for _ in range(5):
+        ok = page.get_by_role("button", name="OK")
+        if ok.count():
+            try:
+                ok.first.click(timeout=3_000)
+            except PlaywrightTimeout:
+                pass
+        try:
+            wrap.first.wait_for(state="detached", timeout=3_000)
+            break
+        except PlaywrightTimeout:
+            if not wrap.count():
+                break
+    assert wrap.count() == 0, "Label Studio's message dialog did not close on OK"
+
+
 def _submit_button(page):
     return page.locator("button:has-text('Submit')").first
 
@@ -173,7 +195,7 @@ def _attribution_task(page, q1, q2=None, note=None, refuse_blank_q2=False):
             _submit_button(page).click()
             page.get_by_text("Question 2 (did the agent endorse the outcome?) needs an answer").wait_for()
             figures["refused_in_the_ui"] += 1
-            page.get_by_role("button", name="OK").click()
+            _close_dialog(page)
         _pick(page, q2)
     else:
         assert question.get_by_text("2. Did the agent endorse", exact=False).is_hidden()
