@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolkit.errors import ToolkitError
 from toolkit.strict_json import loads
 
 __all__ = ["UnexpectedAnswer", "decode", "describe", "error_of", "expect"]
@@ -22,8 +23,9 @@ _QUOTE = 120  # characters of a body or an error quoted in a message
 _ERROR_FIELDS = ("error", "errors", "detail", "message", "status_message")
 
 
-class UnexpectedAnswer(Exception):
-    """An answer that is not what the call expects; ``why`` says what it is instead (one line)."""
+class UnexpectedAnswer(ToolkitError):
+    """An answer that is not what the call expects; ``why`` says what it is instead (one line). The caller, which knows
+    the server and the call, turns it into its own typed error (Label Studio's, the served adapter's)."""
 
     def __init__(self, why: str):
         super().__init__(why)

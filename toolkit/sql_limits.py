@@ -24,6 +24,8 @@ import sys
 import threading
 from dataclasses import dataclass
 
+from toolkit.errors import ToolkitError
+
 __all__ = ["DEFAULT_MEMORY", "DEFAULT_TIMEOUT_S", "MEMORY_ENV", "MIN_MEMORY", "TIMEOUT_ENV", "QueryLimits", "QueryStopped",
            "fetch_limited", "parse_size", "query_limits"]
 
@@ -39,7 +41,7 @@ _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*")
 _CHUNK = 50_000  # rows fetched at a time (the memory account is kept per chunk)
 
 
-class QueryStopped(ValueError):
+class QueryStopped(ToolkitError, ValueError):
     """A user's query ran past its time limit or needed more than its memory limit, and was stopped. The message
     starts with "stopped", for the caller to put the query's name before it."""
 
