@@ -251,6 +251,17 @@ class Corpus:
             )
         return self
 
+    def require_readable(self, wait_seconds: float | None = None, purpose: str = "") -> Corpus:
+        """:meth:`require`, and the store opens as a corpus store: what a command that hands the corpus to an app
+        (the review app, the subject's app) checks first, so that a damaged store is one line, not an app.
+
+        Raises:
+            CorpusNotFound, CorpusUnreadable, CorpusBusy: as :meth:`open`.
+        """
+        with self.open(write=False, wait_seconds=wait_seconds, purpose=purpose):
+            pass
+        return self
+
     @contextmanager
     def open(self, *, write: bool, wait_seconds: float | None = None, purpose: str = "",
              spill_dir: Path | None = None,
