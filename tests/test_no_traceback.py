@@ -125,3 +125,61 @@ def test_a_signal_stops_a_long_command_with_the_interrupt_code(command, sig, tmp
     assert stderr.strip().splitlines()[-1].endswith(("interrupted", "interrupted; nothing half-written")), stderr
     assert not out.exists() and [q.name for q in tmp_path.iterdir()] == [], "something half-written was left"
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+# -- what the fixes promise, one line each ------------------------------------------------------------------------
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("prog,argv,option", [
+    ("trb-corpus", ["init", "{bad}"], "DIRECTORY"),
+    ("trb-corpus", ["simulate", "--sessions", "2", "--seed", "1", "-o", "{bad}", "-q"], "--output"),
+    ("trb-demo", ["--workdir", "{bad}", "-q"], "--workdir"),
+    ("trb", ["models", "fetch", "smollm2", "--out", "{bad}"], "--out"),
+], ids=["init", "simulate", "demo", "models-fetch"])
+def test_an_output_path_under_a_file_is_one_usage_line_and_nothing_is_made(prog, argv, option, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine\n")
+    bad = tmp_path / "notes.txt" / "out"
+    code, out, err = hostile.run_in_process(prog, [a.format(bad=bad) for a in argv], {})
+    line = _one_line(err)
+    assert code == ExitCode.USAGE and line.startswith(f"{option} {bad}: ") and "is a file, not a directory" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"] and (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+def test_a_binary_datasheet_is_one_usage_line(corpus_dir, tmp_path):
+    sheet = tmp_path / "DATASHEET.md"
+    sheet.write_bytes(b"# Datasheet\n\x92\x00 junk")
+    code, _, err = hostile.run_in_process("trb-corpus", ["release", "--corpus", str(corpus_dir), "--version", "1.0.0",
+                                                         "--kind", "smoke", "--datasheet", str(sheet), "-q"], {})
+    assert code == ExitCode.USAGE and _one_line(err) == (f"--datasheet {sheet}: not UTF-8 text (byte 12); a datasheet "
+                                                         "template is a Markdown file")
+    assert not (corpus_dir / "releases").exists()
+
+
+@pytest.mark.parametrize("prog,argv", [("trb-review", ["{corpus}"]),
+                                       ("trb-collect", ["run", "{study}", "--corpus", "{corpus}"])],
+                         ids=["trb-review", "trb-collect-run"])
+def test_a_damaged_store_is_refused_before_the_app_opens(prog, argv, corpus_dir, scratch):
+    (corpus_dir / "corpus.duckdb").write_bytes(b"\0" * 5000)
+    values = {"corpus": str(corpus_dir), "study": scratch[1]["ok_study"]}
+    code, _, err = hostile.run_in_process(prog, [a.format(**values) for a in argv], {})  # OpenedApp if it opened
+    assert code == ExitCode.NOT_FOUND and str(corpus_dir / "corpus.duckdb") in _one_line(err), err
+
+
+def test_a_corpus_held_by_another_process_still_opens_the_review_app(corpus_dir):
+    """The check before the app does not wait for a writer: the app waits, and says so, itself."""
+    hold = ("import sys, time\nfrom corpus.lock import CorpusLock\nwith CorpusLock(sys.argv[1], exclusive=True, "
+            "purpose='test holder'):\n    print('held', flush=True)\n    time.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(corpus_dir)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(hostile.OpenedApp):
+            hostile.run_in_process("trb-review", [str(corpus_dir)], {}, seconds=20)
+    finally:
+        holder.kill()
+        holder.wait()

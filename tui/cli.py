@@ -31,7 +31,7 @@ def cli(corpus_dir: str | None, corpus_opt: str | None, results: str | None, rev
     if corpus_dir is not None and corpus_opt is not None:
         raise UsageError(f"give the corpus once: CORPUS_DIR {corpus_dir} or --corpus {corpus_opt}, not both")
     corpus = Corpus(resolve_corpus_dir(corpus_opt if corpus_opt is not None else corpus_dir)).require_readable(
-        wait_seconds=10, purpose="trb-review (checking the store)")
+        purpose="trb-review (checking the store)")
     if results is not None:
         from trb.results import ResultsError, ResultsStore
 
