@@ -25,7 +25,6 @@ import http.server
 import json
 import os
 import random
-import stat
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -149,9 +148,14 @@ def _unreadable(p: Path) -> Path:
     return p
 
 
+#: every FIFO made here (what :class:`FifoFeeder` feeds)
+FIFOS: list[Path] = []
+
+
 @_shape("fifo")
 def _fifo(p: Path) -> Path:
     os.mkfifo(p)
+    FIFOS.append(p)
     return p
 
 
@@ -323,16 +327,7 @@ class FifoFeeder:
         self._thread.join(5)
 
     def _fifos(self) -> list[Path]:
-        out = []
-        for dirpath, _, files in os.walk(self.root):
-            for f in files:
-                p = Path(dirpath) / f
-                try:
-                    if stat.S_ISFIFO(p.lstat().st_mode):
-                        out.append(p)
-                except OSError:
-                    pass
-        return out
+        return [p for p in list(FIFOS) if p.is_relative_to(self.root)]
 
     def _run(self) -> None:
         junk = _junk()[:512]
