@@ -130,6 +130,7 @@ def phi_from_annotations(corpus: Corpus, *, wait_seconds: float | None = None) -
     """cf_id -> Φ(r') from its annotators' action choices: ``{"type": "distribution", "probs", "n"}``."""
     with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-annotate phi") as con:
         rows = con.execute(ANNOTATED_PHI_SQL + " ORDER BY cf_id").fetchall()
+    # not strict_json: the corpus store's own JSON column, written by the toolkit after ingest's strict read
     return {cf: {"type": t, "probs": orjson.loads(p), "n": n} for cf, t, p, n in rows}
 
 

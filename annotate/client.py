@@ -20,6 +20,11 @@ the seconds waited and the attempts made. A line on stderr says what is being wa
 call has taken 5 s, and before each retry once it has taken 1 s. What is left raises
 :class:`LabelStudioUnreachable` or :class:`LabelStudioFailed`. A refused key raises
 :class:`LabelStudioAuthFailed`; a bad setting :class:`MissingSetting` or :class:`BadSetting`.
+
+Every answer is read strictly (:func:`toolkit.server_answers.decode`) and its shape checked
+(:mod:`annotate.answer_shapes`) before anything reads a field of it: an answer that is not Label
+Studio's (an HTML page, an empty body, JSON of another shape, a 200 carrying an error) raises
+:class:`LabelStudioBadAnswer`, naming the server, the request and what came instead.
 """
 
 from __future__ import annotations
@@ -36,10 +41,12 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
+from annotate import answer_shapes as shape
 from annotate.errors import (
     BadSetting,
     ConfigRejected,
     LabelStudioAuthFailed,
+    LabelStudioBadAnswer,
     LabelStudioFailed,
     LabelStudioUnreachable,
     MissingSetting,
@@ -47,6 +54,7 @@ from annotate.errors import (
     remember_secret,
     scrub,
 )
+from toolkit.server_answers import UnexpectedAnswer, decode
 from toolkit.urls import header_value_problem, redact_url, url_secrets
 
 __all__ = ["Project", "LabelStudioClient", "Attempts", "connect", "PAGE_SIZE", "PROJECT_SETTINGS",
@@ -150,13 +158,37 @@ def _status_and_detail(exc: BaseException) -> tuple[int | None, str]:
         try:
             body = exc.response.json()
         except Exception:  # noqa: BLE001 - a non-JSON error page
-            body = exc.response.text[:200]
+            body = exc.response.text[:4000]  # cut after masking, below: a key cut in two would not be found
     detail = ""
     if isinstance(body, dict):
         detail = str(body.get("validation_errors") or body.get("detail") or body)
     elif body:
         detail = str(body)
     return status, scrub(detail)[:300]
+
+
+def _is_validation_error(exc: BaseException) -> bool:
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and isinstance(exc, getattr(pydantic, "ValidationError", ()))
+
+
+def _validation_problem(exc) -> str:
+    """What the SDK's model found wrong in an answer, in words: the first fields by location, never their values."""
+    errors = exc.errors(include_input=False)
+    where = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ())) or 'the answer'}: {e.get('msg', '')}"
+                      for e in errors[:3])
+    return f"not Label Studio's ({len(errors)} field(s) do not fit: {where})"
+
+
+def _raised_reading_an_answer(exc: BaseException) -> bool:
+    """Whether ``exc`` (a TypeError, KeyError...) was raised inside the SDK's code (where it reads an answer into its
+    models), not in this module's."""
+    if not isinstance(exc, (TypeError, KeyError, AttributeError, IndexError, ValueError)):
+        return False
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and "label_studio_sdk" in tb.tb_frame.f_code.co_filename.replace("\\", "/").split("/")
 
 
 def _stderr_line(line: str) -> None:
@@ -315,25 +347,41 @@ class LabelStudioClient:
                 if retry and attempts.again(type(e).__name__):
                     continue
                 raise attempts.unreachable(e) from None
+            except UnexpectedAnswer as e:
+                raise self.bad_answer(attempts, e.why) from None
             except Exception as e:  # noqa: BLE001 - translated below, or re-raised
+                if _is_validation_error(e):  # the SDK could not read the answer as the model it expects
+                    raise self.bad_answer(attempts, _validation_problem(e)) from None
+                if _raised_reading_an_answer(e):  # the SDK's unchecked models choke on JSON of another shape
+                    raise self.bad_answer(attempts, f"JSON of another shape than Label Studio's (the SDK could not "
+                                                    f"read it: {type(e).__name__})") from None
                 status, detail = _status_and_detail(e)
                 if status is None:
                     raise
+                if 200 <= status < 300:  # the SDK got a 2xx whose body is not JSON
+                    raise self.bad_answer(attempts, f"not JSON ({detail[:120]!r})") from None
                 if status in _TRANSIENT_STATUS and retry and attempts.again(f"HTTP {status}"):
                     continue
                 if status in (401, 403):
                     raise LabelStudioAuthFailed(
                         f"Label Studio at {self.url} refused the API key (HTTP {status}) while trying to {what}; "
                         "check LABEL_STUDIO_API_KEY") from None
-                raise LabelStudioFailed(f"Label Studio at {self.url} could not {what} (HTTP {status}): {detail}") from None
+                raise LabelStudioFailed(f"Label Studio at {self.url} could not {what} (HTTP {status} on "
+                                        f"{attempts.request}): {detail}") from None
 
-    def _get_json(self, what: str, path: str, params: dict | list | None = None) -> Any:
-        import orjson
+    def bad_answer(self, attempts: Attempts, why: str) -> LabelStudioBadAnswer:
+        """The error for an answer to ``attempts.request`` that is not what it expects (``why``)."""
+        return LabelStudioBadAnswer(f"Label Studio at {self.url} gave an unexpected answer to {attempts.request} "
+                                    f"({attempts.what}): {why}; is LABEL_STUDIO_URL the Label Studio server?")
 
+    def _get_json(self, what: str, path: str, params: dict | list | None = None,
+                  check: Callable[[Any], T] = shape.json_object) -> T:
+        """``GET path``, its answer read strictly and passed through ``check`` (an :mod:`annotate.answer_shapes`
+        function; what it raises becomes :class:`LabelStudioBadAnswer`)."""
         def go(timeout: float):
             r = self.http.get(path, params=params, timeout=timeout)
             r.raise_for_status()
-            return orjson.loads(r.content)
+            return check(decode(r.content, r.headers.get("content-type")))
 
         return self.call(what, go, request=f"GET {path}")
 
@@ -349,10 +397,10 @@ class LabelStudioClient:
         kind = None
         config = p.get("label_config") or ""
         if MARK in config:  # the config's comment: <!-- trb-annotate kind=attribution: ... -->
-            kind = config.split(MARK, 1)[1].split(":")[0].split()[0]
+            kind = (config.split(MARK, 1)[1].split(":")[0].split() or [None])[0]
         desc = p.get("description") or ""
-        if kind is None and desc.startswith(MARK) and len(desc) > len(MARK):
-            kind = desc[len(MARK):].split()[0]
+        if kind is None and desc.startswith(MARK):
+            kind = (desc[len(MARK):].split() or [None])[0]
         settings = {k: p.get(k) for k in PROJECT_SETTINGS}
         return Project(id=int(p["id"]), title=p["title"], kind=kind, overlap=p.get("maximum_annotations") or 1,
                        task_number=p.get("task_number") or 0, settings=settings, created_at=p.get("created_at") or "")
@@ -361,10 +409,10 @@ class LabelStudioClient:
         """Every project the key can see."""
         out, page = [], 1
         while True:
-            j = self._get_json("list projects", "/api/projects", {"page_size": 100, "page": page})
-            results = j["results"] if isinstance(j, dict) else j
+            results, more = self._get_json("list projects", "/api/projects", {"page_size": 100, "page": page},
+                                           check=shape.projects_page)
             out += [self._project(p) for p in results]
-            if not isinstance(j, dict) or not j.get("next"):
+            if not more:
                 return out
             page += 1
 
@@ -380,13 +428,15 @@ class LabelStudioClient:
         return p
 
     def project_by_id(self, project_id: int) -> Project:
-        return self._project(self._get_json(f"read project {project_id}", f"/api/projects/{project_id}"))
+        return self._project(self._get_json(f"read project {project_id}", f"/api/projects/{project_id}",
+                                            check=shape.project))
 
-    def _send_json(self, what: str, method: str, path: str, body: dict, *, retry: bool = True) -> Any:
+    def _send_json(self, what: str, method: str, path: str, body: dict, *, retry: bool = True,
+                   check: Callable[[Any], T] = shape.json_object) -> T:
         def go(timeout: float):
             r = self.http.request(method, path, json=body, timeout=timeout)
             r.raise_for_status()
-            return r.json()
+            return check(decode(r.content, r.headers.get("content-type")))
 
         return self.call(what, go, retry=retry, request=f"{method} {path}")
 
@@ -396,7 +446,7 @@ class LabelStudioClient:
         try:
             p = self._send_json(f"create project {title!r}", "POST", "/api/projects",
                                 {"title": title, "maximum_annotations": overlap, "overlap_cohort_percentage": 100,
-                                 **settings}, retry=False)
+                                 **settings}, retry=False, check=shape.project)
         except LabelStudioFailed as e:
             if "label_config" in e.message:
                 raise ConfigRejected(f"Label Studio at {self.url} rejected the {kind} labeling config: "
@@ -408,7 +458,8 @@ class LabelStudioClient:
         """Change a project's ``settings`` in place. Raises :class:`ConfigRejected` when the server refuses the
         labelling config (for one, when annotations already made do not fit it)."""
         try:
-            p = self._send_json(f"update project {project_id}", "PATCH", f"/api/projects/{project_id}", settings)
+            p = self._send_json(f"update project {project_id}", "PATCH", f"/api/projects/{project_id}", settings,
+                                check=shape.project)
         except LabelStudioFailed as e:
             if "label_config" in e.message:
                 raise ConfigRejected(f"Label Studio at {self.url} rejected the {kind} labeling config for project "
@@ -437,13 +488,14 @@ class LabelStudioClient:
         """(tasks in the project, id of its n-th task in id order, or None past the end): one small request."""
         try:
             j = self._get_json(f"list tasks of project {project_id}", "/api/tasks",
-                               {"project": project_id, "page_size": 1, "page": max(n, 1), "include": "id"})
+                               {"project": project_id, "page_size": 1, "page": max(n, 1), "include": "id"},
+                               check=lambda j: (shape.tasks_page(j), shape.task_count(j, "total")))
         except LabelStudioFailed as e:
-            if "HTTP 404" in e.message:
+            if "HTTP 404" in e.message and not isinstance(e, LabelStudioBadAnswer):
                 return -1, None
             raise
-        tasks = j.get("tasks") or []
-        return int(j.get("total", -1)), (tasks[0]["id"] if tasks and n >= 1 else None)
+        tasks, total = j
+        return total, (tasks[0]["id"] if tasks and n >= 1 else None)
 
     def server_time(self) -> datetime:
         """The server's clock now (its ``Date`` header, to the second, UTC): what ``updated_at`` is measured by."""
@@ -456,7 +508,8 @@ class LabelStudioClient:
         try:
             return parsedate_to_datetime(date).astimezone(timezone.utc)
         except (TypeError, ValueError):
-            raise LabelStudioFailed(f"Label Studio at {self.url} sent no usable Date header ({date!r})") from None
+            raise LabelStudioBadAnswer(f"Label Studio at {self.url} gave an unexpected answer to GET /health (read the "
+                                       f"server's clock): no usable Date header ({date!r})") from None
 
     def task_stamps(self, project_id: int, since: datetime | None = None) -> Iterator[tuple[int, str, int]]:
         """(task id, ``updated_at``, annotations incl. skipped ones) of every task of the project, or of those
@@ -476,10 +529,9 @@ class LabelStudioClient:
         """(first, last) task id of the project, or None when it has no task: two small requests."""
         ends = []
         for order in ("tasks:id", "-tasks:id"):
-            j = self._get_json(f"list tasks of project {project_id}", "/api/tasks",
-                               {"project": project_id, "page_size": 1, "include": "id",
-                                "query": json.dumps({"ordering": [order]})})
-            tasks = j.get("tasks") if isinstance(j, dict) else j
+            tasks = self._get_json(f"list tasks of project {project_id}", "/api/tasks",
+                                   {"project": project_id, "page_size": 1, "include": "id",
+                                    "query": json.dumps({"ordering": [order]})}, check=shape.tasks_page)
             if not tasks:
                 return None
             ends.append(int(tasks[0]["id"]))
@@ -491,9 +543,9 @@ class LabelStudioClient:
         query = json.dumps({"filters": {"conjunction": "and", "items": [
             {"filter": "filter:tasks:updated_at", "operator": "less", "type": "Datetime",
              "value": since.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}]}})
-        j = self._get_json(f"count annotations of project {project_id}", "/api/tasks",
-                           {"project": project_id, "page_size": 1, "include": "id", "query": query})
-        return int(j.get("total_annotations") or 0) if isinstance(j, dict) else 0
+        return self._get_json(f"count annotations of project {project_id}", "/api/tasks",
+                              {"project": project_id, "page_size": 1, "include": "id", "query": query},
+                              check=lambda j: shape.task_count(j, "total_annotations"))
 
     def export_tasks(self, project_id: int, task_ids: list[int]) -> list[dict]:
         """The annotated tasks among ``task_ids``, with every annotation, as Label Studio's own JSON export gives
@@ -502,19 +554,20 @@ class LabelStudioClient:
             return []
         return self._get_json(f"export {len(task_ids)} task(s) of project {project_id}",
                               f"/api/projects/{project_id}/export",
-                              [("exportType", "JSON"), *(("ids[]", str(i)) for i in task_ids)])
+                              [("exportType", "JSON"), *(("ids[]", str(i)) for i in task_ids)],
+                              check=shape.exported_tasks)
 
     def _pages(self, project_id: int, params: dict, what: str) -> Iterator[dict]:
         page = 1
         while True:
             try:
-                j = self._get_json(f"{what} of project {project_id}", "/api/tasks",
-                                   {"project": project_id, "page_size": PAGE_SIZE, "page": page, **params})
+                tasks = self._get_json(f"{what} of project {project_id}", "/api/tasks",
+                                       {"project": project_id, "page_size": PAGE_SIZE, "page": page, **params},
+                                       check=shape.tasks_page)
             except LabelStudioFailed as e:
-                if "HTTP 404" in e.message and page > 1:  # past the last page
+                if "HTTP 404" in e.message and page > 1 and not isinstance(e, LabelStudioBadAnswer):  # past the end
                     return
                 raise
-            tasks = j["tasks"] if isinstance(j, dict) else j
             yield from tasks
             if len(tasks) < PAGE_SIZE:
                 return
@@ -529,21 +582,20 @@ class LabelStudioClient:
         """
         what = f"import {len(tasks)} task(s) into project {project_id}"
         attempts = attempts or self.attempts(what, f"POST /api/projects/{project_id}/import")
-        r = self.call(what, lambda t: self.sdk.projects.import_tasks(
+        return self.call(what, lambda t: shape.import_ids(self.sdk.projects.import_tasks(
             id=project_id, request=[{"data": t} for t in tasks], return_task_ids=True,
-            request_options=self._options(t)), retry=False, attempts=attempts)
-        return list(r.task_ids or [])
+            request_options=self._options(t)), len(tasks)), retry=False, attempts=attempts)
 
     def users(self) -> dict[int, str]:
         """User id -> e-mail, for every user of the organisation."""
-        return self.call("list users", lambda t: {u.id: u.email for u in self.sdk.users.list(
-            request_options=self._options(t))}, request="GET /api/users")
+        return self.call("list users", lambda t: shape.users(self.sdk.users.list(request_options=self._options(t))),
+                         request="GET /api/users")
 
     def create_annotation(self, task_id: int, result: list[dict]) -> int:
         """Annotate a task as the key's user; the annotation id (used by tests and the bench)."""
         return self.call(f"annotate task {task_id}",
-                         lambda t: self.sdk.annotations.create(id=task_id, result=result,
-                                                               request_options=self._options(t)).id,
+                         lambda t: shape.annotation_id(self.sdk.annotations.create(
+                             id=task_id, result=result, request_options=self._options(t))),
                          retry=False, request=f"POST /api/tasks/{task_id}/annotations")
 
     def update_annotation(self, annotation_id: int, result: list[dict]) -> None:

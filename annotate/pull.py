@@ -298,6 +298,7 @@ class _Ledger:
     def load(self, stored: dict[int, tuple[int, tuple]]) -> str | None:
         """Read the ledger; None when it can be used, else why not (then the pull reads every task)."""
         try:
+            # not strict_json: pull's own ledger, checked against the project before it is used
             d = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return "no ledger of an earlier pull"

@@ -249,6 +249,7 @@ class _Ledger:
 
     def valid(self, client: LabelStudioClient) -> bool:
         try:
+            # not strict_json: push's own ledger, checked against the server before it is used
             d = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return False

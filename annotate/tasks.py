@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import html
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 
 import orjson
@@ -155,6 +155,7 @@ def _slot_lines(goal, planned_next, caused_by_self, confidence, ext, *, indent: 
             (action_label(value) if name == "planned_next" else _num(value))
         lines.append(f"{indent}{_SLOT_NAMES[name]}: {shown}")
     if ext:
+        # not strict_json: the corpus store's own JSON column, written by the toolkit after ingest's strict read
         for name, value in sorted(orjson.loads(ext).items()):
             shown = ("yes" if value else "no") if isinstance(value, bool) else _num(value)
             lines.append(f"{indent}{name.replace('_', ' ').capitalize()}: {shown}")
@@ -199,16 +200,25 @@ def _select_items(con, kind: str, where: str | None, examples: bool = False) -> 
     """The items of ``kind``, filtered by the user's SQL ``where``: run as one SELECT on a sandboxed connection."""
     import duckdb
 
+    from toolkit.sql_limits import QueryStopped, fetch_limited, parse_size, query_limits
     from toolkit.sql_sandbox import error_line, lock_down, single_select
 
     keep = "true" if examples else _NOT_EXAMPLE
     sql = _ITEM_SQL[kind].format(where=f"{keep} AND ({where})" if where else keep)
     if not where:
         return con.execute(sql).fetchall()
-    lock_down(con)  # the user's SQL reaches the attached store and nothing else, from here on
     try:
-        statement = single_select(con, sql)
-        return con.execute(statement).fetchall()
+        limits = query_limits()  # TRB_QUERY_TIMEOUT / TRB_QUERY_MEMORY_LIMIT, else the defaults
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    current = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    if parse_size(current) < limits.memory_bytes:  # the corpus connection's own bound (TRB_DUCKDB_MEMORY) is lower
+        limits = replace(limits, memory_bytes=parse_size(current), memory_text=current, memory_from="TRB_DUCKDB_MEMORY")
+    lock_down(con, limits.config())  # the user's SQL reaches the attached store and nothing else, from here on
+    try:
+        return fetch_limited(con, single_select(con, sql), limits)[1]
+    except QueryStopped as e:
+        raise UsageError(f"--where {where!r} {e}") from None
     except (duckdb.Error, ValueError) as e:
         why = error_line(e) if isinstance(e, duckdb.Error) else str(e)
         raise UsageError(f"--where {where!r} is not a valid filter on the {kind} items: {why}") from None
@@ -221,8 +231,10 @@ def render_tasks(con, kind: str, where: str | None = None, *, examples: bool = F
 
     ``con`` is an open corpus connection (``Corpus.open``). A ``where`` must keep the statement one SELECT, and
     runs sandboxed (:mod:`toolkit.sql_sandbox`): from then on ``con`` reads the databases already attached to it
-    and nothing else on the machine (no file, extension or network; no SET). Raises UsageError for a bad kind or
-    a ``where`` DuckDB refuses.
+    and nothing else on the machine (no file, extension or network; no SET; nothing spilled to disk), and its
+    memory is bounded by ``TRB_QUERY_MEMORY_LIMIT``; the filter's query stops at ``TRB_QUERY_TIMEOUT``
+    (:mod:`toolkit.sql_limits`). Raises UsageError for a bad kind, a ``where`` DuckDB refuses, or one a limit
+    stopped.
     """
     if kind not in KINDS:
         raise UsageError(f"--kind {kind!r} is not attribution or continuation")

@@ -9,7 +9,16 @@ that one), every bad input of the ingest/store/option side and prints, per case 
   survived (the store opens and is unchanged or complete) / data lost (partial, or it does not open);
 * **transfer provenance**: spellings of the trainer "Acme Labs" (and a context whose sessions it collected)
   caught / tried, by the release gate (``--trainer-org``) and by the run-time check (``trb run --split
-  transfer --trained-by``), and a control that must not be caught.
+  transfer --trained-by``), and a control that must not be caught;
+* **look-alike provenance** (issue 41): spellings of "Acme Labs" with each invisible filler Unicode calls
+  default-ignorable and with look-alike letters of each script (Cherokee, Armenian, Greek, Cyrillic, Latin small
+  capitals, mathematical, full-width), caught / tried by the gate and the run-time check, and distinct
+  organisations in other scripts that must not be caught;
+* **ingest oddities** (issue 41): a number a double holds as 0 (``1e-400``), actions alike after NFKC, an
+  ``r_extensions`` slot named like a core slot, in the bad-input table (refused, located, store identical).
+
+``--only PART,...`` runs some parts: records, gzip, stores, options, importer, disk, kills, provenance,
+lookalikes, oddities, parse (the CPU cost of the ingest's parser a record).
 
 Everything runs as the user would run it: the CLI in a subprocess, real DuckDB files, a real tmpfs for the
 full disk (skipped where mounting is not allowed). It asserts nothing: it prints figures.
@@ -310,6 +319,135 @@ def kills(pr: Probe, n_kills: int, seed: int = 18) -> dict:
     return out
 
 
+def oddities(pr: Probe) -> None:
+    """Issue 41: what strict JSON lets through and the ingest must refuse, each with its FILE:LINE: /pointer."""
+    template = pr.corpus("odd")
+    s = session("s1", "subj-1")
+
+    def case(group: str, name: str, rec: dict | str, pointer: str) -> None:
+        line = rec if isinstance(rec, str) else json.dumps(rec, ensure_ascii=False)
+        f = pr.write(f"odd-{re.sub(r'[^A-Za-z0-9]+', '_', name)}.jsonl", [line])
+        d = pr.fresh(template, f"odd {name}")
+        before = dir_state(d)
+        p = pr.run("ingest", "-q", "--corpus", d, f)
+        pr.record(group, name, p, f"{f}:1: {pointer}:", dir_state(d) == before)
+
+    text = json.dumps(s)
+    for tok in ("1e-400", "-2.5E-330", "1e-0400", "0." + "0" * 400 + "1"):
+        case("number a double holds as 0", f"ext number slot = {tok[:12]}",
+             text.replace('"score": 0.25', f'"score": {tok}'), "/steps/1/r/ext/score")
+    case("number a double holds as 0", "confidence = 1e-400", text.replace('"confidence": 0.6', '"confidence": 1e-400', 1),
+         "/steps/0/r/confidence")
+    for name, space in (("ligature fi", ["\ufb01le", "file"]), ("full-width A", ["A", "\uff21"]),
+                        ("zero-width space", ["up", "u\u200bp"]), ("Hangul filler", ["up", "u\u3164p"]),
+                        ("superscript two", ["x2", "x\u00b2"])):
+        rec = json.loads(text)
+        rec["steps"][0].update(action_space=space, action=space[0])
+        case("actions alike after NFKC", name, rec, "/steps/0/action_space/1")
+    for name in ("Goal", "planned-next", "CONFIDENCE", "caused.by.self", "Ext"):
+        rec = json.loads(text)
+        rec["r_extensions"][name] = {"type": "string", "description": "named like a core slot"}
+        case("extension slot named like a core slot", f"slot {name}", rec, f"/r_extensions/{name}")
+
+
+#: Issue 41: look-alike spellings of "Acme Labs", by mechanism (context id suffix -> collector_org)
+LOOKALIKES = {
+    **{f"filler-{ord(c):04x}": f"Ac{c}me Labs" for c in (
+        "\u3164", "\u115f", "\u1160", "\uffa0", "\u180b", "\u180c", "\u180d", "\u180e", "\u180f", "\u034f",
+        "\u17b4", "\u17b5", "\U000e0041", "\U000e0001", "\U000e0fff", "\ufe0f", "\U000e0100", "\u2064",
+        "\u061c", "\ufff0")},
+    "filler-as-space": "Acme\u3164Labs",
+    "cherokee": "\u13aa\u13df\u13b7\u13ac Labs",
+    "cherokee-small": "Acme La\uab9fs",  # CHEROKEE SMALL LETTER SI (b)
+    "armenian": "Acme Lab\u054f",  # ARMENIAN CAPITAL LETTER TIWN (S)
+    "greek-capitals": "\u0391C\u039c\u0395 L\u0391\u0392S",
+    "greek-small": "Acm\u03b5 Labs",
+    "cyrillic": "\u0410\u0441m\u0435 L\u0430bs",
+    "cyrillic-small-em": "Ac\u043ce Labs",
+    "small-capitals": "\u1d00\u1d04\u1d0d\u1d07 \u029f\u1d00\u0299s",
+    "math-bold": "\U0001d400\U0001d41c\U0001d426\U0001d41e Labs",
+    "math-script": "\U0001d49c\U0001d4b8\U0001d4c2\u212f Labs",
+    "fullwidth": "\uff21\uff43\uff4d\uff45 Labs",
+    "tag-space": "Acme\U000e0020Labs",
+}
+#: distinct organisations that must not be caught (a transliteration is a different spelling, not a look-alike)
+DISTINCT = {"distinct-cyrillic": "\u042f\u043d\u0434\u0435\u043a\u0441", "distinct-greek": "\u0391\u03bb\u03c6\u03b1 Labs",
+            "distinct-cjk": "\u963f\u91cc\u5df4\u5df4", "distinct-latin": "Acmeson Labs",
+            "distinct-armenian": "\u0531\u0580\u0574\u0565\u0576\u0561\u056f\u0561\u0576"}
+
+
+def _provenance_corpus(pr: Probe, name: str, variants: dict[str, str], session_collector) -> Path:
+    recs = [session("home", "subj-home"), counterfactual("home.cf", "home")]
+    for i, (cid, org) in enumerate(sorted(variants.items())):
+        recs.append(tc(cid, org))
+        sid = f"t{i:02d}"
+        recs.append(session(sid, f"subj-{cid}", cid, session_collector(cid, org)))
+        recs.append(counterfactual(f"{sid}.cf", sid))
+    f = pr.write(f"{name}.jsonl", [json.dumps(r, ensure_ascii=False) for r in recs])
+    d = pr.work / name
+    shutil.rmtree(d, ignore_errors=True)
+    assert pr.run("init", d).returncode == 0
+    p = pr.run("ingest", "-q", "--corpus", d, f)
+    assert p.returncode == 0, p.stderr
+    return d
+
+
+def _gate_count(pr: Probe, corpus: Path) -> int:
+    p = pr.run("release", "-q", "--corpus", corpus, "--version", "0.2.0", "--kind", "smoke",
+               "--trainer-org", "Acme Labs")
+    m = re.search(r"gate transfer_provenance: FAILED: (\d+) of", p.stderr)
+    return int(m.group(1)) if m else 0
+
+
+def _run_caught(pr: Probe, corpus: Path, ids) -> set[str]:
+    assert pr.run("release", "-q", "--corpus", corpus, "--version", "0.1.0", "--kind", "smoke").returncode == 0
+    q = pr.py(f"""
+        from trb.provenance import check_transfer_provenance
+        from trb.releases import Release
+        rel = Release({str(corpus / 'releases' / '0.1.0')!r})
+        try:
+            check_transfer_provenance(rel, ["Acme Labs"], "probe")
+            print("passed")
+        except Exception as e:
+            print(type(e).__name__, e)
+        """)
+    return {c for c in ids if f"{c} (" in q.stdout}
+
+
+def lookalikes(pr: Probe) -> dict:
+    """Issue 41: each look-alike spelling in its own transfer context (the sessions name a third party), and the
+    distinct organisations in a corpus of their own (the gate counts how many contexts fail)."""
+    d = _provenance_corpus(pr, "lookalikes", {f"ctx-{k}": v for k, v in LOOKALIKES.items()},
+                           lambda cid, org: "Independent Field Lab")
+    tried = [f"ctx-{k}" for k in LOOKALIKES]
+    gate = _gate_count(pr, d)
+    run = _run_caught(pr, d, tried)
+    ctrl = _provenance_corpus(pr, "lookalikes-distinct", {f"ctx-{k}": v for k, v in DISTINCT.items()},
+                              lambda cid, org: org)
+    return {"tried": len(tried), "gate": gate, "run": len(run), "run_missed": sorted(set(tried) - run),
+            "distinct": len(DISTINCT), "distinct_caught": _gate_count(pr, ctrl)}
+
+
+def parse_cost(pr: Probe, rounds: int = 5) -> str:
+    """CPU time of the ingest's parser (``parse_record_fast``) on 2,000 valid 3-step sessions, best of ``rounds``:
+    what the look for numbers a double holds as 0 and for alike names costs a record that has none."""
+    lines = [json.dumps(session(f"s{i}", f"subj-{i}")) for i in range(2000)]
+    f = pr.write("parse-cost.jsonl", lines)
+    q = pr.py(f"""
+        import time
+        from corpus.fast_records import parse_record_fast
+        lines = open({str(f)!r}, "rb").read().splitlines()
+        best = 1e9
+        for _ in range({rounds}):
+            t = time.process_time()
+            for line in lines:
+                parse_record_fast(line)
+            best = min(best, time.process_time() - t)
+        print(f"{{best / len(lines) * 1e6:.1f}}")
+        """)
+    return q.stdout.strip() or q.stderr.strip().splitlines()[-1]
+
+
 def provenance(pr: Probe) -> dict:
     variants = {"ctx-suffix": "Acme Labs, Inc.", "ctx-acronym": "ACME", "ctx-double-space": "Acme  Labs",
                 "ctx-nbsp": "Acme\u00a0Labs", "ctx-zwsp": "Acme\u200b Labs", "ctx-cyrillic": "\u0410cme Labs",
@@ -359,20 +497,33 @@ def provenance(pr: Probe) -> dict:
             "gate_control": gate_control, "run_control": "ctx-control" in run, "run_missed": sorted(set(tried) - run)}
 
 
+#: the parts of the probe (--only), in the order they run; None: run and printed by main itself
+PARTS = {"records": bad_records, "gzip": bad_gzip, "stores": bad_stores, "options": bad_options,
+         "importer": bad_importer, "disk": disk_full, "oddities": oddities, "kills": None, "provenance": None,
+         "lookalikes": None, "parse": None}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, default=HERE, help="The checkout whose toolkit is probed.")
     ap.add_argument("--kills", type=int, default=12)
     ap.add_argument("--work", type=Path, default=None, help="Scratch folder (default: a temporary one).")
     ap.add_argument("--cases", action="store_true", help="Print every case, not only the totals.")
+    ap.add_argument("--only", default=",".join(PARTS), help=f"Parts to run, comma-separated ({', '.join(PARTS)}).")
     args = ap.parse_args()
+    only = set(args.only.split(","))
+    if only - set(PARTS):
+        ap.error(f"--only: unknown part(s) {', '.join(sorted(only - set(PARTS)))}; the parts are {', '.join(PARTS)}")
     work = args.work or Path(tempfile.mkdtemp(prefix="trb-hardening-"))
     work.mkdir(parents=True, exist_ok=True)
     pr = Probe(args.root.resolve(), work)
-    for step in (bad_records, bad_gzip, bad_stores, bad_options, bad_importer, disk_full):
-        step(pr)
-    k = kills(pr, args.kills)
-    prov = provenance(pr)
+    for part, step in PARTS.items():
+        if step is not None and part in only:
+            step(pr)
+    k = kills(pr, args.kills) if "kills" in only else None
+    prov = provenance(pr) if "provenance" in only else None
+    look = lookalikes(pr) if "lookalikes" in only else None
+    cost = parse_cost(pr) if "parse" in only else None
     if args.cases:
         print("| group | case | exit | refused | located | store identical | first line of stderr |")
         print("|---|---|---:|---|---|---|---|")
@@ -390,14 +541,24 @@ def main() -> int:
         print(f"| {g} | {len(rows)} | {sum(r['refused'] for r in rows)} | {sum(r['located'] for r in rows)} | "
               f"{sum(r['same'] for r in rows)} |")
     print()
-    print(f"kills: {k['kills']} SIGKILLs of an ingest of 1,000 sessions ({k['finished before the kill']} runs finished "
-          f"first): survived {k['unchanged'] + k['complete']} ({k['unchanged']} unchanged, {k['complete']} complete), "
-          f"data lost {k['lost']}")
-    print(f"transfer provenance vs --trainer-org/--trained-by 'Acme Labs': gate caught {prov['gate']}/{prov['tried']}"
-          f", run-time check caught {prov['run']}/{prov['tried']}; the control (another org) refused: gate "
-          f"{prov['gate_control']}, run {prov['run_control']}")
-    if prov["run_missed"]:
-        print(f"  missed by the run-time check: {', '.join(prov['run_missed'])}")
+    if k is not None:
+        print(f"kills: {k['kills']} SIGKILLs of an ingest of 1,000 sessions ({k['finished before the kill']} runs "
+              f"finished first): survived {k['unchanged'] + k['complete']} ({k['unchanged']} unchanged, "
+              f"{k['complete']} complete), data lost {k['lost']}")
+    if prov is not None:
+        print(f"transfer provenance vs --trainer-org/--trained-by 'Acme Labs': gate caught {prov['gate']}/"
+              f"{prov['tried']}, run-time check caught {prov['run']}/{prov['tried']}; the control (another org) "
+              f"refused: gate {prov['gate_control']}, run {prov['run_control']}")
+        if prov["run_missed"]:
+            print(f"  missed by the run-time check: {', '.join(prov['run_missed'])}")
+    if look is not None:
+        print(f"look-alike spellings of 'Acme Labs' (invisible fillers, look-alike letters): gate caught "
+              f"{look['gate']}/{look['tried']}, run-time check caught {look['run']}/{look['tried']}; distinct "
+              f"organisations caught (false alarms): {look['distinct_caught']}/{look['distinct']}")
+        if look["run_missed"]:
+            print(f"  missed by the run-time check: {', '.join(look['run_missed'])}")
+    if cost is not None:
+        print(f"parse_record_fast: {cost} µs CPU a valid 3-step session (best of 5 rounds of 2,000)")
     return 0
 
 

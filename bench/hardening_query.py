@@ -1,7 +1,14 @@
-"""Issue 18, points 6-8 (queries, URLs, hung servers): what a user's SQL, a URL with credentials and a server
-that never answers can still do. Prints a table per part and the before/after figures of bench/README.md.
+"""Issue 18, points 6-8 (queries, URLs, hung servers), and issue 41, point 1 (a query box that cannot write or run
+away): what a user's SQL, a URL with credentials and a server that never answers can still do. Prints a table per
+part and the before/after figures of bench/README.md.
 
     .venv/bin/python bench/hardening_query.py [--hang]      # --hang also waits out the hung-server defaults
+    .venv/bin/python bench/hardening_query.py --sql-only    # issue 41's part: the SQL cases and the runaway queries
+
+The runaway queries (a 10^16-row cross join, a string_agg of 10 GB, an aggregate that spills) each run
+``trb query`` in a process of its own, with ``TRB_QUERY_TIMEOUT=5`` and ``TRB_QUERY_MEMORY_LIMIT=1GB`` (settings a
+toolkit without limits ignores); the bench kills one that runs past 20 s or 3 GB, and lists the store's directory
+and the temporary directory before and after each.
 
 Every case runs the real command line in this process (``trb query``, ``trb-annotate push --where``,
 ``trb-annotate status``, ``trb run --adapter served``), on a real results store, a real corpus, a loopback
@@ -20,6 +27,7 @@ import io
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -165,6 +173,23 @@ def sql_cases(work: Path, url: str) -> list[tuple[str, str, callable]]:
         ("SET lock_configuration = false, then read",
          f"SET lock_configuration = false; SET enable_external_access = true; SELECT * FROM read_text('{secret}')",
          lambda out: read(out)),
+        # issue 41: DuckDB lets a sandboxed connection write in its temporary directory, <store>.tmp by default
+        *[(name, sql, lambda out: False) for name, sql in tmp_dir_cases(work)],
+    ]
+
+
+def tmp_dir_cases(work: Path) -> list[tuple[str, str]]:
+    """(name, SQL) of issue 41's writes: judged by the listing of the work directory (anything new escaped)."""
+    tmp = work / "results.duckdb.tmp"
+    return [
+        ("EXPORT DATABASE into <store>.tmp", f"EXPORT DATABASE '{tmp}/'"),
+        ("COPY TO <store>.tmp (any content)", f"COPY (SELECT 'any content' AS c) TO '{tmp}/x.csv'"),
+        ("COPY TO <store>.tmp as parquet", f"COPY (SELECT 42 AS x) TO '{tmp}/x.parquet' (FORMAT parquet)"),
+        ("ATTACH a new database in <store>.tmp", f"ATTACH '{tmp}/n.duckdb' AS n"),
+        ("COPY TO a relative path", "COPY (SELECT 42 AS x) TO 'relative.csv'"),
+        ("SET memory_limit (raise it from inside)", "SET memory_limit = '100GB'"),
+        ("PRAGMA memory_limit", "PRAGMA memory_limit = '100GB'"),
+        ("SET temp_directory to <store>.tmp", f"SET temp_directory = '{tmp}'"),
     ]
 
 
@@ -173,7 +198,8 @@ def judge(code: int, out: str, err: str, escaped: bool, sql: str) -> str:
         return "escaped"
     if "Traceback" in err:
         return "traceback"
-    policy = ("disabled" in err or "Permission" in err or "locked" in err or "external access" in err)
+    policy = ("disabled" in err or "Permission" in err or "locked" in err or "external access" in err
+              or "query refused" in err)  # refused by its statement kind, before anything ran
     if not policy and ("install" in err.lower() or "extension" in err.lower()):
         return "tried (offline)"  # it went for the network or the extension directory; only being offline stopped it
     return "refused" if one_line(err) else "refused, not one line"
@@ -200,8 +226,15 @@ def part_sql(work: Path) -> dict:
     with loopback_server() as url:
         for name, sql, escaped in sql_cases(work, url):
             _Counting.hits.clear()
-            code, out, err = run_cli(trb_main, ["query", sql, "--results", store])
-            verdict = judge(code, out, err, escaped(out), sql)
+            listing = sorted(work.rglob("*"))
+            cwd = os.getcwd()
+            os.chdir(work)  # a relative path lands in the work directory
+            try:
+                code, out, err = run_cli(trb_main, ["query", sql, "--results", store])
+            finally:
+                os.chdir(cwd)
+            made = sorted(work.rglob("*")) != listing
+            verdict = judge(code, out, err, escaped(out) or made, sql)
             tally["tried"] += 1
             tally["refused"] += verdict == "refused"
             rows.append((f"trb query: {name}", verdict, code, show(err)))
@@ -226,6 +259,70 @@ def part_sql(work: Path) -> dict:
     tally["tried"] += 1
     tally["refused"] += (not made) and code != 0
     tally["store_unchanged"] = digest(store) == before
+    return {"rows": rows, **tally}
+
+
+# -- issue 41: runaway queries ---------------------------------------------------------------------------------
+
+RUNAWAY = [
+    ("a cross join of 10^16 rows", "SELECT count(*) FROM range(100000) a, range(100000) b, range(1000000) c"),
+    ("a string_agg of 10 GB", "SELECT length(string_agg(repeat('x', 1000), ',')) FROM range(10000000)"),
+    ("an aggregate of 60M distinct keys (2.4 GB in memory)",
+     "SELECT count(*) FROM (SELECT DISTINCT range FROM range(60000000))"),
+    ("20M rows returned", "SELECT range FROM range(20000000)"),
+]
+CAP_S, CAP_BYTES = 20.0, 3 * 1024 ** 3
+
+
+def _rss(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def part_runaway(work: Path) -> dict:
+    """Each runaway query in a ``trb query`` process of its own: stopped by the command (one line, its limit), or
+    killed by the bench past CAP_S / CAP_BYTES; and the files it left in the store's directory or TMPDIR."""
+    store = work / "results.duckdb"
+    tmpdir = work / "tmpdir"
+    tmpdir.mkdir(exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmpdir), "TRB_QUERY_TIMEOUT": "5",
+           "TRB_QUERY_MEMORY_LIMIT": "1GB"}
+    rows, tally = [], {"tried": 0, "stopped": 0, "left_files": 0}
+    for name, sql in RUNAWAY:
+        listing = sorted(work.rglob("*"))
+        t0 = time.monotonic()
+        p = subprocess.Popen([sys.executable, "-m", "trb.cli", "query", sql, "--results", str(store)], cwd=work,
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        peak, killed = 0, None
+        while p.poll() is None:
+            peak = max(peak, _rss(p.pid))
+            if time.monotonic() - t0 > CAP_S or peak > CAP_BYTES:
+                killed = f"killed by the bench at {time.monotonic() - t0:.0f} s, {peak / 1024 ** 3:.1f} GB"
+                p.kill()
+                break
+            time.sleep(0.05)
+        err = p.communicate()[1]
+        took = time.monotonic() - t0
+        # the store's own advisory lock file (<store>.lock, made by the first reader) is not a file the query wrote
+        left = [str(x.relative_to(work)) for x in sorted(work.rglob("*")) if x not in listing and x.suffix != ".lock"]
+        stopped = killed is None and p.returncode not in (0, 70) and one_line(err) and "limit" in err
+        verdict = killed or (f"stopped in {took:.1f} s, peak {peak / 1024 ** 3:.2f} GB" if stopped else
+                             f"{'finished' if p.returncode == 0 else 'failed'} in {took:.1f} s, peak "
+                             f"{peak / 1024 ** 3:.2f} GB")
+        if left:
+            verdict += f"; left {len(left)} file(s): {', '.join(left[:3])}"
+            for x in sorted(work.rglob("*"), reverse=True):
+                if x not in listing and x.suffix != ".lock":
+                    x.rmdir() if x.is_dir() else x.unlink()
+        tally["tried"] += 1
+        tally["stopped"] += stopped
+        tally["left_files"] += bool(left)
+        rows.append((f"trb query: {name}", verdict, p.returncode, show(err)))
     return {"rows": rows, **tally}
 
 
@@ -416,6 +513,14 @@ def part_settings(work: Path) -> dict:
     return {"rows": rows, **tally}
 
 
+def _sql_figures(sql: dict, where: dict, runaway: dict) -> None:
+    print(f"- SQL escapes refused: trb query {sql['refused']} / {sql['tried']} (store unchanged: "
+          f"{sql['store_unchanged']}); push --where {where['refused']} / {where['tried']} (corpus unchanged: "
+          f"{where['store_unchanged']})")
+    print(f"- runaway queries stopped by the command: {runaway['stopped']} / {runaway['tried']}; "
+          f"left files in the store's directory or TMPDIR: {runaway['left_files']} / {runaway['tried']}")
+
+
 def table(title: str, rows) -> None:
     print(f"\n### {title}\n")
     print("| case | outcome | exit | stderr (last line) |")
@@ -429,11 +534,21 @@ def main() -> None:
     ap.add_argument("--hang", action="store_true", help="also wait out the hung-server defaults (up to minutes)")
     ap.add_argument("--no-hang", action="store_true",
                     help="skip the hung server (the code before issue 18 waits 5 x 120 s whatever TRB_LS_DEADLINE says)")
+    ap.add_argument("--sql-only", action="store_true", help="only the SQL cases and the runaway queries (issue 41)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="trb-hardening-query-") as tmp:
         work = Path(tmp)
         os.environ.setdefault("HOME", str(work))
         sql = part_sql(work)
+        runaway = part_runaway(work)
+        if args.sql_only:
+            where = part_where(work)
+            table("SQL: trb query", sql["rows"])
+            table("SQL: trb-annotate push --where", where["rows"])
+            table("Runaway queries (TRB_QUERY_TIMEOUT=5, TRB_QUERY_MEMORY_LIMIT=1GB)", runaway["rows"])
+            print("\n### Figures\n")
+            _sql_figures(sql, where, runaway)
+            return
         where = part_where(work)
         urls = part_urls(work)
         settings = part_settings(work)
@@ -443,10 +558,9 @@ def main() -> None:
     table("URLs with credentials", urls["rows"])
     table("Settings", settings["rows"])
     table("A server that accepts connections and never answers", hang["rows"])
+    table("Runaway queries (TRB_QUERY_TIMEOUT=5, TRB_QUERY_MEMORY_LIMIT=1GB)", runaway["rows"])
     print("\n### Figures\n")
-    print(f"- SQL escapes refused: trb query {sql['refused']} / {sql['tried']} (store unchanged: "
-          f"{sql['store_unchanged']}); push --where {where['refused']} / {where['tried']} (corpus unchanged: "
-          f"{where['store_unchanged']})")
+    _sql_figures(sql, where, runaway)
     print(f"- credential leaks: {urls['leaked']} / {urls['tried']} outputs")
     print(f"- bad settings reported as one named line: {settings['one_line']} / {settings['tried']}")
 

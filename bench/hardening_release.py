@@ -1,4 +1,5 @@
-"""Release hardening probe (issue 18, "a release's name does not bind its data"): `python bench/hardening_release.py`.
+"""Release hardening probe (issues 18 and 41: a release's name binds its data; its manifest is read strictly):
+`python bench/hardening_release.py`.
 
 Tries each case and prints one table per part, tried against caught:
 
@@ -6,6 +7,12 @@ Tries each case and prints one table per part, tried against caught:
   caught by `trb-corpus verify` (``verify_release``), caught by `trb run` (``run_tracks`` refuses with
   a ReleaseError: exit 13), and still caught by both when the forger also recomputes the claims
   digest (``forged``; tests/release_tampers.py DIGEST_ONLY lists the tampers only the digest catches);
+* **manifests** (issue 41; tests/release_tampers.py ``MANIFEST_VARIANTS`` and ``INNOCENT``): the manifest and
+  entry variants to catch (a NaN, an Infinity, a forged ``release_sha`` or count placed before the true one, an
+  unlisted directory or FIFO named like a shard, a shard linked to other content), caught by `verify` and by
+  `trb run` (a crash is not a catch); and the innocent variants of a good release (sorted keys, reordered
+  ``split_fractions``, shards linked to identical copies, a Hugging Face cache snapshot), where any refusal
+  or crash is a false alarm;
 * **kills**: SIGKILL at random delays into `trb-corpus release` and into a process recording `trb run`
   after `trb run` into one store; after each kill: no half release listed or readable, no run listed
   that is not whole, and the next command succeeds and cleans up (``survived``); ``data lost``: a
@@ -110,6 +117,43 @@ def tampers(work: Path) -> list[tuple[str, str, bool, bool, bool | None, bool | 
                 r = False
             row += [v, r]
         out.append(tuple(row))
+    return out
+
+
+# -- manifests (issue 41) -------------------------------------------------------------------------
+
+
+def _verdicts(d: Path, results: Path) -> tuple[bool | None, bool | None]:
+    """(verify refused it as a bad release, trb run refused it as one); None: crashed (neither accepted nor refused)."""
+    from corpus.verify import verify_release
+    from trb.errors import ReleaseError
+    from trb.run import RunSpec, run_tracks
+
+    try:
+        verify_release(d)
+        v = False
+    except Exception as e:  # noqa: BLE001 - a crash is not a clean refusal
+        v = True if type(e).__name__ == "VerifyFailed" else None
+    try:
+        run_tracks(RunSpec(d, baseline="probe", results=results, tracks=("1",)), Adapter(), progress=False)
+        r = False
+    except ReleaseError:
+        r = True
+    except Exception:  # noqa: BLE001 - scored nothing, but not refused as a bad release
+        r = None
+    return v, r
+
+
+def manifests(work: Path) -> list[tuple[str, str, bool | None, bool | None]]:
+    """(variant, "tamper" or "innocent", verify's verdict, trb run's verdict) for each issue-41 variant."""
+    import release_tampers as rt
+
+    release = rt.build_fixture(work / "fixture")
+    out = []
+    for i, name in enumerate(rt.MANIFEST_VARIANTS):
+        out.append((name, "tamper", *_verdicts(rt.apply(release, name, work / f"m{i}"), work / f"m{i}.duckdb")))
+    for i, name in enumerate(rt.INNOCENT):
+        out.append((name, "innocent", *_verdicts(rt.innocent(release, name, work / f"i{i}"), work / f"i{i}.duckdb")))
     return out
 
 
@@ -301,7 +345,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kills", type=int, default=6)
     ap.add_argument("--seed", type=int, default=18)
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: tampers,kills,errors")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: tampers,manifests,kills,errors")
     args = ap.parse_args()
     sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench")]
     skip = set(filter(None, args.skip.split(",")))
@@ -321,6 +365,22 @@ def main() -> None:
             print(f"\ntampers caught / tried: verify {sum(x[2] for x in rows)} / {n}, trb run {sum(x[3] for x in rows)}"
                   f" / {n}; with the claims digest forged too: verify {sum(x[4] for x in forged)} / "
                   f"{len(forged)}, trb run {sum(x[5] for x in forged)} / {len(forged)}\n")
+        if "manifests" not in skip:
+            rows = manifests(work / "manifests")
+            print("| manifest variant | should be | verify | trb run |")
+            print("|---|---|---|---|")
+            word = {("tamper", True): "caught", ("tamper", False): "**passed**", ("innocent", False): "verified",
+                    ("innocent", True): "**false alarm**"}
+            for name, kind, v, r in rows:
+                print(f"| {name} | {'refused' if kind == 'tamper' else 'verified'} | "
+                      f"{word.get((kind, v), '**crash**')} | {word.get((kind, r), '**crash**')} |")
+            bad = [x for x in rows if x[1] == "tamper"]
+            good = [x for x in rows if x[1] == "innocent"]
+            print(f"\nmanifest variants caught / tried: verify {sum(x[2] is True for x in bad)} / {len(bad)}, "
+                  f"trb run {sum(x[3] is True for x in bad)} / {len(bad)} (crashes: verify "
+                  f"{sum(x[2] is None for x in bad)}, trb run {sum(x[3] is None for x in bad)}); false alarms on good "
+                  f"releases / tried: verify {sum(x[2] is not False for x in good)} / {len(good)}, trb run "
+                  f"{sum(x[3] is not False for x in good)} / {len(good)}\n")
         if "kills" not in skip:
             (work / "kills").mkdir()
             r = release_kills(work / "kills", args.kills, rng)

@@ -207,6 +207,7 @@ class Collection:
         """Pick a draft up where it stopped (the environment is replayed from its actions)."""
         path = Path(corpus.dir) / DRAFTS / f"{draft_id}.json"
         try:
+            # not strict_json: a draft this app saved itself; the study file it names is read strictly
             d = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             raise DraftError(f"no draft {draft_id!r} in {Path(corpus.dir) / DRAFTS} (trb-collect drafts lists them)") \
@@ -494,6 +495,7 @@ def list_drafts(corpus: Corpus) -> list[DraftInfo]:
     out = []
     for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
+            # not strict_json: drafts this app saved itself (listed only)
             d = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue

@@ -22,7 +22,6 @@ latest ``annotator`` labels on it differ.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from corpus.labels import UNDO_METHOD, WITHDRAWN_NOTE, Position, decide, decisio
 from corpus.splits import DEFAULT_SALT, split_sql
 from corpus.store import Corpus
 from schemas.release_format import SPLIT_FRACTIONS, SPLITS
+from toolkit import strict_json
 
 __all__ = [
     "LABEL_STATUSES",
@@ -217,7 +217,7 @@ def split_rule(corpus: Corpus) -> SplitRule:
     best: tuple[tuple[int, ...], dict, Path] | None = None
     for m in root.glob("*/manifest.json") if root.is_dir() else []:
         try:
-            man = json.loads(m.read_text(encoding="utf-8"))
+            man = strict_json.loads(m.read_bytes())  # a manifest is anyone's file: a loose one is skipped
             key = tuple(int(x) for x in man["version"].split("."))
         except (OSError, ValueError, KeyError):
             continue
@@ -376,6 +376,7 @@ def _inner_matches(con, term: str, session_ids: list[str]) -> dict[str, tuple[st
 
 def _slots(row: tuple) -> Slots:
     goal, planned, cbs, conf, ext = row
+    # not strict_json: the corpus store's own JSON column, written by the toolkit after ingest's strict read
     return Slots(goal, planned, cbs, conf, None if ext is None else orjson.loads(ext))
 
 
@@ -460,6 +461,7 @@ def session_detail(corpus: Corpus, session_id: str, *, rule: SplitRule | None = 
             author = person if person is not None else f"{gname}@{gver} seed {gseed}"
             cfs.setdefault(t, []).append(Counterfactual(
                 cf_id, t, _slots(tuple(rp)), origin, paired, bool(adv), bool(ood), author, ptype,
+                # not strict_json: the corpus store's own JSON column, written by the toolkit after ingest's strict read
                 None if probs is None else orjson.loads(probs), ptext, pn))
     items = []
     for item_id, t, design, endorsed, note in attr:
@@ -467,6 +469,7 @@ def session_detail(corpus: Corpus, session_id: str, *, rule: SplitRule | None = 
         status, dis = _status(lbs)
         items.append(AttributionItem(item_id, t, design, endorsed, note, status, dis, lbs, decide(lbs)))
     sid, kind, collector, subject, ctx, lang, split, rext = head
+    # not strict_json: the corpus store's own JSON column, written by the toolkit after ingest's strict read
     return SessionDetail(sid, kind, collector, subject, ctx, lang, split, orjson.loads(rext) if rext else {},
                          steps, items, cfs)
 

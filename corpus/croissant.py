@@ -77,6 +77,7 @@ from typing import Any
 import pyarrow as pa
 
 from schemas.release_format import CONFIG_DESCRIPTIONS, CONFIGS, SPLITS
+from toolkit import strict_json
 
 __all__ = ["CONFORMS_TO", "CONTEXT", "RAI_PROPERTIES", "KEYS", "build_croissant", "validate_croissant", "dumps",
            "croissant_data_type"]
@@ -414,8 +415,8 @@ def validate_croissant(doc_or_path: dict | str | Path, *, base_dir: str | Path |
     else:
         path = Path(doc_or_path)
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            doc = strict_json.loads(path.read_bytes())
+        except (OSError, ValueError) as exc:  # StrictJSONError (a ValueError) names the JSON pointer
             return [f"cannot read {path}: {exc}"]
         folder = Path(base_dir) if base_dir is not None else path.parent
     if not isinstance(doc, dict):

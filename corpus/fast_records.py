@@ -24,8 +24,8 @@ import msgspec
 import orjson
 from msgspec import UNSET, Meta, Struct, UnsetType, field
 
-from corpus.records import parse_record
-from schemas.rules import PHI_TOLERANCE
+from corpus.records import may_underflow, parse_record
+from schemas.rules import PHI_TOLERANCE, actions_alike, core_slot_named_like
 
 __all__ = ["FastRecord", "fast_path", "parse_record_fast"]
 
@@ -233,6 +233,9 @@ def _session_ok(s: Session) -> bool:
             return False
         src.dataset = UNSET  # an explicit null: left out of the canonical form, as the model leaves it
     declared = s.r_extensions
+    for name in declared:
+        if core_slot_named_like(name) is not None:
+            return False
     for i, step in enumerate(s.steps):
         if step.t != i:
             return False
@@ -245,7 +248,8 @@ def _session_ok(s: Session) -> bool:
             elif step.action_space is None or len(texts) != len(step.action_space):
                 return False
         space = step.action_space
-        if space is not None and (len(set(space)) != len(space) or step.action not in space):
+        if space is not None and (len(set(space)) != len(space) or step.action not in space or (
+                not "".join(space).isascii() and next(actions_alike(space), None) is not None)):
             return False
         if step.r is not None and step.r.ext and not _ext_ok(step.r, declared):
             return False
@@ -308,7 +312,7 @@ def _strict_json_ok(line: bytes) -> bool:
 
 def fast_path(line: bytes) -> FastRecord | None:
     """The record of ``line`` when the fast path accepts it; None when it leaves the line to the reference path."""
-    if not _strict_json_ok(line):
+    if not _strict_json_ok(line) or may_underflow(line):  # a number that may underflow: the reference says
         return None
     try:
         rec = _DECODER.decode(line)

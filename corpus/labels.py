@@ -264,6 +264,7 @@ def _pending(con, *, include_resolved: bool, target_kind: str | None = None) -> 
     for kind, tid, reason, votes, annotators, margin, queued_at, queued_by, resolved in con.execute(sql).fetchall():
         if resolved and not include_resolved:
             continue
+        # not strict_json: the corpus store's own JSON column, written by the toolkit after ingest's strict read
         out.append(QueueItem(kind, tid, reason, orjson.loads(votes), orjson.loads(annotators), margin,
                              queued_at, queued_by, bool(resolved)))
     return out

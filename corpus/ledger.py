@@ -77,6 +77,7 @@ def released_versions(corpus_dir: Path) -> dict[str, Released]:
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines() if path.is_file() else []
     for line in lines:
         try:
+            # not strict_json: this module's append-only log; each release it names is checked by its manifest
             e = json.loads(line)
             entry = Released(e["version"], e["release_sha"], Path(e["directory"]))
             state = e["state"]

@@ -11,6 +11,7 @@ form for a valid record and hands every line it doubts to :func:`parse_record`, 
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 import orjson
@@ -20,7 +21,8 @@ from schemas.models import RECORD_MODELS, Record
 from schemas.rules import record_rule_errors
 from toolkit import strict_json
 
-__all__ = ["ParsedRecord", "parse_record", "canonical_json", "content_hash", "record_id"]
+__all__ = ["ParsedRecord", "parse_record", "canonical_json", "content_hash", "record_id", "may_underflow",
+           "underflow_problems"]
 
 _ADAPTER: TypeAdapter = TypeAdapter(Record)
 _KINDS = ", ".join(RECORD_MODELS)
@@ -156,15 +158,70 @@ def _validation_problems(exc: ValidationError, data: Any) -> list[tuple[str, str
     return out
 
 
+#: every digit as 0 and E as e, so that one byte search finds a number literal of any digits
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789E", b"000000000e")
+_LONG_RUN = b"0" * 300
+
+
+def may_underflow(line: bytes) -> bool:
+    """Whether a number literal of ``line`` may be too small for a double (the smallest is about 4.9e-324): a digit
+    then an exponent of three digits or more below zero (``1e-400``), or a run of 300 digits (``0.000…01``). A
+    cheap look (byte searches); only a line it says yes to is parsed again to see (:func:`underflow_problems`), and
+    the fast path leaves such a line to this module."""
+    digits = line.translate(_DIGITS_AS_ZERO)
+    return b"0e-000" in digits or _LONG_RUN in digits
+
+
+class _Tiny(float):
+    """A number literal that is not zero but parses to 0.0 (``1e-400``): it keeps its text for the message."""
+
+    token: str
+
+
+def _tiny_or_float(token: str) -> float:
+    value = float(token)
+    if value == 0.0 and any(c in "123456789" for c in token.partition("e")[0].partition("E")[0]):
+        tiny = _Tiny(0.0)
+        tiny.token = token
+        return tiny
+    return value
+
+
+def _tiny_pointers(node: Any, path: list, out: list[tuple[str, str]]) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            _tiny_pointers(value, [*path, key], out)
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            _tiny_pointers(value, [*path, i], out)
+    elif isinstance(node, _Tiny):
+        token = node.token if len(node.token) <= 40 else f"{node.token[:20]}…({len(node.token)} characters)"
+        out.append((strict_json.pointer(path), f"{token} is too small for a double: it would be stored as 0 (the "
+                                               "smallest is about 4.9e-324); give 0 or a representable number"))
+
+
+def underflow_problems(line: bytes) -> list[tuple[str, str]]:
+    """Each number of the (strict JSON) ``line`` whose literal is not zero but that a double holds as 0.0, located:
+    ``1e-400`` would be stored silently as 0 (an overflow, ``1e400``, is refused by :mod:`toolkit.strict_json`)."""
+    if not may_underflow(line):
+        return []
+    out: list[tuple[str, str]] = []
+    _tiny_pointers(json.loads(line, parse_float=_tiny_or_float), [], out)
+    return out
+
+
 def parse_record(line: bytes) -> ParsedRecord | list[tuple[str, str]]:
     """Parse and check one JSONL line: a :class:`ParsedRecord`, or every problem found.
 
     The line must be strict JSON (:mod:`toolkit.strict_json`: no NaN, Infinity or number beyond a double's range,
-    no key twice in one object), then a valid record."""
+    no key twice in one object) with no number too small for a double (:func:`underflow_problems`), then a valid
+    record."""
     try:
         strict_json.check(line)  # what it parses is dropped at once: validate_json is faster on the bytes
     except strict_json.StrictJSONError as e:
         return e.problems
+    if tiny := underflow_problems(line):
+        return tiny
     try:
         model = _ADAPTER.validate_json(line)
     except ValidationError as exc:

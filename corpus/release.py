@@ -59,6 +59,7 @@ from schemas.release_format import (
     claims_digest,
     shard_name,
 )
+from schemas.release_format import read_manifest as schemas_read_manifest
 from schemas.versions import SCHEMA_VERSION, TOOLKIT_VERSION, TRB_VERSION
 from toolkit.hashing import sha256_file
 
@@ -178,7 +179,8 @@ class ReleaseResult:
 
 
 def read_manifest(directory: str | os.PathLike) -> dict:
-    return json.loads((Path(directory) / "manifest.json").read_text(encoding="utf-8"))
+    """The release's manifest, read strictly (:func:`schemas.release_format.read_manifest`)."""
+    return schemas_read_manifest(directory)
 
 
 def list_releases(corpus: Corpus, problems: list[str] | None = None) -> list[dict]:

@@ -114,6 +114,7 @@ def synthesize(corpus: Corpus, *, seed: int, per_step: int = 1, adversarial: boo
                 rng = random.Random(f"{GENERATOR_NAME}:{seed}:{sid}:{t}:{k}")
                 variant = variants[(t + k) % len(variants)]
                 r = {"goal": goal, "planned_next": plan, "caused_by_self": cbs, "confidence": conf,
+                     # not strict_json: the corpus store's own JSON column, written by the toolkit after ingest's strict read
                      "ext": orjson.loads(ext) if ext else None}
                 rp = _perturb(rng, variant, r, action, space, goals or [])
                 records.append({

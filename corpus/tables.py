@@ -178,6 +178,7 @@ def _r_from(row: dict, prefix: str) -> dict:
     ext = row[f"{prefix}ext"]
     return {"goal": row[f"{prefix}goal"], "planned_next": row[f"{prefix}planned_next"],
             "caused_by_self": row[f"{prefix}caused_by_self"], "confidence": row[f"{prefix}confidence"],
+            # not strict_json: the corpus store's own JSON column, written by the toolkit after ingest's strict read
             "ext": None if ext is None else orjson.loads(ext)}
 
 
@@ -203,11 +204,13 @@ def record_from_rows(kind: str, row: dict, steps: list[dict] | None = None) -> d
                 "subject_id": row["subject_id"],
                 "context": {"context_id": row["context_id"], "stimulus_set": row["stimulus_set"],
                             "subject_population": row["subject_population"], "language": row["language"]},
+                # not strict_json: the corpus store's own JSON column, written by the toolkit after ingest's strict read
                 "r_extensions": orjson.loads(row["r_extensions"]),
                 "steps": [_step_from(s) for s in steps or []]}
     if kind == "counterfactual":
         phi = None
         if row["phi_type"] == "distribution":
+            # not strict_json: the corpus store's own JSON column, written by the toolkit after ingest's strict read
             phi = {"type": "distribution", "probs": orjson.loads(row["phi_probs"]), "n": row["phi_n"]}
         elif row["phi_type"] == "text":
             phi = {"type": "text", "text": row["phi_text"], "n": row["phi_n"]}

@@ -16,6 +16,8 @@ import json
 import sys
 from pathlib import Path
 
+from schemas.release_format import read_manifest
+
 __all__ = ["ROOT", "STABILITY", "README", "DOCS_PAGE", "SHORT", "render_blocks", "main"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +42,7 @@ def _rebuilt(workdir: Path, seed: int) -> dict:
     from trb.report.conclusions import conclusions, render_conclusions
     from trb.results import ResultsStore
 
-    manifest = json.loads(next((workdir / "corpus" / "releases").glob("*/manifest.json")).read_text(encoding="utf-8"))
+    manifest = read_manifest(next((workdir / "corpus" / "releases").glob("*/manifest.json")).parent)
     report = build_report(ResultsStore(workdir / "results.duckdb"), release_sha=manifest["release_sha"], seed=seed)
     found = conclusions(report)
     (workdir / "conclusions.json").write_text(json.dumps(found, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -63,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         if (d / "results.duckdb").exists():  # a finished run of this seed: its report rebuilt from its item scores
             by_seed[seed] = _rebuilt(d, seed)
         elif (d / "conclusions.json").exists():  # only its conclusions kept: read as they are
+            # not strict_json: conclusions.json is what _rebuilt / the demo wrote here itself
             by_seed[seed] = json.loads((d / "conclusions.json").read_text(encoding="utf-8"))
         else:
             by_seed[seed] = run_demo(d, seed=seed, progress=False)["conclusions"]

@@ -17,4 +17,5 @@ __all__ = ["SCHEMA_VERSION", "SCHEMA_BASE_URL", "TRB_VERSION", "RECORD_KINDS", "
 @cache
 def load_schema(name: str) -> dict:
     """The checked-in JSON Schema ``name`` (a record kind or ``release_manifest``)."""
+    # not strict_json: the JSON Schemas shipped inside this package
     return json.loads(resources.files("schemas").joinpath(f"{name}.schema.json").read_text(encoding="utf-8"))

@@ -3,10 +3,16 @@
 
 What is checked, in this order (each difference is one line naming the file, the row or the claim):
 
-1. **The files.** Every file the manifest lists has its sha256 and size; no other file is there
-   (dot-files included; only ``manifest.json``, ``hub.json`` and what the Hub adds to a downloaded
-   copy may be unlisted: :data:`~schemas.release_format.HUB_ARTEFACTS`). ``hub.json``, when present,
-   is a hub record of this release SHA.
+0. **The JSON.** ``manifest.json``, ``hub.json`` and ``croissant.json`` are read strictly
+   (:mod:`toolkit.strict_json`): a NaN, an Infinity or a key given twice (a forged value placed
+   before the true one) is a difference naming the file and the JSON pointer, never a crash. Every
+   claim is compared by value, never by key order (a manifest re-saved with sorted keys verifies).
+1. **The files** (:mod:`schemas.release_files`). Every file the manifest lists has its sha256 and
+   size, a symbolic link judged by the content it resolves to (a Hugging Face cache snapshot
+   verifies); no other entry of any kind is there (files, dot-files, directories, FIFOs; only
+   ``manifest.json``, ``hub.json`` and what the Hub adds to a downloaded copy may be unlisted:
+   :data:`~schemas.release_format.HUB_ARTEFACTS`). ``hub.json``, when present, is a hub record of
+   this release SHA.
 2. **The claims digest.** A format-2 manifest carries ``claims_sha256`` over every other field
    (:func:`~schemas.release_format.claims_digest`): an edited claim is seen even where the rows
    cannot tell (version, parent, trainer organisations, gate figures, the excluded count, the
@@ -32,7 +38,6 @@ that SHA is for. What only the digest binds can be changed by someone who also r
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -62,7 +67,9 @@ from schemas.release_format import (
     file_differences,
     subject_split,
 )
+from toolkit import strict_json
 from toolkit.ceiling import ceiling_by_items
+from toolkit.orgs import matching_org, org_tokens
 
 __all__ = ["ReleaseCheck", "check_release", "load_manifest"]
 
@@ -91,15 +98,15 @@ def load_manifest(directory: str | os.PathLike) -> tuple[dict | None, str | None
     """``(manifest, None)`` when ``directory/manifest.json`` is a valid release manifest, else ``(None, why)``."""
     path = Path(directory) / MANIFEST
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         return None, f"{MANIFEST}: missing (not a release directory)"
-    except (OSError, UnicodeDecodeError) as e:
-        return None, f"{MANIFEST}: unreadable ({e})"
+    except OSError as e:
+        return None, f"{MANIFEST}: unreadable ({e.strerror or e})"
     try:
-        manifest = json.loads(text)
-    except ValueError as e:
-        return None, f"{MANIFEST}: not JSON ({e})"
+        manifest = strict_json.loads(data)
+    except strict_json.StrictJSONError as e:
+        return None, f"{MANIFEST}: not strict JSON ({e})"
     if not isinstance(manifest, dict):
         return None, f"{MANIFEST}: not a JSON object"
     try:
@@ -147,9 +154,9 @@ def _hub(d: Path, manifest: dict, diffs: list[str]) -> None:
     if not path.exists():
         return
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = strict_json.loads(path.read_bytes())
         HubRecord.model_validate(record)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+    except (OSError, ValueError) as e:  # StrictJSONError and pydantic's ValidationError are ValueErrors
         diffs.append(f"{HUB_RECORD}: not a hub record ({str(e).splitlines()[0]})")
         return
     if record["release_sha"] != manifest["release_sha"]:
@@ -196,9 +203,12 @@ def _documents(d: Path, m: dict, diffs: list[str]) -> None:
     if not croissant.is_file():
         return
     try:
-        doc = json.loads(croissant.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        diffs.append("croissant.json: not valid JSON")
+        doc = strict_json.loads(croissant.read_bytes())
+    except OSError as e:
+        diffs.append(f"croissant.json: unreadable ({e.strerror or e})")
+        return
+    except strict_json.StrictJSONError as e:
+        diffs.append(f"croissant.json: not strict JSON ({e})")
         return
     if not isinstance(doc, dict):
         diffs.append("croissant.json: not a JSON object")
@@ -565,14 +575,14 @@ def _compare_children(facts: _Rows, diffs: list[str]) -> None:
 
 
 def _compare_transfer(facts: _Rows, m: dict, diffs: list[str]) -> None:
-    trainers = {o.strip().casefold() for o in m.get("trainer_orgs") or [] if o.strip()}
+    trainers = [o for o in m.get("trainer_orgs") or [] if isinstance(o, str) and org_tokens(o)]
     per_context = Counter(dict(facts.query("SELECT context_id, count(*) FROM session WHERE split = 'transfer' "
                                            "GROUP BY 1")))
     for r in facts.transfer:
         ctx = r["context_id"]
-        if (r["collector_org"] or "").strip().casefold() in trainers:
+        if (hit := matching_org(r["collector_org"] or "", trainers)) is not None:  # the gate's rule (toolkit.orgs)
             diffs.append(f"data/transfer {ctx}: collected by {r['collector_org']!r}, one of the manifest's "
-                         "trainer_orgs (gate transfer_provenance)")
+                         f"trainer_orgs ({hit!r}) (gate transfer_provenance)")
         if not (r["attestation_ref"] or "").strip():
             diffs.append(f"data/transfer {ctx}: no attestation (gate transfer_provenance)")
         if r["n_sessions"] != per_context.get(ctx, 0):

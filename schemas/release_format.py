@@ -104,7 +104,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from toolkit.hashing import sha256_file
+from schemas.release_files import HUB_ARTEFACTS, file_differences
+from toolkit import strict_json
 
 __all__ = [
     "SPLITS", "SPLIT_FRACTIONS", "ROWS_PER_SHARD", "CONFIGS", "CONFIG_DESCRIPTIONS",
@@ -144,10 +145,6 @@ MANIFEST = "manifest.json"
 MANIFEST_FORMAT_VERSION = 2
 #: What ``trb-corpus publish`` writes beside the manifest (the hub commit; schemas.models.HubRecord).
 HUB_RECORD = "hub.json"
-#: Unlisted paths the Hugging Face Hub itself puts in a downloaded copy of a published release (the repo's
-#: ``.gitattributes``; huggingface_hub's download metadata under ``.cache/huggingface/``): not differences.
-#: Nothing reads them; every other unlisted file, dot-files included, is a difference.
-HUB_ARTEFACTS = (".gitattributes", ".cache/huggingface/")
 #: The gates every release passed, by name (``trb-corpus release``; README "Releases").
 RELEASE_GATES = ("release_kind", "synthetic_cap", "transfer_provenance", "split_discipline", "completeness",
                  "min_annotators", "pii_scan", "immutability")
@@ -285,9 +282,14 @@ SPLIT_HASH_SCALE = 2**64
 
 
 def split_edges(fractions: Mapping[str, float]) -> tuple[list[tuple[str, float]], str]:
-    """``[(split, upper edge of u)]`` for the splits with a share, and the split of a u past every edge."""
+    """``[(split, upper edge of u)]`` for the splits with a share, and the split of a u past every edge.
+
+    The splits are cut in :data:`SPLIT_FRACTIONS` order (train, dev, eval) whatever the order of ``fractions``'
+    keys: a manifest re-saved with sorted keys, or with its fractions in another order, names the same rule."""
     edges, edge, last = [], 0.0, None
-    for split, share in fractions.items():
+    order = [s for s in SPLIT_FRACTIONS if s in fractions] + [s for s in fractions if s not in SPLIT_FRACTIONS]
+    for split in order:
+        share = fractions[split]
         if share <= 0:
             continue
         edge += share
@@ -322,52 +324,19 @@ def decode_r(row: Mapping, prefix: str) -> dict:
     """The r slots of one row (``prefix`` from :data:`R_PREFIX`), extension slots decoded from JSON under ``ext``."""
     r = {k: row.get(f"{prefix}{k}") for k in R_SLOTS}
     ext = row.get(f"{prefix}ext")
-    r["ext"] = orjson.loads(ext) if ext else None
+    r["ext"] = strict_json.loads(ext) if ext else None  # a release is someone else's file: strict
     return r
 
 
 def read_manifest(directory: str | os.PathLike) -> dict:
-    """The parsed ``manifest.json`` of a release directory (raises OSError / ValueError as json does)."""
-    return json.loads((Path(directory) / MANIFEST).read_text(encoding="utf-8"))
+    """The parsed ``manifest.json`` of a release directory, read strictly (:mod:`toolkit.strict_json`).
 
-
-def _hub_artefact(path: str) -> bool:
-    return path == HUB_ARTEFACTS[0] or path.startswith(HUB_ARTEFACTS[1])
-
-
-def file_differences(directory: str | os.PathLike, manifest: Mapping, *, unlisted: bool = True) -> list[str]:
-    """Every way the files of a release directory differ from its manifest's ``files`` list.
-
-    A listed file that is missing, or whose sha256 or size differs; with ``unlisted``, any file
-    present but not listed, dot-files included: only ``manifest.json``, ``hub.json`` (checked on its
-    own) and what the Hub adds to a downloaded copy (:data:`HUB_ARTEFACTS`) may be unlisted. Empty
-    when the files are what the manifest says.
+    Raises:
+        OSError: as reading the file does.
+        toolkit.strict_json.StrictJSONError: (a ValueError) not JSON, a non-finite number or a repeated key,
+            naming the file and where.
     """
-    d = Path(directory)
-    diffs: list[str] = []
-    entries = manifest.get("files") or []
-    listed = {f["path"]: f for f in entries if isinstance(f, Mapping) and isinstance(f.get("path"), str)}
-    for path, entry in sorted(listed.items()):
-        p = d / path
-        if path.startswith("/") or "\\" in path or any(part in ("", ".", "..") for part in path.split("/")):
-            diffs.append(f"{path}: not a path inside the release directory")
-            continue
-        if not p.is_file() or p.is_symlink():
-            diffs.append(f"{path}: missing" if not p.is_symlink() else f"{path}: a symbolic link, not a file")
-            continue
-        size = p.stat().st_size
-        if size != entry.get("bytes"):
-            diffs.append(f"{path}: {size} bytes, the manifest says {entry.get('bytes')} bytes")
-            continue
-        sha = sha256_file(p)
-        if sha != entry.get("sha256"):
-            diffs.append(f"{path}: sha256 {sha[:16]}… differs from the manifest's {str(entry.get('sha256'))[:16]}…")
-    if unlisted:
-        present = {p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file() or p.is_symlink()}
-        for extra in sorted(present - set(listed) - {MANIFEST, HUB_RECORD}):
-            if not _hub_artefact(extra):
-                diffs.append(f"{extra}: not listed in the manifest")
-    return diffs
+    return strict_json.load(Path(directory) / MANIFEST)
 
 
 _CLAIMS_PREFIX = b"trb-release-claims/1\n"

@@ -4,6 +4,11 @@ Schema 1.1 adds: a field new in 1.1 needs ``"schema_version": "1.1"``; a
 ``published_dataset`` source names its dataset and licence, other kinds name no
 dataset; ``action_texts`` needs an action space of the same length.
 
+Names a reader would take for one another are refused: two actions of one action space that are equal after
+Unicode NFKC with invisible (default-ignorable) characters removed (``ﬁle`` and ``file``, full-width ``Ａ`` and
+``A``), and an ``r_extensions`` slot named like a core slot of r_t (``Goal``, ``planned-next``, ``CONFIDENCE``:
+compared after NFKC and case folding, ignoring ``.``, ``_``, ``:`` and ``-``).
+
 Each rule yields ``(json_pointer, message)``. Rules that need other records (a
 counterfactual's step must exist, Φ's actions must lie in that step's action space)
 are checked by the corpus store at ingest, where every record is in reach.
@@ -11,16 +16,50 @@ are checked by the corpus store at ingest, where every record is in reach.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator
 
 from schemas.models import Annotation, Attribution, Counterfactual, RSnapshot, Session, TransferContext
+from toolkit.skeleton import strip_ignorable
 
-__all__ = ["PHI_TOLERANCE", "record_rule_errors"]
+__all__ = ["PHI_TOLERANCE", "CORE_SLOTS", "record_rule_errors", "action_key", "core_slot_named_like",
+           "actions_alike"]
 
 #: How far a Φ distribution may sum from 1.
 PHI_TOLERANCE = 1e-6
 
 _EXT_TYPES = {"string": (str,), "number": (int, float), "boolean": (bool,)}
+#: The slots of r_t itself; an extension slot may not be named like one of them.
+CORE_SLOTS = tuple(RSnapshot.model_fields)
+_SLOT_SEPARATORS = str.maketrans("", "", "._:-")
+_CORE_KEYS = {unicodedata.normalize("NFKC", c).casefold().translate(_SLOT_SEPARATORS): c for c in CORE_SLOTS}
+_CORE_INITIALS = frozenset(k[0] for k in _CORE_KEYS)
+
+
+def action_key(action: str) -> str:
+    """``action`` as a reader sees it: NFKC, without default-ignorable characters (two actions alike are one)."""
+    return action if action.isascii() else strip_ignorable(unicodedata.normalize("NFKC", strip_ignorable(action)))
+
+
+def actions_alike(space: list[str]) -> Iterator[tuple[int, int]]:
+    """``(i, j)``, i < j, for each action ``space[j]`` that differs from an earlier ``space[i]`` but reads alike."""
+    if "".join(space).isascii():  # the common case: NFKC changes no ASCII text
+        return
+    first: dict[str, int] = {}
+    for j, action in enumerate(space):
+        key = action_key(action)
+        i = first.setdefault(key, j)
+        if i != j and space[i] != action:
+            yield i, j
+
+
+def core_slot_named_like(name: str) -> str | None:
+    """The core slot of r_t that the extension slot ``name`` is named like (NFKC, case-folded, without
+    ``._:-``), or None."""
+    key = (name if name.isascii() else unicodedata.normalize("NFKC", name)).casefold()
+    if key.lstrip("._:-")[:1] not in _CORE_INITIALS:  # the common case, cheaply
+        return None
+    return _CORE_KEYS.get(key.translate(_SLOT_SEPARATORS))
 
 
 def _ext_errors(r: RSnapshot | None, declared: dict, where: str) -> Iterator[tuple[str, str]]:
@@ -59,6 +98,10 @@ def _source_errors(s: Session) -> Iterator[tuple[str, str]]:
 
 def _session_errors(s: Session) -> Iterator[tuple[str, str]]:
     yield from _source_errors(s)
+    for name in s.r_extensions:
+        if (core := core_slot_named_like(name)) is not None:
+            yield (f"/r_extensions/{name}", f"extension slot {name!r} is named like the core slot {core!r} "
+                   f"(compared case-folded, ignoring . _ : -): name it apart from {', '.join(CORE_SLOTS)}")
     for i, step in enumerate(s.steps):
         here = f"/steps/{i}"
         if step.t != i:
@@ -74,6 +117,9 @@ def _session_errors(s: Session) -> Iterator[tuple[str, str]]:
         if step.action_space is not None:
             if len(set(step.action_space)) != len(step.action_space):
                 yield f"{here}/action_space", "action_space has repeated actions"
+            for a, b in actions_alike(step.action_space):
+                yield (f"{here}/action_space/{b}", f"{step.action_space[b]!r} reads as {step.action_space[a]!r} "
+                       f"(action {a}) after Unicode NFKC normalisation: give actions that differ visibly")
             if step.action not in step.action_space:
                 yield f"{here}/action", f"{step.action!r} is not in the step's action_space {step.action_space}"
         yield from _ext_errors(step.r, s.r_extensions, f"{here}/r")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-__all__ = ["TAMPERS", "DIGEST_ONLY", "build_fixture", "as_content_1", "apply", "forge", "manifest", "write_manifest",
+__all__ = ["TAMPERS", "DIGEST_ONLY", "INNOCENT", "MANIFEST_VARIANTS", "innocent", "build_fixture", "as_content_1", "apply", "forge", "manifest", "write_manifest",
            "reseal"]
 
 
@@ -127,14 +128,26 @@ def reseal(d: Path, *, add_unlisted: bool = False) -> None:
     write_manifest(d, m)
 
 
+def _no_repeats(pairs: list) -> dict:
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise ValueError("a key given twice")
+    return dict(pairs)
+
+
+def _no_constant(token: str):
+    raise ValueError(f"{token} is not a JSON number")
+
+
 def forge(d: Path) -> bool:
-    """Recompute the manifest's claims digest, as a forger would; False when this toolkit has none."""
+    """Recompute the manifest's claims digest, as a forger would; False when this toolkit has none, or when the
+    manifest is not JSON one value per key (rewriting it would undo a NaN or a repeated key's tamper)."""
     try:
         from schemas.release_format import claims_digest
     except ImportError:
         return False
     try:
-        m = manifest(d)
+        m = json.loads((d / "manifest.json").read_text(encoding="utf-8"), object_pairs_hook=_no_repeats,
+                       parse_constant=_no_constant)
     except ValueError:
         return False
     if not isinstance(m, dict) or "claims_sha256" not in m:
@@ -341,6 +354,70 @@ def _listed_file_sha(d: Path) -> None:
     write_manifest(d, m)
 
 
+def _manifest_nan(d: Path) -> None:
+    m = manifest(d)
+    m["split_fractions"]["dev"] = float("nan")  # json writes NaN: what a careless tool re-saving it does
+    write_manifest(d, m)
+
+
+def _manifest_infinity(d: Path) -> None:
+    m = manifest(d)
+    m["synthetic_share"] = float("inf")
+    write_manifest(d, m)
+
+
+def _gate_figure_nan(d: Path) -> None:
+    m = manifest(d)
+    _gate(m, "synthetic_cap")["figure"] = float("nan")  # a field the manifest model lets be any float
+    write_manifest(d, m)
+
+
+def _agreement_infinity(d: Path) -> None:
+    m = manifest(d)
+    m["agreement"] = {**(m.get("agreement") or {}), "caused_by_self": float("inf")}
+    write_manifest(d, m)
+
+
+def _insert_after(text: str, *keys: str, entry: str) -> str:
+    """``text`` with ``entry`` put first in the object that ``keys`` (nested, each after the one before) opens."""
+    at = 0
+    for key in keys:
+        at = text.index(f'"{key}": {{', at) + len(f'"{key}": {{')
+    return text[:at] + entry + text[at:]
+
+
+def _forged_sha_first(d: Path) -> None:
+    """A forged release_sha given before the true one (a reader that keeps the first value sees the forgery)."""
+    p = d / "manifest.json"
+    text = p.read_text(encoding="utf-8")
+    p.write_text("{" + f'"release_sha": "{"f" * 64}", ' + text.lstrip()[1:], encoding="utf-8")
+
+
+def _forged_count_first(d: Path) -> None:
+    """A forged count of eval sessions given before the true one."""
+    p = d / "manifest.json"
+    n = manifest(d)["counts"]["sessions"].get("eval", 0)
+    p.write_text(_insert_after(p.read_text(encoding="utf-8"), "counts", "sessions", entry=f'"eval": {n + 7}, '),
+                 encoding="utf-8")
+
+
+def _unlisted_directory(d: Path) -> None:
+    (d / "data" / "steps" / "train-00009-of-00009.parquet").mkdir()
+
+
+def _unlisted_fifo(d: Path) -> None:
+    os.mkfifo(d / "data" / "steps" / "eval-00009-of-00009.parquet")
+
+
+def _symlink_other_content(d: Path) -> None:
+    """A shard replaced by a symbolic link to a file of other content (another shard's bytes), outside the release."""
+    p, other = _shards(d, "steps")[0], _shards(d, "counterfactuals")[0]
+    outside = d.parent / f"{d.name}-elsewhere.parquet"
+    shutil.copy(other, outside)
+    p.unlink()
+    p.symlink_to(outside)
+
+
 def _kind_trb(m):
     m["kind"], m["smoke_test"] = "trb", False
 
@@ -386,6 +463,10 @@ def _gate_failed(m):
 
 def _trainer_collector(m):
     m["trainer_orgs"] = ["Partner Lab B"]  # the transfer context's collector
+
+
+def _trainer_lookalike(m):
+    m["trainer_orgs"] = ["Partner\u3164Lab \u0412"]  # the collector with a Hangul filler and a Cyrillic Ve
 
 
 def _trainer_cleared(m):
@@ -467,6 +548,16 @@ TAMPERS: dict[str, tuple[Callable[[Path], None], str]] = {
     "file: croissant.json names another version (resealed)": (_croissant_version, "file"),
     "file: manifest.json not JSON": (_manifest_garbage, "file"),
     "file: a listed sha256 edited in the manifest": (_listed_file_sha, "file"),
+    "file: an unlisted directory named like a shard": (_unlisted_directory, "file"),
+    "file: an unlisted FIFO named like a shard": (_unlisted_fifo, "file"),
+    "file: a shard a symbolic link to other content": (_symlink_other_content, "file"),
+    # the manifest's JSON itself
+    "json: a NaN in split_fractions": (_manifest_nan, "json"),
+    "json: Infinity as the synthetic share": (_manifest_infinity, "json"),
+    "json: a NaN as a gate's figure": (_gate_figure_nan, "json"),
+    "json: Infinity as an agreement figure": (_agreement_infinity, "json"),
+    "json: a forged release_sha placed before the true one": (_forged_sha_first, "json"),
+    "json: a forged eval session count placed before the true one": (_forged_count_first, "json"),
     # manifest claims
     "manifest: kind trb, smoke_test false": (_edit_manifest(_kind_trb), "claim"),
     "manifest: smoke_test false": (_edit_manifest(lambda m: m.update(smoke_test=False)), "claim"),
@@ -485,6 +576,8 @@ TAMPERS: dict[str, tuple[Callable[[Path], None], str]] = {
     "manifest: a gate removed": (_edit_manifest(_gate_removed), "claim"),
     "manifest: a gate marked failed": (_edit_manifest(_gate_failed), "claim"),
     "manifest: trainer_orgs names the transfer collector": (_edit_manifest(_trainer_collector), "claim"),
+    "manifest: trainer_orgs names the transfer collector in look-alike letters": (_edit_manifest(_trainer_lookalike),
+                                                                                  "claim"),
     "manifest: trainer_orgs cleared": (_edit_manifest(_trainer_cleared), "claim"),
     "manifest: PII hits zeroed": (_edit_manifest(_pii_hits), "claim"),
     "manifest: PII hits and redactions zeroed": (_edit_manifest(_pii_both), "claim"),
@@ -513,6 +606,76 @@ DIGEST_ONLY = {
     "manifest: parent replaced", "manifest: parent removed", "manifest: excluded count", "manifest: trb_version",
     "manifest: toolkit_version", "manifest: created_at", "manifest: schema_version",
 }
+
+
+# -- what must still verify ------------------------------------------------------------------------
+
+
+def _sorted_keys(d: Path) -> Path:
+    m = manifest(d)
+    (d / "manifest.json").write_text(json.dumps(m, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return d
+
+
+def _fractions_reordered(d: Path) -> Path:
+    m = manifest(d)
+    m["split_fractions"] = dict(reversed(list(m["split_fractions"].items())))
+    write_manifest(d, m)
+    return d
+
+
+def _symlink_identical(d: Path) -> Path:
+    """Every steps shard a symbolic link (one absolute, one relative) to a byte-identical copy outside."""
+    for i, p in enumerate(_shards(d, "steps")):
+        copy = d.parent / f"{d.name}-copy-{i}.parquet"
+        shutil.copy(p, copy)
+        p.unlink()
+        p.symlink_to(copy if i % 2 == 0 else Path(os.path.relpath(copy, p.parent)))
+    return d
+
+
+def _hub_snapshot(d: Path) -> Path:
+    """The release as the Hugging Face cache holds a download: ``datasets--org--name/snapshots/<commit>/<path>``,
+    each file a relative symbolic link to ``../../blobs/<sha256>`` (directories real), plus ``refs/main`` and the
+    repo's ``.gitattributes``. Built by hand: no network."""
+    repo = d.parent / "hub-cache" / "datasets--org--trb"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    snap = repo / "snapshots" / commit
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    (d / ".gitattributes").write_text("*.parquet filter=lfs diff=lfs merge=lfs -text\n")
+    for p in sorted(x for x in d.rglob("*") if x.is_file()):
+        rel = p.relative_to(d)
+        blob = repo / "blobs" / _sha256(p)
+        if not blob.exists():
+            shutil.copy(p, blob)
+        link = snap / rel
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(os.path.relpath(blob, link.parent))
+    shutil.rmtree(d)
+    return snap
+
+
+#: name -> a change to a good release that must still verify (returns the directory to check): the release check
+#: compares values, never key order, and judges a symbolic link by the content it resolves to.
+INNOCENT: dict[str, Callable[[Path], Path]] = {
+    "manifest re-saved with sorted keys": _sorted_keys,
+    "split_fractions in another order": _fractions_reordered,
+    "steps shards symbolic links to byte-identical copies": _symlink_identical,
+    "a Hugging Face cache snapshot (links into ../../blobs/)": _hub_snapshot,
+}
+
+#: The manifest and entry variants of issue 41 (bench/hardening_release.py counts them apart): tampers to catch.
+MANIFEST_VARIANTS = [n for n in TAMPERS if n.startswith("json: ") or n in (
+    "file: an unlisted directory named like a shard", "file: an unlisted FIFO named like a shard",
+    "file: a shard a symbolic link to other content")]
+
+
+def innocent(release: Path, name: str, dest: Path) -> Path:
+    """A copy of ``release`` at ``dest`` changed as :data:`INNOCENT` ``name`` says; the directory to check."""
+    shutil.copytree(release, dest)
+    return INNOCENT[name](dest)
 
 
 def apply(release: Path, name: str, dest: Path, *, forged: bool = False) -> Path:

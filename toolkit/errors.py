@@ -85,15 +85,18 @@ def run_cli(command, argv: Sequence[str] | None, prog_name: str, *, interrupted:
       line saying so, and ``INTERNAL`` (70), never 1, which means invalid input.
 
     ``redact`` is applied to every printed line (``trb-annotate`` passes the function that
-    removes the API key). A command fails by raising; its return value and ``ctx.exit`` codes
+    removes the API key), then :func:`toolkit.credentials.mask_credentials` (header values, URLs'
+    credentials, credential parameters), for every tool. A command fails by raising; its return value and ``ctx.exit`` codes
     other than 0 are not used (``--help`` and ``--version`` return 0).
     """
+    import io
+
     import click
 
-    clean = redact or (lambda s: s)
+    from toolkit.credentials import mask_credentials
 
     def say(line: str) -> None:
-        click.echo(clean(line), err=True)
+        click.echo(mask_credentials(redact(line) if redact else line), err=True)
 
     try:
         command.main(args=list(argv) if argv is not None else None, prog_name=prog_name, standalone_mode=False)
@@ -106,7 +109,10 @@ def run_cli(command, argv: Sequence[str] | None, prog_name: str, *, interrupted:
         say(interrupted if isinstance(e.__cause__, KeyboardInterrupt) else "aborted")
         return int(ExitCode.INTERRUPTED)
     except click.ClickException as e:
-        e.show()
+        shown = io.StringIO()
+        e.show(file=shown)
+        for line in shown.getvalue().rstrip("\n").splitlines():
+            say(line)
         return int(ExitCode.USAGE)
     except KeyboardInterrupt:
         say(interrupted)

@@ -119,6 +119,7 @@ class LockHolder:
     @classmethod
     def from_file(cls, path: Path) -> LockHolder:
         try:
+            # not strict_json: the lock's own note (pid, host), written by this module; only shown in a message
             info = json.loads(Path(path).read_text(encoding="utf-8") or "{}")
         except (OSError, ValueError):
             info = {}

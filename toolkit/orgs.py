@@ -12,17 +12,22 @@ the rule exists to close. So the comparison leans towards "same".
 
 A name is first normalised (:func:`org_tokens`):
 
-1. Unicode NFKC (full-width letters, ligatures, no-break and other compatibility spaces
-   become their plain forms), then NFKD with the combining marks dropped (``Acmé`` is
-   ``Acme``); format characters (zero-width space and joiners, soft hyphen, BOM,
-   bidirectional marks: category Cf) are removed.
-2. Look-alike letters are folded to the Latin letter they imitate (:data:`CONFUSABLES`: the
-   Cyrillic and Greek letters that look like Latin ones, and ``ı``), then a camel-case
-   boundary splits a word (``AcmeLabs`` is ``Acme Labs``), then the name is case-folded
-   and characters that pass for one another are written one way (:data:`SKELETON`: ``l``,
-   ``1`` and ``|`` as ``i``, ``0`` as ``o``, ``rn`` as ``m``, ``vv`` as ``w``).
-3. ``&`` is ``and``; an apostrophe is dropped; every other punctuation mark or symbol is a
-   space; whitespace of any kind separates words.
+1. Every default-ignorable code point is removed (:func:`toolkit.skeleton.strip_ignorable`: zero-width
+   spaces and joiners, soft hyphen, BOM, bidirectional marks, but also the Hangul fillers U+3164, U+115F,
+   U+FFA0, the Mongolian variation selectors, U+034F, the Khmer inherent vowels, variation selectors and tag
+   characters), then Unicode NFKC (full-width letters, mathematical alphanumerics, ligatures, compatibility
+   spaces become their plain forms) and the combining marks are dropped (``Acmé`` is ``Acme``).
+2. ``&`` is ``and``; an apostrophe is dropped; every other punctuation mark or symbol is a space;
+   whitespace of any kind separates words; a camel-case boundary splits a word (``AcmeLabs`` is
+   ``Acme Labs``, in any script with letter case).
+3. Each word is replaced by its look-alike form (:func:`fold`): its UTS #39 skeleton
+   (:func:`toolkit.skeleton.skeleton`, from Unicode's ``confusables.txt``: Cyrillic, Greek, Cherokee,
+   Armenian and other look-alike letters become the Latin letter they imitate), case-folded; before the
+   skeleton, :data:`CONFUSABLES` (look-alikes whose Unicode prototype is not a Latin letter: ``п`` is ``n``)
+   and Latin small capitals (``ᴀ``, by their Unicode names) become their letter, and letters whose case
+   folding is a capital (Cherokee small letters) that capital; all this is repeated until nothing changes.
+   Then characters that pass for one another are written one way (:data:`SKELETON`: ``l``, ``1`` and ``|``
+   as ``i``, ``0`` as ``o``, ``rn`` as ``m``, ``vv`` as ``w``).
 4. The words "the" and "and" and legal-form words (:data:`LEGAL_FORMS`: Inc, LLC, Ltd,
    GmbH, Corp, Co, SA, AG, PLC, ..., also spelt with dots, ``S.A.``) are dropped wherever
    they stand, unless nothing would be left.
@@ -39,7 +44,8 @@ Two names are the same organisation (:func:`same_org`) when, for their normalise
   ``International Business Machines``.
 
 Not caught, because no rule on spellings can know it: another name of the same
-organisation (a parent company, a former name, a translation). Give every name the
+organisation (a parent company, a former name, a translation or a transliteration: ``Яндекс`` is not
+``Yandex``, the letters differ even though the name is one). Give every name the
 trainer goes by (``--trainer-org`` and ``--trained-by`` are repeatable).
 """
 
@@ -51,29 +57,20 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import NamedTuple
 
-__all__ = ["CONFUSABLES", "SKELETON", "LEGAL_FORMS", "FILLER_WORDS", "org_tokens", "org_key", "same_org", "matching_org", "Offence", "transfer_offences"]
+from toolkit.skeleton import skeleton, strip_ignorable
 
-#: Look-alike characters -> the Latin letter they imitate (applied after NFKC, before case folding).
+__all__ = ["CONFUSABLES", "SKELETON", "LEGAL_FORMS", "FILLER_WORDS", "fold", "org_tokens", "org_key", "same_org", "matching_org", "Offence", "transfer_offences"]
+
+#: Look-alike characters -> the Latin letter they imitate, where Unicode's ``confusables.txt`` gives another
+#: prototype (``п`` is ``π`` there, ``н`` is ``ʜ``) or none (``ω``, ``ȷ``): applied before the UTS #39 skeleton.
 CONFUSABLES: dict[str, str] = {
-    # Cyrillic capitals
-    "А": "A", "В": "B", "С": "C", "Е": "E", "Н": "H", "І": "I", "Ј": "J", "К": "K", "М": "M", "О": "O",
-    "Р": "P", "Ѕ": "S", "Т": "T", "Х": "X", "У": "Y", "Ү": "Y", "Ԁ": "D", "Ԛ": "Q", "Ԝ": "W", "Ӏ": "I",
-    "Һ": "H", "Ꙅ": "S",
-    # Cyrillic small letters
-    "а": "a", "в": "b", "с": "c", "е": "e", "һ": "h", "і": "i", "ј": "j", "к": "k", "м": "m", "н": "h",
-    "о": "o", "п": "n", "р": "p", "ѕ": "s", "т": "t", "у": "y", "ү": "y", "х": "x", "ԁ": "d", "ԛ": "q",
-    "ԝ": "w", "ӏ": "l", "ѵ": "v", "ɡ": "g", "г": "r", "ь": "b",
-    # Greek capitals
-    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O",
-    "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X", "Ϲ": "C", "Ϳ": "J",
-    # Greek small letters
-    "α": "a", "β": "b", "γ": "y", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p",
-    "τ": "t", "υ": "u", "χ": "x", "ϲ": "c", "ϳ": "j", "ω": "w",
-    # Latin look-alikes NFKC leaves alone
-    "ı": "i", "ȷ": "j", "ɩ": "i", "ǀ": "l",
+    "Ԁ": "D", "Ԛ": "Q", "Һ": "H", "Ꙅ": "S",
+    "в": "b", "к": "k", "м": "m", "н": "h", "п": "n", "т": "t", "ӏ": "l", "ь": "b", "г": "r",
+    "β": "b", "ε": "e", "η": "n", "κ": "k", "τ": "t", "χ": "x", "ω": "w", "γ": "y", "ν": "v", "υ": "u",
+    "ȷ": "j", "ĸ": "k", "ɩ": "i", "ı": "i",
 }
 
-#: After case folding, characters and pairs that pass for one another are written one way (both names alike):
+#: After the skeleton, characters and pairs that pass for one another are written one way (both names alike):
 #: ``l``, ``1`` and ``|`` as ``i`` (``AcmeIabs``, ``Acme1abs``), ``0`` as ``o``, ``rn`` as ``m``, ``vv`` as ``w``.
 SKELETON = {"l": "i", "1": "i", "|": "i", "0": "o", "rn": "m", "vv": "w"}
 
@@ -88,29 +85,50 @@ LEGAL_FORMS = frozenset("""
 #: Words that say nothing about which organisation it is, dropped like the legal forms.
 FILLER_WORDS = frozenset({"the", "and"})
 
-_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_TABLE = str.maketrans(CONFUSABLES)
+
+def _small_capitals() -> dict[str, str]:
+    """Latin small capitals (``ᴀ`` LATIN LETTER SMALL CAPITAL A) -> their small letter, read from Unicode's names."""
+    out = {}
+    for cp in [*range(0x0250, 0x02B0), *range(0x1D00, 0x1DC0), *range(0xA720, 0xA800), *range(0x10780, 0x107C0)]:
+        name = unicodedata.name(chr(cp), "")
+        if name.startswith("LATIN LETTER SMALL CAPITAL ") and len(letter := name.rpartition(" ")[2]) == 1:
+            out[chr(cp)] = letter.lower()
+    return out
+
+
+_TABLE = str.maketrans({**CONFUSABLES, **_small_capitals()})
 _SKELETON = re.compile("|".join(re.escape(k) for k in sorted(SKELETON, key=len, reverse=True)))
 _APOSTROPHES = "'’ʼ‘`´"
+_MARKS = ("Mn", "Me")
 
 
-def _skeleton(word: str) -> str:
-    return _SKELETON.sub(lambda m: SKELETON[m.group(0)], word.casefold())
+def _no_marks(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) not in _MARKS)
 
 
-#: the legal forms and fillers as the words of a name are written (their skeletons)
-_DROP = frozenset(_skeleton(w) for w in LEGAL_FORMS | FILLER_WORDS)
+@lru_cache(maxsize=16384)
+def fold(word: str) -> str:
+    """A word as its look-alike skeleton, case-folded (step 3 of the module docstring): words that look alike,
+    whatever their scripts, case or invisible characters, fold alike."""
+    # Cherokee small letters case-fold to their capitals, the look-alikes in confusables.txt
+    word = "".join(c.casefold() if c.casefold().isupper() else c for c in word)
+    for _ in range(4):  # a case-folded prototype may have a prototype of its own: fold until nothing changes
+        folded = _no_marks(skeleton(word.translate(_TABLE))).casefold().translate(_TABLE)
+        if folded == word:
+            break
+        word = folded
+    return _SKELETON.sub(lambda m: SKELETON[m.group(0)], word)
 
 
-def _words(name: str) -> list[str]:
-    """Steps 1 to 3 of the module docstring: the name's words, normalised."""
-    text = unicodedata.normalize("NFKC", name)
-    text = "".join(c for c in unicodedata.normalize("NFKD", text)
-                   if unicodedata.category(c) not in ("Mn", "Me", "Cf"))
-    text = unicodedata.normalize("NFC", text).translate(_TABLE)
+#: the legal forms and fillers as the words of a name are written (folded)
+_DROP = frozenset(fold(w) for w in LEGAL_FORMS | FILLER_WORDS)
+
+
+def _separated(text: str, *, ampersand: bool) -> list[str]:
+    """Step 2's words of ``text``: ``&`` (when ``ampersand``) is "and", apostrophes go, other punctuation splits."""
     spaced = []
     for c in text:
-        if c == "&":
+        if c == "&" and ampersand:
             spaced.append(" and ")
         elif c in _APOSTROPHES:
             continue
@@ -118,10 +136,26 @@ def _words(name: str) -> list[str]:
             spaced.append(" ")
         else:
             spaced.append(c)
+    return "".join(spaced).split()
+
+
+def _camel_parts(word: str) -> list[str]:
+    """``word`` split at camel-case boundaries (``AcmeLabs``, ``IBMResearch``), in any script with letter case."""
+    cuts = [i for i in range(1, len(word))
+            if (word[i - 1].islower() and word[i].isupper())
+            or (word[i - 1].isupper() and word[i].isupper() and i + 1 < len(word) and word[i + 1].islower())]
+    return [word[i:j] for i, j in zip([0, *cuts], [*cuts, len(word)], strict=True)]
+
+
+def _words(name: str) -> list[str]:
+    """Steps 1 to 3 of the module docstring: the name's words, normalised."""
+    text = _no_marks(strip_ignorable(unicodedata.normalize("NFKC", strip_ignorable(name))))
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
     out: list[str] = []
-    for word in "".join(spaced).split():
-        parts = [word] if word.casefold() in LEGAL_FORMS else _CAMEL.sub(" ", word).split()  # GmbH stays whole
-        out.extend(_skeleton(p) for p in parts)
+    for word in _separated(unicodedata.normalize("NFC", text), ampersand=True):
+        parts = [word] if fold(word) in _DROP else _camel_parts(word)  # GmbH stays whole
+        for part in parts:  # a prototype may be punctuation (``ǃ`` is ``!``): it separates as punctuation does
+            out.extend(_separated(fold(part), ampersand=False))
     return out
 
 

@@ -2,9 +2,11 @@
 
 JSON (RFC 8259) has no NaN or Infinity, and a number beyond a double's range (``1e400``)
 cannot be stored as one; an object whose keys repeat means whatever the reader makes of it
-(most keep the last). Every reader of a user's JSON in the toolkit (ingest, the importers,
-sidecar files) goes through :func:`loads`, so such input is refused, with where it is,
-instead of becoming ``null``, ``inf`` or the last of two values.
+(most keep the last). Every reader of JSON someone else could have written (ingest, the importers, release
+manifests, ``hub.json``, sidecars, study and task files, Label Studio exports, run records)
+goes through :func:`loads` or :func:`load`, so such input is refused, with where it is (the
+file and a JSON pointer), instead of becoming ``null``, ``inf``, a crash or the first or last
+of two values.
 
 The common case costs one ``orjson`` parse (which already refuses NaN, Infinity and numbers
 that overflow a double) and one ``orjson`` serialisation: a document with a repeated key has
@@ -15,24 +17,28 @@ check (or escapes a colon, ``\\u003a``) is parsed again, slowly, to say where ea
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from toolkit.errors import ExitCode, ToolkitError
 
-__all__ = ["StrictJSONError", "check", "loads", "pointer"]
+__all__ = ["StrictJSONError", "check", "load", "loads", "pointer"]
 
 
 class StrictJSONError(ToolkitError, ValueError):
     """The document is not strict JSON: ``problems`` are ``(json_pointer, message)`` pairs (pointer ``""`` for the
-    document as a whole)."""
+    document as a whole); ``source`` is the file it was read from (:func:`load`), named first in the message."""
 
     exit_code = ExitCode.INVALID
 
-    def __init__(self, problems: list[tuple[str, str]]):
+    def __init__(self, problems: list[tuple[str, str]], source: str | None = None):
         self.problems = problems
-        super().__init__("; ".join(f"{p}: {m}" if p else m for p, m in problems))
+        self.source = source
+        text = "; ".join(f"{p}: {m}" if p else m for p, m in problems)
+        super().__init__(f"{source}: {text}" if source else text)
 
 
 def pointer(parts) -> str:
@@ -125,6 +131,20 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         if problems:
             raise StrictJSONError(problems)
     return value
+
+
+def load(path: str | os.PathLike) -> Any:
+    """Read the file at ``path`` and parse it as strict JSON (module docstring).
+
+    Raises:
+        OSError: as reading the file does.
+        StrictJSONError: as :func:`loads`, with ``source`` the file (its message starts with it).
+    """
+    data = Path(path).read_bytes()
+    try:
+        return loads(data)
+    except StrictJSONError as e:
+        raise StrictJSONError(e.problems, str(path)) from None
 
 
 def check(data: bytes | bytearray | memoryview | str) -> None:

@@ -364,17 +364,28 @@ def adapters_cmd(as_json) -> None:
 @click.option("--results", default="results.duckdb", show_default=True, help=_RESULTS_HELP)
 @click.option("--json", "as_json", is_flag=True,
               help="Print JSON rows; the store's JSON columns (detail, adapter_spec, timings, taskset) as objects.")
-def query(sql, results, as_json) -> None:
-    """Run read-only SQL on the results store (tables runs, item_scores) and print a table.
+@click.option("--timeout", default=None, metavar="SECONDS",
+              help="Stop the query after this long (default: TRB_QUERY_TIMEOUT, else 60).")
+@click.option("--memory-limit", default=None, metavar="SIZE",
+              help="Stop the query if it needs more memory, e.g. 512MB (default: TRB_QUERY_MEMORY_LIMIT, else 2GB).")
+def query(sql, results, as_json, timeout, memory_limit) -> None:
+    """Run one read-only SQL statement on the results store (tables runs, item_scores) and print a table.
 
-    The SQL reaches the store and nothing else: no file read or written, no extension, no network."""
+    The SQL reaches the store and nothing else: no file read or written, no extension, no network; it is
+    stopped at its time or memory limit."""
+    from toolkit.sql_limits import query_limits
+    from trb.errors import UsageError
     from trb.results import ResultsStore
 
+    try:
+        limits = query_limits(timeout, memory_limit)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     store = ResultsStore(Path(results), create=False).require()
     if as_json:  # the store's JSON columns (detail, adapter_spec, timings, taskset) as objects
-        click.echo(json.dumps(store.query_records(sql), indent=2, default=str))
+        click.echo(json.dumps(store.query_records(sql, limits), indent=2, default=str))
         return
-    names, rows = store.query(sql)
+    names, rows = store.query(sql, limits)
     cells = [names] + [["" if v is None else str(v) for v in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(names))]
     for i, row in enumerate(cells):

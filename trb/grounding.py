@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from toolkit import strict_json
 from trb.errors import AdapterError, UsageError
 from trb.stats import Estimate, _session_index
 
@@ -277,7 +278,7 @@ def load_concepts(model_dir: str | os.PathLike, *, expect_sha256: str | None = N
     if not d.is_dir():
         return None
     try:
-        record = json.loads((d / "concepts.json").read_text(encoding="utf-8"))
+        record = strict_json.loads((d / "concepts.json").read_bytes())
         from safetensors.numpy import load_file
 
         tensors = load_file(str(d / "directions.safetensors"))
@@ -332,7 +333,7 @@ def write_concepts(model_dir: str | os.PathLike, release_dir, *, adapter: str = 
 
             loaded = ProxyAdapter.load(model_dir, **options)
             baseline = Path(model_dir) / "trb-baseline.json"
-            trained = ((json.loads(baseline.read_text(encoding="utf-8")).get("release") or {}).get("sha")
+            trained = ((strict_json.load(baseline).get("release") or {}).get("sha")
                        if baseline.is_file() else None)
         else:
             raise UsageError(f"concept directions are made through the native or the proxy adapter, not {adapter!r}")

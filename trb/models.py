@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from toolkit import strict_json
 from toolkit.hashing import sha256_file
 from trb.errors import ModelError
 
@@ -110,8 +111,8 @@ def read_provenance(path: str | os.PathLike) -> dict | None:
     if not p.is_file():
         return None
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+        data = strict_json.loads(p.read_bytes())
+    except (OSError, ValueError) as e:  # StrictJSONError (a ValueError) names the JSON pointer
         raise ModelError(f"{p}: unreadable provenance file ({e})") from e
     if not isinstance(data, dict):
         raise ModelError(f"{p}: provenance is not a JSON object")

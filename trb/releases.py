@@ -7,7 +7,6 @@ one session at a time.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import orjson
 
 from schemas.release_format import ADDED_COLUMNS, CONFIGS, MANIFEST, R_PREFIX, R_SLOTS
+from toolkit import strict_json
 from trb import duck
 from trb.context import PastStep, StepContext
 from trb.errors import ReleaseError
@@ -85,8 +85,9 @@ class SessionSteps:
 
     def _all_past(self) -> tuple[PastStep, ...]:
         col = self._column
-        rs = [_decode_step_r(slots, ext) if has else None
-              for has, ext, *slots in zip(col("has_r"), col(_STEP_R + "ext"), *(col(_STEP_R + k) for k in R_SLOTS))]
+        rs = [_decode_step_r(slots, ext, self.session_id, t) if has else None
+              for t, has, ext, *slots in zip(col("t"), col("has_r"), col(_STEP_R + "ext"),
+                                             *(col(_STEP_R + k) for k in R_SLOTS))]
         self._past = tuple(map(PastStep, col("t"), col("observation"), rs, col("action"), col("action_space"),
                                col("outcome")))
         return self._past
@@ -124,10 +125,17 @@ class SessionSteps:
                            self.language, self.split)
 
 
-def _decode_step_r(slots: list, ext: str | None) -> dict:
-    """A step's r from its slot values (in :data:`R_SLOTS` order) and ext JSON, as ``decode_r`` gives it."""
+def _decode_step_r(slots: list, ext: str | None, session_id: str, t: int) -> dict:
+    """A step's r from its slot values (in :data:`R_SLOTS` order) and ext JSON, as ``decode_r`` gives it.
+
+    Raises:
+        ReleaseError: the ext JSON (written by whoever cut the release) is not strict JSON, naming the step.
+    """
     r = dict(zip(R_SLOTS, slots))
-    r["ext"] = orjson.loads(ext) if ext else None
+    try:
+        r["ext"] = strict_json.loads(ext) if ext else None
+    except strict_json.StrictJSONError as e:
+        raise ReleaseError(f"data/steps: session {session_id} step {t}: {_STEP_R}ext is not strict JSON ({e})") from None
     return r
 
 
@@ -137,7 +145,7 @@ def _spaces(values: list[str | None], seen: dict) -> list[tuple[str, ...] | None
     out = []
     for text in values:
         space = seen.get(text)
-        if space is None and text is not None:
+        if space is None and text is not None:  # DuckDB's to_json of a string list: plain orjson reads it
             space = seen[text] = tuple(orjson.loads(text))
         out.append(space)
     return out
@@ -168,13 +176,15 @@ class Release:
         #: How the release was checked before it was read (None with ``check_files=False``).
         self.check: CheckRecord | None = ensure_checked(self.dir) if check_files else None
         try:
-            self.manifest = self.check.manifest if self.check else json.loads(mpath.read_text(encoding="utf-8"))
+            self.manifest = self.check.manifest if self.check else strict_json.loads(mpath.read_bytes())
             self.sha: str = self.manifest["release_sha"]
             self.version: str = self.manifest["version"]
             self.kind: str = self.manifest["kind"]
             self.smoke_test: bool = bool(self.manifest["smoke_test"])
             listed = self.manifest["files"]
-        except (ValueError, KeyError, TypeError) as e:
+        except strict_json.StrictJSONError as e:
+            raise ReleaseError(f"{mpath}: not a release manifest (not strict JSON: {e})") from None
+        except (OSError, ValueError, KeyError, TypeError) as e:
             raise ReleaseError(f"{mpath}: not a release manifest ({e})") from None
         self.files = listed
         self.synthetic_share = self.manifest.get("synthetic_share")

@@ -12,7 +12,8 @@ Connections are opened per operation and closed before the lock is released.
 
 Every read-only connection is sandboxed (:mod:`toolkit.sql_sandbox`): ``trb query``'s SQL, and
 any other read, reaches the store and nothing else on the machine: no file read or written, no
-extension, no network, and no ``SET`` / ``RESET`` that undoes it. A store that does not exist is
+extension, no network, and no ``SET`` / ``RESET`` that undoes it. A user's SQL is one statement that only reads,
+and runs under a time and a memory limit (:mod:`toolkit.sql_limits`). A store that does not exist is
 an error for every reader; only a writer (:meth:`ResultsStore.record_run`, or ``create=True``)
 makes one.
 """
@@ -32,9 +33,10 @@ import duckdb
 import pyarrow as pa
 
 from schemas.versions import TOOLKIT_VERSION, TRB_VERSION
-from toolkit.errors import ExitCode, ToolkitError
+from toolkit.errors import ExitCode, ToolkitError, UsageError
 from toolkit.locking import DEFAULT_WAIT_SECONDS, FileLock, LockHolder, default_wait_seconds
-from toolkit.sql_sandbox import SANDBOX_CONFIG, error_line
+from toolkit.sql_limits import QueryLimits, QueryStopped, fetch_limited, query_limits
+from toolkit.sql_sandbox import SANDBOX_CONFIG, error_line, single_statement
 from trb import duck
 
 __all__ = [
@@ -157,6 +159,7 @@ def _json_value(text):
     if text is None:
         return None
     try:
+        # not strict_json: JSON the results store holds was written by ResultsStore itself (json.dumps of a run's figures)
         return json.loads(text)
     except ValueError:
         return text
@@ -352,13 +355,15 @@ class ResultsStore:
                 self._held = None
 
     @contextmanager
-    def _connect(self, *, write: bool, purpose: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    def _connect(self, *, write: bool, purpose: str, config: dict | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection under the lock; a read-only one with ``config`` added to its settings, unless one is held
+        (:meth:`reading`), which is used as it is."""
         self._require()
         if not write and self._held is not None:
             yield self._held
             return
         with _locked(self.path, exclusive=write, wait_seconds=self.wait_seconds, purpose=purpose):
-            with self._open(write=write) as con:
+            with self._open(write=write, config=config) as con:
                 yield con
 
     def _require(self) -> None:
@@ -371,14 +376,14 @@ class ResultsStore:
         return self
 
     @contextmanager
-    def _open(self, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+    def _open(self, *, write: bool, config: dict | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection to the store (the caller holds the lock); a read-only one is sandboxed (module docstring)."""
         self._require()
         try:
             # a writer attaches the file to the process's DuckDB instance (:mod:`trb.duck`: about 1.5 ms, where
             # starting an instance of its own costs 35-100 ms); the exclusive lock keeps every other opening out
             con = (duck.attach(self.path) if write
-                   else duckdb.connect(str(self.path), read_only=True, config=dict(_READ_CONFIG)))
+                   else duckdb.connect(str(self.path), read_only=True, config={**_READ_CONFIG, **(config or {})}))
         except duckdb.Error as e:
             raise ResultsError(f"{self.path} is not a results store (DuckDB cannot open it: {error_line(e)})") from None
         try:
@@ -725,38 +730,48 @@ class ResultsStore:
         sql_of = {c.name: c.sql.split()[0] for c in _item_columns()} if types else {}
         return [n if n in have else f"CAST(NULL AS {sql_of.get(n, 'VARCHAR')}) AS {n}" for n in names]
 
-    def query_records(self, sql: str) -> list[dict]:
+    def query_records(self, sql: str, limits: QueryLimits | None = None) -> list[dict]:
         """:meth:`query`'s rows as dicts, the store's JSON columns decoded: ``detail``, ``adapter_spec``,
         ``timings``, ``taskset`` (by name, as selected) and any column DuckDB types ``JSON`` become objects,
         not JSON text inside JSON (``trb query --json``)."""
-        names, decode, rows = self._run_user_sql(sql)
+        names, decode, rows = self._run_user_sql(sql, limits)
+        # not strict_json: JSON the results store holds was written by ResultsStore itself (json.dumps of a run's figures)
         return [{n: (json.loads(v) if d and isinstance(v, str) else v) for n, d, v in zip(names, decode, r)}
                 for r in rows]
 
-    def query(self, sql: str) -> tuple[list[str], list[tuple]]:
+    def query(self, sql: str, limits: QueryLimits | None = None) -> tuple[list[str], list[tuple]]:
         """Run ``sql`` on a read-only, sandboxed connection to the store: (column names, rows).
 
-        Writes to the store fail (the connection is read-only); so does anything that reaches
-        past it: a file read or written, another database attached, an extension installed or
-        loaded, a URL, a ``SET`` (:mod:`toolkit.sql_sandbox`). A statement that returns no result
-        set gives ``([], [])``.
+        ``sql`` is one statement that only reads (a SELECT, WITH, FROM, DESCRIBE, SHOW, SUMMARIZE or EXPLAIN);
+        anything else (a write, ``COPY``, ``EXPORT``, ``ATTACH``, ``SET``, ``PRAGMA``, a second statement) is refused
+        before it runs, and the connection reaches nothing past the store: no file read or written, no extension,
+        no URL (:mod:`toolkit.sql_sandbox`). It runs under ``limits`` (default: :func:`~toolkit.sql_limits.
+        query_limits`, from ``TRB_QUERY_TIMEOUT`` / ``TRB_QUERY_MEMORY_LIMIT``): past either it is stopped. Inside
+        :meth:`reading`, the held connection is used, with the time limit but DuckDB's memory limit as it was opened.
 
         Raises:
-            ResultsError: DuckDB rejected the query (the first line of its message, without a traceback),
-                or the store does not exist.
+            ResultsError: the SQL was refused, DuckDB rejected it (the first line of its message, without a
+                traceback), a limit stopped it, or the store does not exist.
+            UsageError: a limit in the environment is not a number of seconds or a memory size.
         """
-        names, _, rows = self._run_user_sql(sql)
+        names, _, rows = self._run_user_sql(sql, limits)
         return names, rows
 
-    def _run_user_sql(self, sql: str) -> tuple[list[str], list[bool], list[tuple]]:
-        """(column names, whether each holds JSON to decode, rows) of ``sql``; every DuckDB error a ResultsError."""
-        with self._connect(write=False, purpose="query") as con:
+    def _run_user_sql(self, sql: str, limits: QueryLimits | None) -> tuple[list[str], list[bool], list[tuple]]:
+        """(column names, whether each holds JSON to decode, rows) of ``sql``; every refusal a ResultsError."""
+        if limits is None:
             try:
-                cur = con.execute(sql)
-                if cur.description is None:
-                    return [], [], []
-                names = [d[0] for d in cur.description]
-                decode = [n in JSON_COLUMNS or str(d[1]) == "JSON" for n, d in zip(names, cur.description)]
-                return names, decode, [tuple(r) for r in cur.fetchall()]
+                limits = query_limits()
+            except ValueError as e:
+                raise UsageError(str(e)) from None
+        with self._connect(write=False, purpose="query", config=limits.config()) as con:
+            try:
+                description, rows = fetch_limited(con, single_statement(con, sql), limits)
             except duckdb.Error as e:
                 raise ResultsError(error_line(e)) from None
+            except ValueError as e:  # refused before it ran, or stopped by a limit (QueryStopped)
+                raise ResultsError(f"query {e}" if isinstance(e, QueryStopped) else f"query refused: {e}") from None
+        if description is None:
+            return [], [], []
+        names = [d[0] for d in description]
+        return names, [n in JSON_COLUMNS or str(d[1]) == "JSON" for n, d in zip(names, description)], rows

@@ -406,6 +406,7 @@ def _score_and_finish(store, run: dict, release: Release, bound, the_runner, pla
     ptimings = [p["timings"] for p in parts]
     emit = merge_summaries([pt["emit_r"] for pt in ptimings if "emit_r" in pt]) or None
     cot_edit = merge_summaries([pt["cot_edit"] for pt in ptimings if "cot_edit" in pt]) or None
+    # not strict_json: JSON the results store holds was written by ResultsStore itself (json.dumps of a run's figures)
     before = json.loads(run["timings"]) if isinstance(run["timings"], str) else dict(run["timings"] or {})
     timings = {
         "wall_s": sum(per_track_s.values()), "adapter_s": sum(float(pt["adapter_s"]) for pt in ptimings),

@@ -6,8 +6,9 @@ claims digest, the release SHA recomputed from every row and every claim the row
 reads the whole release, so a directory that passed is remembered in
 ``$TRB_CACHE/verified/<release SHA>.json`` (``TRB_CACHE`` defaults to ``$XDG_CACHE_HOME/trb``, else
 ``~/.cache/trb``) under its **fingerprint**: sha256 over this check's version, the directory's
-resolved path, the manifest's bytes, and for every file under the directory its path, size,
-mtime, ctime, inode and device. The next open of that directory stats its files, hashes the
+resolved path, the manifest's bytes, and for every entry under the directory its path, size,
+mtime, ctime, inode and device; for a symbolic link (a Hugging Face cache snapshot is made of
+them) those of the link and of the content it resolves to, so a changed blob is seen too. The next open of that directory stats its files, hashes the
 manifest and compares: equal, the full check is skipped; anything different, it runs again.
 
 A tamper after the check is caught because it changes a file's size, mtime or ctime (or adds,
@@ -25,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +38,7 @@ from trb.errors import ReleaseError
 __all__ = ["CHECK_VERSION", "CheckRecord", "cache_dir", "ensure_checked", "fingerprint"]
 
 #: Bumped when the check changes: every directory is then checked in full again (so is a new toolkit version).
-CHECK_VERSION = "2"
+CHECK_VERSION = "3"
 
 
 @dataclass(frozen=True)
@@ -70,11 +72,17 @@ def fingerprint(directory: str | os.PathLike, manifest_bytes: bytes) -> str:
     h.update(hashlib.sha256(manifest_bytes).digest())
     for p in sorted(d.rglob("*")):
         try:
-            st = p.lstat()
+            stats = [p.lstat()]
         except OSError:
             continue
-        h.update(f"{p.relative_to(d).as_posix()}\t{st.st_mode}\t{st.st_size}\t{st.st_mtime_ns}\t{st.st_ctime_ns}\t"
-                 f"{st.st_ino}\t{st.st_dev}\n".encode())
+        if stat.S_ISLNK(stats[0].st_mode):
+            try:
+                stats.append(p.stat())  # what the link resolves to: a blob changed behind it changes this
+            except OSError:
+                pass  # a link to nothing: its own stat says so (and the check refuses it)
+        line = "\t".join(f"{st.st_mode}\t{st.st_size}\t{st.st_mtime_ns}\t{st.st_ctime_ns}\t{st.st_ino}\t{st.st_dev}"
+                         for st in stats)
+        h.update(f"{p.relative_to(d).as_posix()}\t{line}\n".encode())
     return h.hexdigest()
 
 
@@ -82,6 +90,8 @@ def _entry_path(sha: str) -> Path:
     return cache_dir() / "verified" / f"{sha}.json"
 
 
+# The cache entries below are read with plain json: this module wrote them (owner-only), and what is read is only
+# compared with a fingerprint; a malformed entry means "check in full again", never a crash.
 def _cached(sha: str, key: str, fp: str) -> bool:
     try:
         entries = json.loads(_entry_path(sha).read_text(encoding="utf-8")).get("directories") or {}

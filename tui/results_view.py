@@ -168,6 +168,7 @@ def _to_json(runs: list[RunSummary]) -> bytes:
 
 
 def _from_json(data: bytes) -> list[RunSummary]:
+    # not strict_json: this app's own cache under $TRB_CACHE (owner-only); a bad one is rebuilt
     doc = orjson.loads(data)
     if doc.get("format") != CACHE_FORMAT:
         raise ValueError(f"cache format {doc.get('format')!r}, expected {CACHE_FORMAT}")
@@ -330,6 +331,7 @@ def worst_items(path: str | os.PathLike, run_id: str, *, track: str, metric: str
         extra = dict(zip(optional, r[7:-1]))
         if extra.get("detail") is not None:
             try:
+                # not strict_json: JSON the results store holds was written by ResultsStore itself (json.dumps of a run's figures)
                 extra["detail"] = orjson.loads(extra["detail"])
             except orjson.JSONDecodeError:
                 extra["detail"] = None

@@ -32,6 +32,7 @@ from corpus.importers.base import (
     identifier,
     item_subject,
 )
+from toolkit import strict_json
 
 __all__ = ["IMPORTER", "MAPPING", "MAPPING_VERSION", "REASONING_SLOT", "inspect_python", "read_log", "convert"]
 
@@ -99,7 +100,14 @@ def read_log(path: Path) -> tuple[dict, list[dict]]:
         reason = (proc.stderr.strip().splitlines() or ["no reason given"])[-1]
         raise InvalidInput([Problem(str(path), None, "", f"not an inspect_ai log inspect_ai can read: {reason}")],
                            summary="nothing was written")
-    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    lines = []
+    for line in filter(str.strip, proc.stdout.splitlines()):
+        try:  # the log's own values, as the reader dumped them: a NaN or Infinity in them is refused here
+            lines.append(strict_json.loads(line))
+        except strict_json.StrictJSONError as e:
+            where = "the header" if not lines else f"sample {len(lines)}"
+            raise InvalidInput([Problem(str(path), None, "", f"{where}: not strict JSON ({e})")],
+                               summary="nothing was written") from None
     return lines[0]["header"], [x["sample"] for x in lines[1:]]
 
 

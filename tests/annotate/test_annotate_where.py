@@ -115,3 +115,32 @@ def test_the_library_filter_is_sandboxed_and_the_connection_stays_usable(corpus)
         assert set(item_targets(con, "attribution")) >= {t["trb_item_id"] for t in tasks}
     with corpus.open(write=True) as con:  # the next connection is not sandboxed: the sandbox ended with it
         assert con.execute("SELECT count(*) FROM store.attribution").fetchone() == (2,)
+
+
+@pytest.mark.parametrize("env,where,said", [
+    ({"TRB_QUERY_TIMEOUT": "0.5"},
+     "EXISTS (SELECT 1 FROM range(100000) a, range(100000) b, range(1000000) c WHERE a.range + b.range + c.range < 0)",
+     "stopped at its time limit of 0.5 s (set by TRB_QUERY_TIMEOUT"),
+    ({"TRB_QUERY_MEMORY_LIMIT": "64MB"},
+     "(SELECT length(string_agg(repeat('x', 1000), ',')) FROM range(10000000)) > 0",
+     "stopped: it needed more than its memory limit of 64MB (set by TRB_QUERY_MEMORY_LIMIT"),
+    ({"TRB_QUERY_MEMORY_LIMIT": "64MB"},  # an aggregate that would spill to disk: stopped instead, nothing written
+     "(SELECT count(*) FROM (SELECT DISTINCT range FROM range(20000000))) > 0",
+     "memory limit of 64MB"),
+], ids=["a cross join of 1e16 rows", "string_agg", "an aggregate that would spill"])
+def test_a_runaway_filter_stops_at_its_limit_in_one_line_and_writes_nothing(corpus, capsys, monkeypatch, tmp_path,
+                                                                            env, where, said):
+    monkeypatch.chdir(tmp_path)  # an in-memory DuckDB spills to ./.tmp by default
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("LABEL_STUDIO_URL", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", "k" * 24)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    listing = sorted(tmp_path.rglob("*"))
+    capsys.readouterr()
+    code = main(["push", "--kind", "attribution", "--corpus", str(corpus.dir), "--where", where, "-q"])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.USAGE, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith(f"--where {where!r} stopped") and said in err and out == ""
+    assert sorted(p for p in tmp_path.rglob("*") if not p.name.endswith(".lock")) == \
+        [p for p in listing if not p.name.endswith(".lock")]

@@ -224,10 +224,11 @@ def _mutations(rec: dict):
 
 
 def _textual(line: bytes) -> list[bytes]:
-    """Mutations only a JSON text can carry: non-finite numbers, a repeated key, broken JSON."""
+    """Mutations only a JSON text can carry: non-finite numbers, a number a double holds as 0, a repeated key, broken
+    JSON."""
     out = [line.replace(b'"kind"', b'"kind":"x","kind"', 1), line[:-1], line + b"x", b"[" + line + b"]", b"17",
            b'"s"', b"null"]
-    for tok in (b"NaN", b"-Infinity", b"1e400", b"1" + b"0" * 400):
+    for tok in (b"NaN", b"-Infinity", b"1e400", b"1" + b"0" * 400, b"1e-400", b"2.5e-320"):  # 2.5e-320: a double
         for key in (b'"confidence":', b'"t":', b'"caused_by_self":', b'"seed":', b'"temp":'):
             i = line.find(key)
             if i >= 0:
@@ -320,6 +321,12 @@ def test_rule_breaking_records_refuse_alike():
     cases.append(s)
     s = session("x", n_steps=1)
     s["steps"][0]["r"]["ext"] = {"undeclared": 1}
+    cases.append(s)
+    s = session("x", n_steps=1)
+    s["steps"][0].update(action_space=["\ufb01le", "file"], action="file")  # alike after NFKC
+    cases.append(s)
+    s = session("x", n_steps=1)
+    s["r_extensions"] = {"Planned-Next": {"type": "string", "description": "named like a core slot"}}
     cases.append(s)
     for rec in cases:
         out = _same(orjson.dumps(rec))

@@ -114,6 +114,7 @@ def test_claims_only_the_digest_binds_pass_when_it_is_forged(release, tmp_path, 
     ("manifest: synthetic share halved", "synthetic"),
     ("manifest: salt", "salt and split fractions"),
     ("manifest: trainer_orgs names the transfer collector", "trainer_orgs"),
+    ("manifest: trainer_orgs names the transfer collector in look-alike letters", "trainer_orgs ('Partner"),
     ("manifest: annotator minimum raised", "min_annotators"),
     ("manifest: PII hits zeroed", "pii"),
     ("rows: eval shard renamed to a train shard (resealed, same SHA)", "of another split than the shard's"),
@@ -164,3 +165,47 @@ def test_a_format_1_manifest_verifies_on_what_its_rows_determine_with_a_note(rel
     m["smoke_test"] = False
     rt.write_manifest(d, m)
     assert any("smoke_test false" in x for x in check_release(d).differences)
+
+
+# -- issue 41: the manifest read strictly, values not key order, every entry accounted for ---------------------
+
+
+@pytest.mark.parametrize("name", list(rt.INNOCENT))
+def test_a_good_release_still_verifies_after_an_innocent_change(release, tmp_path, cli, name):
+    """Sorted keys, fractions in another order, shards that are symbolic links to the same bytes, a Hub snapshot."""
+    d = rt.innocent(release, name, tmp_path / "rel")
+    assert check_release(d).differences == []
+    assert verify_release(d)["release_sha"] == rt.manifest(release)["release_sha"]
+    code, _, err = cli("verify", d)
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("name, where", [
+    ("json: a NaN in split_fractions", "/split_fractions/dev: NaN is not a JSON number"),
+    ("json: Infinity as the synthetic share", "/synthetic_share: Infinity is not a JSON number"),
+    ("json: a NaN as a gate's figure", "/figure: NaN is not a JSON number"),
+    ("json: Infinity as an agreement figure", "/agreement/caused_by_self: Infinity is not a JSON number"),
+    ("json: a forged release_sha placed before the true one", "/release_sha: duplicate key 'release_sha'"),
+    ("json: a forged eval session count placed before the true one", "/counts/sessions/eval: duplicate key 'eval'"),
+    ("file: an unlisted directory named like a shard", "train-00009-of-00009.parquet: a directory not listed"),
+    ("file: an unlisted FIFO named like a shard", "eval-00009-of-00009.parquet: not listed in the manifest (a FIFO)"),
+    ("file: a shard a symbolic link to other content", "(the content its symbolic link resolves to"),
+])
+def test_a_strict_manifest_difference_names_the_file_and_where(release, tmp_path, cli, name, where):
+    d = rt.apply(release, name, tmp_path / "rel")
+    code, out, err = cli("verify", d)
+    assert code == ExitCode.BAD_RELEASE and out == "" and "Traceback" not in err, err
+    assert where in err and ("manifest.json: not strict JSON" in err) == name.startswith("json: "), err
+
+
+def test_a_symbolic_link_to_nothing_or_to_a_directory_is_refused(release, tmp_path):
+    d = rt.apply(release, "manifest: version", tmp_path / "rel")
+    (d / "manifest.json").write_bytes((release / "manifest.json").read_bytes())
+    a, b = sorted(d.glob("data/steps/*.parquet"))[:2]
+    a.unlink()
+    a.symlink_to(tmp_path / "gone.parquet")
+    b.unlink()
+    b.symlink_to(tmp_path)
+    diffs = check_release(d, rows=False).differences
+    assert f"data/steps/{a.name}: a symbolic link to nothing ({tmp_path / 'gone.parquet'})" in diffs, diffs
+    assert f"data/steps/{b.name}: a directory (through a symbolic link), not a file" in diffs, diffs

@@ -19,12 +19,13 @@ TRAINER = "Acme Labs"
 HOSTILE = {
     "ctx-suffix": "Acme Labs, Inc.",
     "ctx-acronym": "ACME",
-    "ctx-double-space": "Acme  Labs",
-    "ctx-nbsp": "Acme\u00a0Labs",
+    "ctx-nbsp": "Acme\u00a0 Labs",
     "ctx-zwsp": "Acme\u200b Labs",
     "ctx-cyrillic": "\u0410cme Labs",
     "ctx-fullwidth": "\uff21\uff43\uff4d\uff45 Labs",
     "ctx-camel": "AcmeLabs GmbH",
+    "ctx-hangul-filler": "Acme\u3164Labs",  # a default-ignorable letter (Lo), not a format character
+    "ctx-cherokee": "\u13aa\u13df\u13b7\u13ac Labs",  # Cherokee look-alikes of A, C, M, E
     "ctx-clean": "Independent Field Lab",
     "ctx-sessions": "Independent Field Lab",  # its record names someone else; its sessions were collected by Acme
 }

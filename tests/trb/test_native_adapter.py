@@ -188,7 +188,7 @@ def test_load_errors_are_adapter_errors(model_dirs, tmp_path):
         (d / "config.json").write_text(json.dumps(cfg))
 
     cases = {
-        "not valid JSON": broken("badjson", lambda d: (d / "config.json").write_text("{nope")),
+        "not strict JSON": broken("badjson", lambda d: (d / "config.json").write_text("{nope")),
         "not a reference model config": broken("format", lambda d: write_config(d, lambda c: c.update(format="x"))),
         "format_version": broken("version", lambda d: write_config(d, lambda c: c.update(format_version=99))),
         "do not fit the architecture": broken(

@@ -96,17 +96,42 @@ ATTACKS = [
     ("SET temp_directory elsewhere", "SET temp_directory = '{d}/spill'", None),
     ("writing the store", "DELETE FROM runs", None),
     ("dropping a table", "DROP TABLE item_scores", None),
+    # issue 41: DuckDB lets a sandboxed connection write inside its temporary directory (<store>.tmp by default)
+    ("EXPORT DATABASE into <store>.tmp", "EXPORT DATABASE '{d}/results.duckdb.tmp/'", "results.duckdb.tmp"),
+    ("COPY TO <store>.tmp", "COPY (SELECT 'any content') TO '{d}/results.duckdb.tmp/x.csv'", "results.duckdb.tmp"),
+    ("COPY TO a relative path", "COPY (SELECT 1) TO 'relative.csv'", None),
+    ("ATTACH a new file in <store>.tmp", "ATTACH '{d}/results.duckdb.tmp/n.duckdb' AS n", "results.duckdb.tmp"),
+    ("SET temp_directory to <store>.tmp", "SET temp_directory = '{d}/results.duckdb.tmp'", "results.duckdb.tmp"),
+    ("CREATE TABLE in the store", "CREATE TABLE x AS SELECT 1 AS i", None),
+    ("CREATE TEMP TABLE", "CREATE TEMP TABLE x AS SELECT 1 AS i", None),
+    ("CREATE VIEW", "CREATE VIEW v AS SELECT 1 AS i", None),
+    ("INSERT", "INSERT INTO meta VALUES ('k', 'v')", None),
+    ("a SELECT, then EXPORT", "SELECT 1; EXPORT DATABASE '{d}/exported'", "exported"),
+    ("PRAGMA memory_limit", "PRAGMA memory_limit = '100GB'", None),
+    ("PRAGMA show_tables", "PRAGMA show_tables", None),
+    ("SET memory_limit", "SET memory_limit = '100GB'", None),
+    ("SET threads", "SET threads = 64", None),
+    ("CHECKPOINT", "CHECKPOINT", None),
+    ("CALL a table function", "CALL pragma_version()", None),
+    ("VACUUM", "VACUUM", None),
+    ("USE another catalogue", "USE temp", None),
+    ("DETACH the store", "DETACH results", None),
+    ("BEGIN", "BEGIN TRANSACTION", None),
 ]
 
 
 @pytest.mark.parametrize("case,sql,made", ATTACKS, ids=[a[0] for a in ATTACKS])
-def test_an_escape_from_trb_query_is_refused_in_one_line(work, http_url, loopback, capsys, case, sql, made):
+def test_an_escape_from_trb_query_is_refused_in_one_line(work, http_url, loopback, capsys, monkeypatch, case, sql,
+                                                         made):
+    monkeypatch.chdir(work)  # a relative path lands beside the store
     store = work / "results.duckdb"
     before = _digest(store)
+    listing = sorted(work.rglob("*"))
     text = sql.format(d=work, url=http_url)
     capsys.readouterr()
     code = main(["query", text, "--results", str(store)])
     out, err = capsys.readouterr()
+    assert sorted(work.rglob("*")) == listing, f"{case} made a file or directory"
     assert code == ExitCode.RESULTS, (case, out, err)
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
@@ -143,7 +168,7 @@ def test_the_library_query_is_sandboxed_too(work):
     store = ResultsStore(work / "results.duckdb")
     with pytest.raises(ResultsError, match="Permission Error"):
         store.query(f"SELECT * FROM read_text('{work}/secret.txt')")
-    with pytest.raises(ResultsError, match="Permission Error"):
+    with pytest.raises(ResultsError, match="got a COPY statement"):
         store.query_records(f"COPY runs TO '{work}/x.csv'")
     assert not (work / "x.csv").exists()
 

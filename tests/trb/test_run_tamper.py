@@ -115,6 +115,32 @@ def test_the_cli_refuses_with_one_line_and_exit_13(release, tmp_path, capsys, na
     assert not (tmp_path / "r.duckdb").exists()
 
 
+@pytest.mark.parametrize("name", list(rt.INNOCENT))
+def test_trb_run_scores_a_good_release_after_an_innocent_change(release, tmp_path, name):
+    """Sorted keys, fractions in another order, shards that are symbolic links to the same bytes, a Hub snapshot."""
+    d = rt.innocent(release, name, tmp_path / "rel")
+    run = run_tracks(RunSpec(d, baseline="probe", results=tmp_path / "r.duckdb", tracks=("1",)), Adapter(),
+                     progress=False)
+    assert run["release_sha"] == rt.manifest(release)["release_sha"]
+
+
+@pytest.mark.parametrize("name, says", [
+    ("json: a NaN in split_fractions", "/split_fractions/dev: NaN is not a JSON number"),
+    ("json: a forged release_sha placed before the true one", "/release_sha: duplicate key"),
+    ("file: an unlisted FIFO named like a shard", "not listed in the manifest (a FIFO)"),
+])
+def test_the_cli_refuses_a_loose_manifest_with_one_line_and_exit_13(release, tmp_path, capsys, name, says):
+    from trb.cli import main
+
+    d = rt.apply(release, name, tmp_path / "rel")
+    code = main(["run", "--release", str(d), "--adapter", "native", "--model", str(d), "--baseline", "x",
+                 "--results", str(tmp_path / "r.duckdb")])
+    err = capsys.readouterr().err
+    assert code == ExitCode.BAD_RELEASE, err
+    assert says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r.duckdb").exists()
+
+
 # -- the full check once per release directory --------------------------------------------------------
 
 
@@ -179,3 +205,17 @@ def test_an_unwritable_cache_costs_a_full_check_not_an_error(release, tmp_path, 
     monkeypatch.setenv("TRB_CACHE", str(blocked))
     d = _copy(release, tmp_path / "rel")
     assert _open(d) == "full" and _open(d) == "full"
+
+
+def test_a_blob_changed_behind_a_hub_snapshots_link_after_the_check_is_caught(release, tmp_path):
+    """The fingerprint of a symbolic link covers what it resolves to: the snapshot's links are untouched."""
+    d = rt.innocent(release, "a Hugging Face cache snapshot (links into ../../blobs/)", tmp_path / "rel")
+    assert _open(d) == "full" and _open(d) == "cached"
+    (shard,) = d.glob("data/counterfactuals/eval-*.parquet")
+    blob = shard.resolve()
+    data = bytearray(blob.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    blob.write_bytes(bytes(data))
+    with pytest.raises(ReleaseError) as e:
+        Release(d)
+    assert f"data/counterfactuals/{shard.name}: sha256" in e.value.message

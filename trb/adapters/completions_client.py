@@ -54,6 +54,8 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit, urlunsplit
 
+from toolkit.credentials import mask_credentials
+from toolkit.server_answers import UnexpectedAnswer, decode, expect
 from toolkit.urls import has_credentials, header_value_problem, redact_url
 from trb.errors import AdapterError
 
@@ -102,7 +104,10 @@ def continuation_logprob(logprobs: dict, text: str, boundary: int) -> float:
         raise AdapterError(f"the server's answer has no echoed prompt log-probabilities ({type(e).__name__}: {e}); "
                            "it must support echo=True with logprobs") from e
     if len(offsets) != len(values):
-        raise AdapterError("the server's answer has as many text offsets as token log-probabilities")
+        raise AdapterError(f"the server's answer has {len(offsets)} text offsets for {len(values)} token "
+                           "log-probabilities")
+    if not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values):
+        raise AdapterError("the server's answer has a token log-probability that is not a number")
     echoed = [i for i, o in enumerate(offsets) if o < len(text)]
     if not echoed or len(echoed) != (echoed[-1] + 1):
         raise AdapterError("the server did not echo the prompt's tokens (echo=True is needed for scoring)")
@@ -204,7 +209,8 @@ class CompletionsClient:
         self.close()
 
     def _mask(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
+        """``text`` with the key (where it stands as a value) and every credential it quotes masked."""
+        return mask_credentials(text, [self._key] if self._key else [])
 
     def _notify(self, line: str) -> None:
         print(self._mask(line), file=sys.stderr, flush=True)
@@ -228,13 +234,14 @@ class CompletionsClient:
             else:
                 if resp.status_code < 400:
                     try:
-                        return resp.json()
-                    except ValueError as e:
-                        raise AdapterError(f"{where}: the server's answer is not JSON ({e})") from e
-                body = self._mask(resp.text[:300].strip())
+                        return decode(resp.content, resp.headers.get("content-type"))
+                    except UnexpectedAnswer as e:
+                        raise self._unexpected(method, path, e.why) from None
+                body = self._mask(" ".join(resp.text[:2000].split()))[:300]  # masked, then cut
                 last = f"HTTP {resp.status_code}: {body}"
                 if resp.status_code not in _RETRY_STATUS:
-                    raise AdapterError(f"{where}: HTTP {resp.status_code} ({body or resp.reason_phrase})")
+                    raise AdapterError(f"{where}: HTTP {resp.status_code} ({body or resp.reason_phrase}) on {method} "
+                                       f"{path}")
                 after = resp.headers.get("retry-after")
                 try:
                     wait = max(wait, min(float(after), _MAX_RETRY_AFTER_S)) if after else wait
@@ -253,42 +260,64 @@ class CompletionsClient:
                 time.sleep(wait)
         raise AdapterError(f"{where}: failed after {self.max_attempts} attempt(s); last: {last}")
 
+    def _unexpected(self, method: str, path: str, why: str) -> AdapterError:
+        """The error for an answer that is not what ``method path`` expects: the server, the call and ``why``."""
+        return AdapterError(self._mask(f"{self.url}{path}: unexpected answer to {method} {path}: {why}"))
+
     def map(self, fn: Callable, items: Iterable) -> list:
-        """``[fn(x) for x in items]`` with at most ``max_in_flight`` running at once (the first error is raised)."""
+        """``[fn(x) for x in items]`` with at most ``max_in_flight`` running at once. The first error is raised once
+        the requests under way have ended; those not yet started are cancelled (a server whose answers are wrong is
+        not asked again and again, nor waited for, after the error is known)."""
         items = list(items)
         if len(items) <= 1 or self.max_in_flight == 1:
             return [fn(x) for x in items]
-        return list(self._pool.map(fn, items))
+        futures = [self._pool.submit(fn, x) for x in items]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
 
     # -- the endpoint ----------------------------------------------------------------
 
     def models(self) -> list[str]:
         """The model ids the server lists at ``/models`` (within at most 30 s: what load checks first)."""
         data = self._request("GET", "/models", deadline=PROBE_DEADLINE_S)
+        models = data.get("data") if isinstance(data, dict) else None
         try:
-            return [str(m["id"]) for m in data.get("data", [])]
-        except (TypeError, KeyError, AttributeError) as e:
-            raise AdapterError(f"{self.url}/models: unexpected answer ({type(e).__name__}: {e})") from e
+            expect(isinstance(models, list) and all(isinstance(m, dict) and isinstance(m.get("id"), str)
+                                                    for m in models),
+                   data, "a list of models ('data', each with an 'id')")
+        except UnexpectedAnswer as e:
+            raise self._unexpected("GET", "/models", e.why) from None
+        return [m["id"] for m in models]
 
     def _completion(self, payload: dict) -> dict:
         if self.model is not None:
             payload = {"model": self.model, **payload}
         data = self._request("POST", "/completions", payload)
+        choices = data.get("choices") if isinstance(data, dict) else None
         try:
-            return data["choices"][0]
-        except (KeyError, IndexError, TypeError) as e:
-            raise AdapterError(f"{self.url}/completions: an answer without choices ({type(e).__name__}: {e})") from e
+            expect(isinstance(choices, list) and bool(choices) and isinstance(choices[0], dict), data,
+                   "a completion ('choices', a list of objects)")
+        except UnexpectedAnswer as e:
+            raise self._unexpected("POST", "/completions", e.why) from None
+        return choices[0]
 
     def logprob(self, prompt: str, continuation: str) -> float:
         """``log p(continuation | prompt)`` from the server's echoed prompt log-probabilities (natural log)."""
         text = prompt + continuation
         choice = self._completion({"prompt": text, "echo": True, "logprobs": 1, "max_tokens": 1,
                                    "temperature": 0.0})
-        lp = choice.get("logprobs") if isinstance(choice, dict) else None
-        if not lp:
-            raise AdapterError(f"{self.url}/completions: no logprobs in the answer (the server must support "
-                               "echo=True with logprobs; llama.cpp's needs logits_all)")
-        return continuation_logprob(lp, text, len(prompt))
+        lp = choice.get("logprobs")
+        if not isinstance(lp, dict) or not lp:
+            raise self._unexpected("POST", "/completions", "no logprobs in the answer (the server must support "
+                                   "echo=True with logprobs; llama.cpp's needs logits_all)")
+        try:
+            return continuation_logprob(lp, text, len(prompt))
+        except AdapterError as e:
+            raise self._unexpected("POST", "/completions", e.message) from None
 
     def score(self, requests: Sequence[tuple[str, Sequence[str]]]) -> list[list[float]]:
         """For each ``(prompt, [continuation, ...])``, the continuations' log-likelihoods (all requests concurrent)."""
@@ -302,9 +331,9 @@ class CompletionsClient:
         if stop:
             payload["stop"] = list(stop)
         choice = self._completion(payload)
-        text = choice.get("text") if isinstance(choice, dict) else None
+        text = choice.get("text")
         if not isinstance(text, str):
-            raise AdapterError(f"{self.url}/completions: an answer without text")
+            raise self._unexpected("POST", "/completions", "an answer without text (choices[0].text)")
         return text
 
     def generate_many(self, prompts: Sequence[str], max_tokens: int, stop: Sequence[str] | None = None) -> list[str]:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from toolkit import strict_json
 from toolkit.hashing import sha256_file
 from trb.adapters.base import check_act_batch
 from trb.adapters.capabilities import (
@@ -282,7 +283,7 @@ class ProxyAdapter:
         trained_on = None
         if (p / "trb-baseline.json").is_file():
             try:
-                record = json.loads((p / "trb-baseline.json").read_text(encoding="utf-8"))
+                record = strict_json.loads((p / "trb-baseline.json").read_bytes())
                 if history is None:
                     history = record["prompt"]["history"]
                 trained_on = record.get("trained_on")

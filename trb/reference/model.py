@@ -42,6 +42,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from toolkit import strict_json
 from toolkit.hashing import sha256_file
 from trb.errors import AdapterError
 from trb.reference.features import string_features
@@ -438,9 +439,9 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[ReferenceModel, dict, str]
         if not f.is_file():
             raise AdapterError(f"{p}: not a reference model directory (no {f.name})")
     try:
-        config = json.loads(cpath.read_text(encoding="utf-8"))
+        config = strict_json.loads(cpath.read_bytes())
     except (OSError, ValueError) as e:
-        raise AdapterError(f"{cpath}: not valid JSON ({e})") from None
+        raise AdapterError(f"{cpath}: not strict JSON ({e})") from None
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise AdapterError(f"{cpath}: not a reference model config (format is not {FORMAT!r})")
     if config.get("format_version") != FORMAT_VERSION:

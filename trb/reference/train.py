@@ -31,7 +31,6 @@ release, seed and torch thread count give bit-identical weights.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -45,6 +44,7 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from schemas.release_format import R_PREFIX, decode_r
+from toolkit import strict_json
 from trb.errors import ReleaseError, UsageError
 from trb.reference.features import HISTORY, SHORT, context_features, stable_hash
 from trb.reference.model import FORMAT, FORMAT_VERSION, ModelConfig, ReferenceModel, RItem, collate, save_checkpoint
@@ -413,4 +413,5 @@ def train_reference(release_dir: str | os.PathLike | Release, variant: str, out_
 
 
 def load_config(model_dir: str | os.PathLike) -> dict:
-    return json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    """The reference model's ``config.json``, read strictly (raises OSError, or StrictJSONError naming the file)."""
+    return strict_json.load(Path(model_dir) / "config.json")

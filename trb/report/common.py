@@ -60,6 +60,7 @@ def _timings(run: dict) -> dict:
     timings = run.get("timings")
     if isinstance(timings, str):  # ResultsStore.runs parses it; a raw row holds the JSON text
         try:
+            # not strict_json: JSON the results store holds was written by ResultsStore itself (json.dumps of a run's figures)
             timings = json.loads(timings)
         except ValueError:
             return {}
@@ -98,6 +99,7 @@ def _emit_r(run: dict) -> dict | None:
     timings = run.get("timings")
     if isinstance(timings, str):  # ResultsStore.runs parses it; a raw row holds the JSON text
         try:
+            # not strict_json: JSON the results store holds was written by ResultsStore itself (json.dumps of a run's figures)
             timings = json.loads(timings)
         except ValueError:
             return None

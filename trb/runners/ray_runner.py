@@ -105,6 +105,7 @@ def read_part_file(path: Path) -> PartResult:
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
+    # not strict_json: metadata this runner wrote into its own part files a moment ago
     meta = json.loads((table.schema.metadata or {})[_META_KEY])
     table = table.replace_schema_metadata(None)
     return PartResult(meta["track"], int(meta["index"]), meta["first_key"], int(meta["n_input"]), table,

@@ -153,6 +153,7 @@ def _contexts_without_tasks(run: dict) -> list[str]:
     if isinstance(info, str):
         import json
 
+        # not strict_json: JSON the results store holds was written by ResultsStore itself (json.dumps of a run's figures)
         info = json.loads(info)
     return list(((info or {}).get("transfer") or {}).get("without_tasks") or ())
 
