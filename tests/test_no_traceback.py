@@ -19,8 +19,6 @@ import hostile
 from tests_paths import ROOT
 from toolkit.errors import ExitCode
 
-CREDS = "fixed on branch creds: Label Studio's unexpected answer is a one-line error (issue 41, point 4)"
-
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
@@ -63,9 +61,7 @@ def test_as_root_the_unreadable_rows_are_skipped_and_through_a_file_rows_stand_i
 
 @pytest.mark.parametrize("answer", sorted(hostile.ANSWERS))
 @pytest.mark.parametrize("command", sorted(hostile.SERVER_TABLE))
-def test_a_wrong_label_studio_answer_is_one_line(command, answer, scratch, request):
-    if answer != "error-html-500":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=CREDS))
+def test_a_wrong_label_studio_answer_is_one_line(command, answer, scratch):
     root, fixtures = scratch
     with hostile.WrongServer(answer) as srv:
         env = {"LABEL_STUDIO_URL": srv.url, "LABEL_STUDIO_API_KEY": "hostile-key-41", "TRB_LS_RETRIES": "0"}
