@@ -204,9 +204,11 @@ def status(corpus_dir, title, as_json, wait_seconds) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every error is rendered once, as lines on stderr with the API key removed."""
     from annotate.errors import redact
+    from toolkit.interrupts import sigterm_as_interrupt
 
-    return run_cli(cli, argv, "trb-annotate", redact=redact,
-                   interrupted="interrupted; what was imported or written so far is complete, re-run to finish")
+    with sigterm_as_interrupt():
+        return run_cli(cli, argv, "trb-annotate", redact=redact,
+                       interrupted="interrupted; what was imported or written so far is complete, re-run to finish")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ _CORPUS_HELP = "Corpus directory (default: $TRB_CORPUS, else the current directo
 def _corpus(corpus_dir):
     from corpus.store import Corpus, resolve_corpus_dir
 
-    return Corpus(resolve_corpus_dir(corpus_dir)).require()
+    return Corpus(resolve_corpus_dir(corpus_dir)).require_readable(purpose="trb-collect (checking the store)")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -128,8 +128,10 @@ def drafts_resume(corpus_dir, draft_id) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; a toolkit error is rendered once on stderr with its exit code."""
     from toolkit.errors import run_cli
+    from toolkit.interrupts import sigterm_as_interrupt
 
-    return run_cli(cli, argv, "trb-collect")
+    with sigterm_as_interrupt():
+        return run_cli(cli, argv, "trb-collect")
 
 
 if __name__ == "__main__":

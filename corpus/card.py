@@ -571,3 +571,33 @@ def fill_datasheet(template: str, values: dict[str, str]) -> str:
     if "{{" in filled:  # e.g. a value ending in "{" before a "{" of the template
         raise ValueError("datasheet template: '{{' left in the filled datasheet at offset " + str(filled.index("{{")))
     return filled
+
+
+def check_datasheet_template(path, what: str = "datasheet template") -> str:
+    """The text of a curator's datasheet template at ``path``, checked before a release starts: UTF-8, and filled
+    by exactly the values the packaged template takes (every ``{{name}}`` known, none missing, no stray ``{{``).
+
+    Raises:
+        UsageError: it cannot be read, is not UTF-8 text, or is not a datasheet template (each problem named).
+    """
+    from importlib import resources
+
+    from corpus.errors import UsageError
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise UsageError(f"{what} {path}: cannot be read ({e.strerror})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{what} {path}: not UTF-8 text (byte {e.start}); a datasheet template is a Markdown "
+                         "file") from None
+    packaged = (resources.files("corpus") / "templates" / "DATASHEET.md").read_text(encoding="utf-8")
+    try:
+        fill_datasheet(text, {name: "" for name in placeholders(packaged)})
+    except ValueError as e:
+        raise UsageError(f"{what} {path}: not a datasheet template like the packaged one "
+                         f"({str(e).removeprefix('datasheet template: ')})") from None
+    return text

@@ -18,6 +18,7 @@ from schemas.release_format import MIN_ANNOTATORS
 from schemas.versions import TOOLKIT_VERSION
 from toolkit.errors import run_cli
 from toolkit.locking import wait_seconds_callback
+from toolkit.out_paths import check_output_path
 
 _CORPUS_HELP = "Corpus directory (default: $TRB_CORPUS, else the current directory)."
 
@@ -57,7 +58,7 @@ def init(directory: str) -> None:
     """Make a new, empty corpus in DIRECTORY."""
     from corpus.store import init_corpus
 
-    path = init_corpus(directory)
+    path = init_corpus(check_output_path(directory, "DIRECTORY", directory=True))
     click.echo(f"initialised corpus {path}", err=True)
 
 
@@ -131,6 +132,7 @@ def simulate(n_sessions, seed, output, annotators, quiet) -> None:
     """Write N simulated sessions of the TRB task world (with counterfactuals, attribution items, transfer contexts)."""
     from corpus.simulate import write_simulation
 
+    check_output_path(output, "--output", directory=False)
     summary = write_simulation(output, n_sessions=n_sessions, seed=seed, annotators=annotators, progress=not quiet)
     click.echo(summary, err=True)
 
@@ -196,6 +198,12 @@ def release(corpus_dir, version, kind, out, trainer_orgs, parent, salt, split_fr
         fractions = parse_fractions(split_fractions) if split_fractions else None
     except ValueError as e:
         raise UsageError(f"--split-fractions: {e}") from None
+    if out is not None:
+        check_output_path(out, "--out", directory=True)
+    if datasheet is not None:
+        from corpus.card import check_datasheet_template
+
+        check_datasheet_template(datasheet, "--datasheet")
     result = cut_release(Corpus(resolve_corpus_dir(corpus_dir)), version, kind=kind, out=out,
                          trainer_orgs=list(trainer_orgs), parent=parent, salt=salt, redact_pii=redact_pii,
                          datasheet=datasheet, split_fractions=fractions, progress=not quiet,
@@ -229,6 +237,8 @@ def _import_command(importer) -> click.Command:
         from corpus.importers.run import import_files
         from corpus.store import Corpus, resolve_corpus_dir
 
+        if output is not None:
+            check_output_path(output, "--output", directory=False)
         corpus = Corpus(resolve_corpus_dir(corpus_dir))
         if output is not None and not corpus.exists():
             if corpus_dir:
@@ -368,7 +378,10 @@ def publish(directory, repo, private) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every toolkit error is rendered once, as lines on stderr (:func:`toolkit.errors.run_cli`)."""
-    return run_cli(cli, argv, "trb-corpus", interrupted="interrupted; nothing half-written")
+    from toolkit.interrupts import sigterm_as_interrupt
+
+    with sigterm_as_interrupt():
+        return run_cli(cli, argv, "trb-corpus", interrupted="interrupted; nothing half-written")
 
 
 if __name__ == "__main__":

