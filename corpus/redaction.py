@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from corpus.errors import UsageError
-from corpus.pii import redact, scan_field, scan_text
+from corpus.pii import field_name, redact, scan_field, scan_text
 from schemas.models import GateResult
 
 __all__ = ["DocumentScan", "refuse_personal_data"]
@@ -47,7 +47,9 @@ class DocumentScan:
     ``listed`` is the list of located hits the ``pii_scan`` gate shows (shared with the row scan);
     at most ``limit`` entries are added to it. ``n`` counts every hit. A value in a field that names a
     person (``collectors``, ``curator``, ...: :data:`corpus.pii.names.NAME_FIELDS`) is a name unless the
-    field is in ``public``.
+    field is in ``public``; a public field's value, once seen, is not a name where the written files repeat it
+    (:meth:`written`: the datasheet's filled-in facts, the Croissant file's collection text); in any other input
+    it still is.
     """
 
     def __init__(self, redact: bool, listed: list[str], limit: int, public: tuple[str, ...] = ()) -> None:
@@ -56,6 +58,8 @@ class DocumentScan:
         self.listed = listed
         self.limit = limit
         self.n = 0
+        self.public_values: set[str] = set()
+        self._generated = False  # scanning the files made from the scanned inputs (see written)
 
     def _found(self, where: str, hits: list) -> None:
         self.n += len(hits)
@@ -67,6 +71,10 @@ class DocumentScan:
         """``value`` (redacted when asked); ``lines``: name each hit's line (``where line N``); ``path``: the value's
         place in a record, so that a name field (``collectors[0][0]``) is scanned as one (:func:`corpus.pii.scan_field`)."""
         hits = scan_field(value, path, self.public) if path else scan_text(value)
+        if path and self.public and (path in self.public or field_name(path) in self.public) and value.strip():
+            self.public_values.add(value.strip())
+        if self._generated and self.public_values:
+            hits = [h for h in hits if h.kind != "name" or not any(h.text in v for v in self.public_values)]
         if not hits:
             return value
         if lines:
@@ -114,6 +122,14 @@ class DocumentScan:
         made from scanned inputs, as :mod:`corpus.release` makes them).
         """
         before = self.n
+        self._generated = True
+        try:
+            self._written(directory, names, manifest)
+        finally:
+            self._generated = False
+        return self.n - before
+
+    def _written(self, directory: Path, names: tuple[str, ...], manifest: dict) -> None:
         for name in names:
             path = directory / name
             text = path.read_text(encoding="utf-8")
@@ -132,7 +148,6 @@ class DocumentScan:
                 new = self.value(manifest[key], "manifest.json", key)
                 if self.redact:
                     manifest[key] = new
-        return self.n - before
 
 
 def _segment(key: Any) -> str:
