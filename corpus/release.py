@@ -293,12 +293,14 @@ def _scan_rows(rows: list[dict], config: str, hits: list, counter: list[int], re
     """PII-scan every string in ``rows``, each row as one record (:func:`corpus.pii.record_hits`: name fields such
     as ``collector``, unless in ``public``; values split across neighbouring fields); in place redaction if asked;
     True if any changed. The rows' strings go through the named-entity model in one batch first."""
-    from corpus.pii import prime_names, record_hits, redact_value, text_fields
+    from corpus.pii import prime_names, record_hits, redact_value
 
     key = CONFIGS[config][0][0]
     changed = False
     records = [{col: v for col, v in row.items() if isinstance(v, (str, list, dict))} for row in rows]
-    prime_names(s for record in records for p, s in text_fields(record) if not p.endswith("<key>"))
+    strings: set[str] = set()
+    _strings(records, strings)
+    prime_names(strings)
     for row, record in zip(rows, records):
         found = record_hits(record, public, keys=False)
         if not found:
@@ -312,6 +314,18 @@ def _scan_rows(rows: list[dict], config: str, hits: list, counter: list[int], re
             changed = True
             row.update(redact_value(record, found))
     return changed
+
+
+def _strings(obj, out: set[str]) -> None:
+    """Every string value (not dict keys) in ``obj`` into ``out``."""
+    if isinstance(obj, str):
+        out.add(obj)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _strings(v, out)
+    elif isinstance(obj, list):
+        for v in obj:
+            _strings(v, out)
 
 
 def _write_split(reader, config, split, schema, n_shards, tmp, hits, n_hits, redact_pii, digest, bar,

@@ -72,6 +72,7 @@ _UP = "A-ZÀ-ÖØ-ÞĀ-Ž"
 # two neighbouring Capitalised words (a particle may stand between): the only texts the model is run on
 _TWO_CAPS = re.compile(rf"(?<![\w])[{_UP}][^\W\d_]+(?:['’-][^\W\d_]+)*\s+(?:{_PARTICLE.pattern}\s+)?"
                        rf"[{_UP}][^\W\d_]")
+_PUNCT = "\"'“”‘’«»()[]{},.;:!?"
 _spans: dict[str, tuple[tuple[int, int], ...]] = {}
 _MAX_SPANS = 1 << 16
 _nlp = None
@@ -79,8 +80,22 @@ _lock = threading.Lock()
 
 
 def may_name(text: str) -> bool:
-    """Whether ``text`` could hold a name the model would be asked about (two neighbouring Capitalised words)."""
-    return _TWO_CAPS.search(text) is not None
+    """Whether ``text`` could hold a name that :func:`_keep` keeps: two neighbouring Capitalised words (particles may
+    stand between) neither of which is one of :data:`NOT_NAMES` or an organisation word ("Dein Ziel ist E6" is
+    not given to the model; nothing it could tag there would be kept)."""
+    if _TWO_CAPS.search(text) is None:
+        return False
+    prev_ok = False
+    for w in text.split():
+        if _PARTICLE.fullmatch(w):
+            continue
+        core = w.strip(_PUNCT)
+        low = core.lower()
+        ok = _is_cap(core) and low not in NOT_NAMES and low not in ORG_WORDS
+        if ok and prev_ok and w == w.lstrip(_PUNCT):
+            return True
+        prev_ok = ok and w == w.rstrip(_PUNCT)  # "Martin, Jean": a comma ends the run
+    return False
 
 
 _verbs: frozenset[str] = frozenset()
@@ -102,7 +117,9 @@ def _model():
 
 
 def _is_cap(word: str) -> bool:
-    return _CAPWORD.fullmatch(word) is not None and word[0].isupper() and not word[1:2].isupper()
+    """A Capitalised word of letters: "Jean", "O'Brien", "Jean-Luc"; not "A-H", "NASA", "up"."""
+    return (_CAPWORD.fullmatch(word) is not None and word[0].isupper() and not word[1:2].isupper()
+            and any(c.islower() for c in word))
 
 
 def _keep(words: list[str]) -> bool:

@@ -251,7 +251,6 @@ def record_hits(obj: Any, public: Iterable[str] = (), *, keys: bool = True) -> d
     """
     public = frozenset(public)
     fields = [(p, s) for p, s in text_fields(obj) if keys or not p.endswith("<key>")]
-    prime_names(s for _, s in fields)
     out: dict[str, list[PiiHit]] = {}
     for path, s in fields:
         hits = scan_field(s, path, public)
