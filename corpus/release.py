@@ -663,10 +663,12 @@ def _cut(corpus: Corpus, version: str, kind: str, dest: Path, *, earlier: ledger
             counts, files, hits, n_rows, digest = _write_data(con, tmp, progress, redact_pii, public)
             # the other files are made from these: scanned (and redacted) before they are made
             docs = DocumentScan(redact_pii, hits, _MAX_PII_LISTED, public)
-            template = docs.text(template, f"datasheet {template_path}", lines=True)
+            # the organisations first: their names, repeated in the template or a gate's text, are no person's
+            trainer_orgs = [docs.text(o, f"--trainer-org [{i}]", path="trainer_orgs")
+                            for i, o in enumerate(trainer_orgs)]
             facts = docs.value(facts, "datasheet facts")
+            template = docs.text(template, f"datasheet {template_path}", lines=True)
             gates = docs.gates(gates)
-            trainer_orgs = docs.value(list(trainer_orgs), "--trainer-org")
             n_hits = n_rows + docs.n
             pii_gate = _pii_gate(n_rows, docs.n, redact_pii, hits)
             if not pii_gate.passed:

@@ -24,6 +24,9 @@ A PERSON entity is a proposal; it becomes a ``name`` hit only when it holds (:fu
   compass directions, weekdays, the months that are not also given names);
 * ``nameparser`` reads it with a given and a family name.
 
+In a field that names an organisation (:data:`corpus.pii.scanner.ORG_FIELDS`: ``collector_org``,
+``trainer_orgs``) these hits are dropped: the model reads "Aleph Alpha" as a person.
+
 An entity is first widened to a Capitalised word right before it that the model left out ("Lucía" of
 "Lucía García López", "Anders" of "Anders Poulsen" where only "Poulsen" is tagged), unless that word is one of
 :data:`NOT_NAMES`; the widened span is what must hold. A sentence's first word that is an English verb (the model's own
@@ -72,6 +75,7 @@ _UP = "A-ZÀ-ÖØ-ÞĀ-Ž"
 # two neighbouring Capitalised words (a particle may stand between): the only texts the model is run on
 _TWO_CAPS = re.compile(rf"(?<![\w])[{_UP}][^\W\d_]+(?:['’-][^\W\d_]+)*\s+(?:{_PARTICLE.pattern}\s+)?"
                        rf"[{_UP}][^\W\d_]")
+_CONTRACTION = re.compile(r"['’](?:s|t|re|ve|ll|d|m)$")
 _PUNCT = "\"'“”‘’«»()[]{},.;:!?"
 _spans: dict[str, tuple[tuple[int, int], ...]] = {}
 _MAX_SPANS = 1 << 16
@@ -90,6 +94,8 @@ def may_name(text: str) -> bool:
         if _PARTICLE.fullmatch(w):
             continue
         core = w.strip(_PUNCT)
+        if core.endswith(("'s", "’s")):
+            core = core[:-2]  # "Martin's": the name without its possessive
         low = core.lower()
         ok = _is_cap(core) and low not in NOT_NAMES and low not in ORG_WORDS
         if ok and prev_ok and w == w.lstrip(_PUNCT):
@@ -117,9 +123,9 @@ def _model():
 
 
 def _is_cap(word: str) -> bool:
-    """A Capitalised word of letters: "Jean", "O'Brien", "Jean-Luc"; not "A-H", "NASA", "up"."""
+    """A Capitalised word of letters: "Jean", "O'Brien", "Jean-Luc"; not "A-H", "NASA", "up", "It's", "Don't"."""
     return (_CAPWORD.fullmatch(word) is not None and word[0].isupper() and not word[1:2].isupper()
-            and any(c.islower() for c in word))
+            and any(c.islower() for c in word) and _CONTRACTION.search(word) is None)
 
 
 def _keep(words: list[str]) -> bool:

@@ -36,8 +36,10 @@ from corpus.pii.names import NAME_FIELDS, is_person_name, scan_names
 from corpus.pii.people import prime, scan_people
 from corpus.pii.phones import scan_phones
 
-__all__ = ["field_name", "prime_names", "record_hits", "redact", "redact_value", "scan_field", "scan_record", "scan_records", "scan_text", "text_fields"]
+__all__ = ["ORG_FIELDS", "field_name", "prime_names", "record_hits", "redact", "redact_value", "scan_field", "scan_record", "scan_records", "scan_text", "text_fields"]
 
+#: Fields whose value names an organisation: a transfer context's ``collector_org``, a release's ``trainer_orgs``.
+ORG_FIELDS = frozenset({"collector_org", "trainer_org", "trainer_orgs", "org", "organisation", "organization"})
 _DIGIT = re.compile(r"[0-9]")
 _UPPER = re.compile(r"[A-ZÀ-ÖØ-ÞĀ-Ž]")  # every name and address has a capital of these
 _SEAM = 64  # characters of each side of a field boundary scanned together
@@ -234,11 +236,15 @@ def _seam_hits(a: str, b: str) -> tuple[list[PiiHit], list[PiiHit]]:
 def scan_field(value: str, path: str, public: Iterable[str] = ()) -> list[PiiHit]:
     """:func:`scan_text` of a field's ``value``; a name field's whole value is a ``name`` hit when it reads as a
     person's name. A field whose ``path`` or field name is in ``public`` has no ``name`` hits (the people it names
-    are named in public); its other kinds are still found."""
+    are named in public); its other kinds are still found. A field that names an organisation (:data:`ORG_FIELDS`)
+    has only the names a title or cue announces ("Aleph Alpha" reads as a person's name to the model)."""
     hits = scan_text(value)
     name = field_name(path)
     if path in public or name in public:
         return [h for h in hits if h.kind != "name"]
+    if name in ORG_FIELDS and any(h.kind == "name" for h in hits):
+        cued = scan_names(value)  # an organisation's name is no person's; "Dr. Jane Roe" in it still is
+        hits = [h for h in hits if h.kind != "name" or any(a < h.end and h.start < b for a, b in cued)]
     if not hits and name in NAME_FIELDS and is_person_name(value):
         hits = [PiiHit("name", 0, len(value), value)]
     return hits

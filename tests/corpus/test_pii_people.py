@@ -72,3 +72,20 @@ def test_a_record_is_redacted_by_field():
     rec = {"session_id": "s1", "self_report": "Jean Dupont told me to go up", "action": "up"}
     assert redact_value(rec, record_hits(rec)) == {"session_id": "s1", "self_report": "[REDACTED:name] told me to go up",
                                                    "action": "up"}
+
+
+def test_an_organisations_name_is_no_persons_where_a_field_says_it_is_an_organisation():
+    """The model reads "Aleph Alpha" as a person; as a trainer org or a collector org, and where a gate repeats it,
+    it is not one. A name with a title in such a field still is."""
+    from corpus.pii import scan_field
+    from corpus.redaction import DocumentScan
+
+    assert [h.kind for h in scan_text("trained by Aleph Alpha")] == ["name"]
+    assert scan_field("Aleph Alpha", "transfer_contexts[ctx-t].collector_org") == []
+    assert [h.text for h in scan_field("Aleph Alpha (Dr. Jane Roe)", "collector_org")] == ["Jane Roe"]
+    docs = DocumentScan(False, [], 10)
+    assert docs.text("Aleph Alpha", "--trainer-org [0]", path="trainer_orgs") == "Aleph Alpha"
+    docs.text("no context collected by the trainer org 'Aleph Alpha'", "gate transfer_provenance bar")
+    assert docs.n == 0
+    docs.text("ask Jean Dupont about it", "datasheet line 3")
+    assert docs.listed == ["datasheet line 3: name <name: 2 word(s)>"]
