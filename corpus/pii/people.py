@@ -32,7 +32,7 @@ An entity is first widened to a Capitalised word right before it that the model 
 :data:`NOT_NAMES`; the widened span is what must hold. A sentence's first word that is an English verb (the model's own
 WordNet verb list: "Reach Jane at ...", "Ask Anna") is then left out of it.
 
-Speed: the model loads once per process, on first use (about 2 s, 350 MB resident); only a text with two
+Speed: the model loads once per process, on first use (about 2 s, some 70 MB more peak RSS); only a text with two
 neighbouring Capitalised words (:func:`may_name`) is ever given to it, so ids, enums, clock times and
 lower-case prose cost nothing; :func:`prime` runs many texts through ``nlp.pipe`` in one batch and keeps
 the spans by text, and the scanner's cache by text sits above this one. Not found: a name in lower case,

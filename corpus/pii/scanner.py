@@ -3,8 +3,8 @@
 :func:`scan_text` normalises a text once (:func:`corpus.pii.exact.normalise`) and runs the detectors
 whose cheap test passes: the exact patterns (:mod:`~corpus.pii.exact`), national phone formats
 (:mod:`~corpus.pii.phones`), national identity numbers (:mod:`~corpus.pii.ids`), names after a title or
-a cue (:mod:`~corpus.pii.names`), postal addresses (:mod:`~corpus.pii.addresses`) and tokens that decode
-to any of these (:mod:`~corpus.pii.encoded`). Of overlapping hits the leftmost, longest wins (ties by
+a cue (:mod:`~corpus.pii.names`) and with neither (spaCy's model, :mod:`~corpus.pii.people`), postal
+addresses (:mod:`~corpus.pii.addresses`) and tokens that decode to any of these (:mod:`~corpus.pii.encoded`). Of overlapping hits the leftmost, longest wins (ties by
 :data:`~corpus.pii.exact.PRIORITY`); two overlapping hits of one kind are joined into one, so a
 redaction never leaves a piece of an address behind ("…, London NW1" and "NW1 6XE").
 
