@@ -173,6 +173,9 @@ def synth(corpus_dir, seed, per_step, adversarial, ood, wait_seconds, quiet) -> 
               help="Shares of subjects per split, e.g. train=0.7,dev=0.1,eval=0.2 (the default; a parent's are "
                    "reused). A smoke test of a tiny corpus may use eval=1.")
 @click.option("--redact-pii", is_flag=True, help="Release with PII hits redacted instead of refusing.")
+@click.option("--public-field", "public_fields", multiple=True,
+              help="A field whose value names a person but is public, e.g. collector (repeatable): its value is "
+                   "kept in every file; other kinds of personal data in it are still found.")
 @click.option("--datasheet", type=click.Path(dir_okay=False, exists=True), default=None,
               help="A curator-completed datasheet template (required for --kind trb).")
 @click.option("--min-annotators", type=click.IntRange(min=1), default=MIN_ANNOTATORS, show_default=True,
@@ -180,8 +183,8 @@ def synth(corpus_dir, seed, per_step, adversarial, ood, wait_seconds, quiet) -> 
                    "stated in the card.")
 @_wait_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def release(corpus_dir, version, kind, out, trainer_orgs, parent, salt, split_fractions, redact_pii, datasheet,
-            min_annotators, wait_seconds, quiet) -> None:
+def release(corpus_dir, version, kind, out, trainer_orgs, parent, salt, split_fractions, redact_pii, public_fields,
+            datasheet, min_annotators, wait_seconds, quiet) -> None:
     """Cut an immutable, SHA-pinned release (a Hugging Face dataset directory); print its SHA last.
 
     Nothing is written when any gate fails (exit 6): synthetic cap, transfer
@@ -207,7 +210,7 @@ def release(corpus_dir, version, kind, out, trainer_orgs, parent, salt, split_fr
     result = cut_release(Corpus(resolve_corpus_dir(corpus_dir)), version, kind=kind, out=out,
                          trainer_orgs=list(trainer_orgs), parent=parent, salt=salt, redact_pii=redact_pii,
                          datasheet=datasheet, split_fractions=fractions, progress=not quiet,
-                         wait_seconds=wait_seconds, min_annotators=min_annotators)
+                         wait_seconds=wait_seconds, min_annotators=min_annotators, public_fields=public_fields)
     m = result.manifest
     for g in m["gates"]:
         click.echo(f"gate {g['name']}: {'passed' if g['passed'] else 'FAILED'}: {g['figure']}", err=True)

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from corpus.errors import UsageError
-from corpus.pii import redact, scan_field, scan_text
+from corpus.pii import field_name, redact, scan_field, scan_text
+from corpus.pii.scanner import ORG_FIELDS
 from schemas.models import GateResult
 
 __all__ = ["DocumentScan", "refuse_personal_data"]
@@ -47,7 +48,11 @@ class DocumentScan:
     ``listed`` is the list of located hits the ``pii_scan`` gate shows (shared with the row scan);
     at most ``limit`` entries are added to it. ``n`` counts every hit. A value in a field that names a
     person (``collectors``, ``curator``, ...: :data:`corpus.pii.names.NAME_FIELDS`) is a name unless the
-    field is in ``public``.
+    field is in ``public``; a public field's value, once seen, is not a name where the written files repeat it
+    (:meth:`written` and :meth:`gates`: the datasheet's filled-in facts, the Croissant file's collection text, a
+    gate's detail); in any other input it still is. An organisation's name (a value of a field of
+    :data:`corpus.pii.scanner.ORG_FIELDS`), once seen, is no person's name wherever it is repeated (a gate's text
+    naming the trainer org).
     """
 
     def __init__(self, redact: bool, listed: list[str], limit: int, public: tuple[str, ...] = ()) -> None:
@@ -56,6 +61,9 @@ class DocumentScan:
         self.listed = listed
         self.limit = limit
         self.n = 0
+        self.public_values: set[str] = set()
+        self.org_values: set[str] = set()  # organisations' names seen (ORG_FIELDS): no person's name where repeated
+        self._generated = False  # scanning the files made from the scanned inputs (see written)
 
     def _found(self, where: str, hits: list) -> None:
         self.n += len(hits)
@@ -67,6 +75,14 @@ class DocumentScan:
         """``value`` (redacted when asked); ``lines``: name each hit's line (``where line N``); ``path``: the value's
         place in a record, so that a name field (``collectors[0][0]``) is scanned as one (:func:`corpus.pii.scan_field`)."""
         hits = scan_field(value, path, self.public) if path else scan_text(value)
+        if path and self.public and (path in self.public or field_name(path) in self.public) and value.strip():
+            self.public_values.add(value.strip())
+        if path and field_name(path) in ORG_FIELDS and value.strip():
+            self.org_values.add(value.strip())
+        if self._generated and self.public_values:
+            hits = [h for h in hits if h.kind != "name" or not any(h.text in v for v in self.public_values)]
+        if self.org_values:
+            hits = [h for h in hits if h.kind != "name" or not any(h.text in v for v in self.org_values)]
         if not hits:
             return value
         if lines:
@@ -97,12 +113,17 @@ class DocumentScan:
         return obj
 
     def gates(self, gates: list[GateResult]) -> list[GateResult]:
-        """Each gate's figure, bar and detail scanned (a bar names the ``--trainer-org`` values)."""
+        """Each gate's figure, bar and detail scanned (a bar names the ``--trainer-org`` values); the gates are made
+        from the scanned inputs, so a public field's value they repeat is not a name (as in :meth:`written`)."""
         out = []
-        for g in gates:
-            update = {f: self.text(getattr(g, f), f"gate {g.name} {f}")
-                      for f in ("figure", "bar", "detail") if isinstance(getattr(g, f), str)}
-            out.append(g.model_copy(update=update) if self.redact else g)
+        self._generated = True
+        try:
+            for g in gates:
+                update = {f: self.text(getattr(g, f), f"gate {g.name} {f}")
+                          for f in ("figure", "bar", "detail") if isinstance(getattr(g, f), str)}
+                out.append(g.model_copy(update=update) if self.redact else g)
+        finally:
+            self._generated = False
         return out
 
     def written(self, directory: Path, names: tuple[str, ...], manifest: dict) -> int:
@@ -114,6 +135,14 @@ class DocumentScan:
         made from scanned inputs, as :mod:`corpus.release` makes them).
         """
         before = self.n
+        self._generated = True
+        try:
+            self._written(directory, names, manifest)
+        finally:
+            self._generated = False
+        return self.n - before
+
+    def _written(self, directory: Path, names: tuple[str, ...], manifest: dict) -> None:
         for name in names:
             path = directory / name
             text = path.read_text(encoding="utf-8")
@@ -132,7 +161,6 @@ class DocumentScan:
                 new = self.value(manifest[key], "manifest.json", key)
                 if self.redact:
                     manifest[key] = new
-        return self.n - before
 
 
 def _segment(key: Any) -> str:

@@ -288,16 +288,21 @@ def _licence_id(licences: list[tuple]) -> str:
     return "other"
 
 
-def _scan_rows(rows: list[dict], config: str, hits: list, counter: list[int], redact_pii: bool) -> bool:
+def _scan_rows(rows: list[dict], config: str, hits: list, counter: list[int], redact_pii: bool,
+               public: tuple[str, ...] = ()) -> bool:
     """PII-scan every string in ``rows``, each row as one record (:func:`corpus.pii.record_hits`: name fields such
-    as ``collector``, values split across neighbouring fields); in place redaction if asked; True if any changed."""
-    from corpus.pii import record_hits, redact_value
+    as ``collector``, unless in ``public``; values split across neighbouring fields); in place redaction if asked;
+    True if any changed. The rows' strings go through the named-entity model in one batch first."""
+    from corpus.pii import prime_names, record_hits, redact_value
 
     key = CONFIGS[config][0][0]
     changed = False
-    for row in rows:
-        record = {col: v for col, v in row.items() if isinstance(v, (str, list, dict))}
-        found = record_hits(record, keys=False)
+    records = [{col: v for col, v in row.items() if isinstance(v, (str, list, dict))} for row in rows]
+    strings: set[str] = set()
+    _strings(records, strings)
+    prime_names(strings)
+    for row, record in zip(rows, records):
+        found = record_hits(record, public, keys=False)
         if not found:
             continue
         for path, hs in found.items():
@@ -311,14 +316,27 @@ def _scan_rows(rows: list[dict], config: str, hits: list, counter: list[int], re
     return changed
 
 
-def _write_split(reader, config, split, schema, n_shards, tmp, hits, n_hits, redact_pii, digest, bar) -> None:
+def _strings(obj, out: set[str]) -> None:
+    """Every string value (not dict keys) in ``obj`` into ``out``."""
+    if isinstance(obj, str):
+        out.add(obj)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _strings(v, out)
+    elif isinstance(obj, list):
+        for v in obj:
+            _strings(v, out)
+
+
+def _write_split(reader, config, split, schema, n_shards, tmp, hits, n_hits, redact_pii, digest, bar,
+                 public=()) -> None:
     """Write one split of one config from ``reader`` into its shards (scanned for PII, hashed into ``digest``)."""
     shard, writer, in_shard = 0, None, 0
     try:
         for batch in reader:
             batch = pa.Table.from_batches([batch]).rename_columns(schema.names).cast(schema)
             rows = batch.to_pylist()
-            if _scan_rows(rows, config, hits, n_hits, redact_pii):
+            if _scan_rows(rows, config, hits, n_hits, redact_pii, public):
                 batch = pa.Table.from_pylist(rows, schema=schema)
             start = 0
             while start < batch.num_rows:
@@ -348,7 +366,8 @@ def _write_split(reader, config, split, schema, n_shards, tmp, hits, n_hits, red
         raise
 
 
-def _write_data(con, tmp: Path, progress: bool, redact_pii: bool) -> tuple[dict, dict, list, int, ContentDigest]:
+def _write_data(con, tmp: Path, progress: bool, redact_pii: bool,
+                public: tuple[str, ...] = ()) -> tuple[dict, dict, list, int, ContentDigest]:
     counts: dict[str, dict[str, int]] = {}
     files: list[dict] = []
     hits: list[str] = []
@@ -370,7 +389,8 @@ def _write_data(con, tmp: Path, progress: bool, redact_pii: bool) -> tuple[dict,
                 reader = con.sql(f"SELECT * FROM rel_{config} WHERE split = $split ORDER BY {_ORDER[config]}",
                                  params={"split": split}).to_arrow_reader(_BATCH_ROWS)
                 try:
-                    _write_split(reader, config, split, schema, n_shards, tmp, hits, n_hits, redact_pii, digest, bar)
+                    _write_split(reader, config, split, schema, n_shards, tmp, hits, n_hits, redact_pii, digest, bar,
+                                 public)
                 finally:  # an open result would make the corpus's DETACH fail and mask what went wrong here
                     reader.close()
     finally:
@@ -486,6 +506,7 @@ def cut_release(
     progress: bool = True,
     wait_seconds: float | None = None,
     min_annotators: int = MIN_ANNOTATORS,
+    public_fields: list[str] | tuple[str, ...] = (),
 ) -> ReleaseResult:
     """Cut release ``version`` of ``corpus`` (see the module docstring).
 
@@ -493,6 +514,10 @@ def cut_release(
     least this many annotators (gate ``min_annotators``; the simulated world's exact Φ and text Φ
     are exempt); the value is recorded in the manifest (``phi_annotators``) and stated in the card,
     with each split's annotator counts and the Track 1 annotator-noise ceiling.
+
+    ``public_fields``: fields whose values are not personal data though they name a person (``collector``,
+    ``curator``): kept in every file, their values' other kinds still scanned; the datasheet facts' list of a
+    field's values (``collectors``) is public with it.
 
     Raises:
         ReleaseRefused: a gate failed (its figure, bar and first offending ids), or the version was
@@ -510,6 +535,7 @@ def cut_release(
         raise UsageError(f"kind {kind!r} is not trb or smoke")
     if isinstance(min_annotators, bool) or not isinstance(min_annotators, int) or min_annotators < 1:
         raise UsageError(f"min_annotators {min_annotators!r} is not a whole number >= 1")
+    public = _public(public_fields)
     corpus.require()
     dest = Path(out) if out else corpus.dir / "releases" / version
     _check_out(dest)
@@ -535,7 +561,16 @@ def cut_release(
         return _cut(corpus, version, kind, dest, earlier=earlier, trainer_orgs=trainer_orgs,
                     parent_manifest=parent_manifest, held_out=held_out, pinned=pinned, salt=salt, fractions=fractions,
                     redact_pii=redact_pii, template=template, progress=progress, wait_seconds=wait_seconds,
-                    min_annotators=min_annotators, template_path=template_path)
+                    min_annotators=min_annotators, template_path=template_path, public=public)
+
+
+def _public(fields) -> tuple[str, ...]:
+    out = []
+    for f in fields:
+        if not isinstance(f, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", f):
+            raise UsageError(f"public field {f!r} is not a field name (letters, digits, _)")
+        out += [f, f + "s"]
+    return tuple(dict.fromkeys(out))
 
 
 def _check_out(dest: Path) -> None:
@@ -584,7 +619,7 @@ def _write_error(e: BaseException, version: str, dest: Path) -> Exception | None
 def _cut(corpus: Corpus, version: str, kind: str, dest: Path, *, earlier: ledger.Released | None, trainer_orgs,
          parent_manifest: dict | None, held_out: dict, pinned: dict, salt: str, fractions: dict, redact_pii: bool,
          template: str, progress: bool, wait_seconds: float | None, min_annotators: int,
-         template_path: Path) -> ReleaseResult:
+         template_path: Path, public: tuple[str, ...] = ()) -> ReleaseResult:
     """The release itself, under the corpus's release lock (see :func:`cut_release`)."""
     from corpus.card import datasheet_values, fill_datasheet, render_card
     from corpus.croissant import build_croissant, validate_croissant
@@ -625,13 +660,15 @@ def _cut(corpus: Corpus, version: str, kind: str, dest: Path, *, earlier: ledger
             raise UsageError(f"--out {dest}: cannot make a directory there ({e.strerror or e}); choose another "
                              "--out") from None
         try:
-            counts, files, hits, n_rows, digest = _write_data(con, tmp, progress, redact_pii)
+            counts, files, hits, n_rows, digest = _write_data(con, tmp, progress, redact_pii, public)
             # the other files are made from these: scanned (and redacted) before they are made
-            docs = DocumentScan(redact_pii, hits, _MAX_PII_LISTED)
-            template = docs.text(template, f"datasheet {template_path}", lines=True)
+            docs = DocumentScan(redact_pii, hits, _MAX_PII_LISTED, public)
+            # the organisations first: their names, repeated in the template or a gate's text, are no person's
+            trainer_orgs = [docs.text(o, f"--trainer-org [{i}]", path="trainer_orgs")
+                            for i, o in enumerate(trainer_orgs)]
             facts = docs.value(facts, "datasheet facts")
+            template = docs.text(template, f"datasheet {template_path}", lines=True)
             gates = docs.gates(gates)
-            trainer_orgs = docs.value(list(trainer_orgs), "--trainer-org")
             n_hits = n_rows + docs.n
             pii_gate = _pii_gate(n_rows, docs.n, redact_pii, hits)
             if not pii_gate.passed:

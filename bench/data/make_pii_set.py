@@ -53,6 +53,37 @@ ADDRESSES_2 = {
     "SE": "Storgatan 7", "DK": "Nørregade 8", "FI": "Aleksanterinkatu 52", "NO": "Storgata 3",
     "BE": "Avenue Louise 54", "CH": "Rue du Rhône 10", "AT": "Kärntner Straße 9", "IE": "7 Merrion Square",
 }
+#: names with no title or cue (the named-entity route, corpus/pii/people.py): four of each country's naming
+#: conventions (compound, particle and hyphenated family names, given names with diacritics) and of nine more
+CUELESS = {
+    "DE": ("Katrin Schneider", "Stefan Hoffmann", "Lena Fischer", "Tobias Wagner"),
+    "FR": ("Jean Dupont", "Claire Moreau", "Julien Lefèvre", "Élodie Girard"),
+    "GB": ("Alice Martin", "Oliver Hughes", "Charlotte Evans", "Harry Whitaker"),
+    "US": ("Emily Johnson", "Michael Brown", "Ashley Rodriguez", "Tyler Jackson"),
+    "ES": ("Carlos Fernández", "María José Ruiz", "Javier Moreno Díaz", "Carmen Sánchez"),
+    "IT": ("Marco Rossi", "Francesca Romano", "Luca Esposito", "Chiara Colombo"),
+    "NL": ("Sanne Jansen", "Pieter van Dijk", "Lotte Bakker", "Joost de Boer"),
+    "PL": ("Katarzyna Kowalska", "Piotr Wiśniewski", "Agnieszka Wójcik", "Tomasz Lewandowski"),
+    "SE": ("Erik Johansson", "Maja Karlsson", "Lars Nilsson", "Elin Andersson"),
+    "DK": ("Mette Nielsen", "Søren Kristensen", "Freja Rasmussen", "Anders Poulsen"),
+    "FI": ("Mikko Korhonen", "Laura Mäkinen", "Juha Nieminen", "Emilia Heikkinen"),
+    "NO": ("Ola Nordmann", "Kari Johansen", "Sigrid Larsen", "Henrik Berg"),
+    "BE": ("Thomas Claes", "Marie Dubois", "Wout Maes", "Elise Janssens"),
+    "CH": ("Reto Meier", "Nicole Brunner", "Urs Baumann", "Sandra Frei"),
+    "AT": ("Florian Huber", "Verena Steiner", "Matthias Hofer", "Katharina Moser"),
+    "IE": ("Seán Murphy", "Aoife Kelly", "Ciarán Byrne", "Niamh O'Sullivan"),
+    "CN": ("Wei Zhang", "Xiaoming Wang", "Li Na Chen", "Jun Liu"),
+    "JP": ("Kenji Tanaka", "Yuki Sato", "Haruto Suzuki", "Aiko Watanabe"),
+    "IN": ("Priya Sharma", "Rahul Gupta", "Ananya Iyer", "Vikram Reddy"),
+    "NG": ("Chinedu Okafor", "Ngozi Adeyemi", "Emeka Nwosu", "Funmilayo Bello"),
+    "BR": ("João Silva", "Ana Pereira", "Lucas Oliveira", "Fernanda Costa"),
+    "TR": ("Mehmet Yılmaz", "Ayşe Demir", "Emre Kaya", "Zeynep Çelik"),
+    "KR": ("Min-jun Kim", "Seo-yeon Park", "Ji-ho Lee", "Hye-jin Choi"),
+    "VN": ("Nguyen Van An", "Tran Thi Mai", "Le Minh Duc", "Pham Thu Trang"),
+    "AR": ("Martín Gómez", "Sofía Rodríguez", "Mateo Fernández", "Valentina López"),
+}
+CUELESS_SENTENCES = ("ask {} about it", "{} wrote back yesterday", "I showed the grid to {} and we agreed",
+                     "the run was checked with {} last week", "{} thinks the drift is too strong")
 SENTENCES = ("please write to {} soon", "Kontakt: {}.", "the subject said {} when asked", "({})", "{}")
 
 
@@ -210,6 +241,9 @@ def _planted(rng: random.Random) -> list[dict]:
         add("name", cc, "family name after a title", family, f"{title} {{}} will call")
         add("name", cc, "after 'curated by'", f"{given} {family}", "This corpus was curated by {}.")
         add("name", cc, "after 'my name is'", f"{given} {family}", "hello, my name is {} and I")
+    for cc, names in CUELESS.items():
+        for v in names:
+            add("name", cc, "no title or cue", v, CUELESS_SENTENCES[len(rows) % len(CUELESS_SENTENCES)])
     for cc in COUNTRIES:
         add("address", cc, "street, postcode and town", ADDRESSES[cc], "send it to {} please")
         add("address", cc, "street and number", ADDRESSES_2[cc], "we live at {} now")
@@ -244,6 +278,16 @@ TRAPS = [
     "Held out: maze-9x9-gusty", "The Wind pushed me to D4", "I am Tired", "Dr. visit not needed", "M. 3",
     "x @ self.weight", "q @ k.T", "4111.1111.1111.1112", "123-45-67890", "01.02.03.04.05", "+49 30 1234",
     "The Smith chart", "London", "Berlin, Madrid and Rome", "Amsterdam 2026", "10115 is a number", "Apt to drift",
+    # capitalised prose of the toolkit's own vocabulary, which the named-entity route must leave alone
+    "Label Studio exports the tasks", "Running Label Studio locally", "Label Studio Community Edition",
+    "the Data Manager lists every task", "Track 1 and Track 2 agree", "What Track 2 measures", "Δgov rose after Track 2",
+    "Δgov and Δself differ", "Held Out sessions stay held out", "The Goal Cell is C3", "Hugging Face Hub",
+    "published on the Hugging Face Hub", "Reflection Benchmark", "Bench Hard scores", "Acme Labs trained it",
+    "Partner Lab B collected the contexts", "North American sites", "National Insurance", "The Ray cluster",
+    "Plan Tracks", "Compare All runs", "Label All Tasks", "When Enter is pressed", "Our Lab curated it",
+    "International Business Machines", "Python Software Foundation", "Croissant metadata", "Main Street Lab",
+    "Grid World v2", "Gusty Maze", "Step Budget", "Counterfactual Pairs", "Self Report", "Data Stewards",
+    "The Wind Pushed Me", "Dein Ziel ist E6", "Votre objectif est C3", "Tu objetivo es B2", "Il tuo obiettivo è D4",
 ]
 
 

@@ -5,13 +5,15 @@ IBAN (any case), US SSN, national identity numbers of fifteen countries, people'
 addresses; each also when percent-encoded, written as HTML character references or in base64, and
 when split across two neighbouring fields of a record. Modules by kind: :mod:`~corpus.pii.exact`
 (the exact patterns), :mod:`~corpus.pii.phones` (libphonenumber), :mod:`~corpus.pii.ids`
-(python-stdnum), :mod:`~corpus.pii.names` (titles, cues, name fields; nameparser),
+(python-stdnum), :mod:`~corpus.pii.names` (titles, cues, name fields; nameparser), :mod:`~corpus.pii.people` (spaCy's
+named-entity model for names with no title or cue),
 :mod:`~corpus.pii.addresses`, :mod:`~corpus.pii.encoded`; :mod:`~corpus.pii.scanner` joins them.
 """
 
 from corpus.pii.exact import _FORMAT_CHARS, PII_KINDS, PiiHit, normalise
 from corpus.pii.scanner import (
                                 field_name,
+                                prime_names,
                                 record_hits,
                                 redact,
                                 redact_value,
@@ -22,6 +24,6 @@ from corpus.pii.scanner import (
                                 text_fields,
 )
 
-__all__ = ["PII_KINDS", "PiiHit", "field_name", "normalise", "record_hits", "redact", "redact_value", "scan_field",
+__all__ = ["PII_KINDS", "PiiHit", "field_name", "normalise", "prime_names", "record_hits", "redact", "redact_value", "scan_field",
            "scan_record", "scan_records", "scan_text", "text_fields"]
 _FORMAT_CHARS = _FORMAT_CHARS  # the tests check it against the running Python's unicodedata

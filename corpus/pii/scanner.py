@@ -3,8 +3,8 @@
 :func:`scan_text` normalises a text once (:func:`corpus.pii.exact.normalise`) and runs the detectors
 whose cheap test passes: the exact patterns (:mod:`~corpus.pii.exact`), national phone formats
 (:mod:`~corpus.pii.phones`), national identity numbers (:mod:`~corpus.pii.ids`), names after a title or
-a cue (:mod:`~corpus.pii.names`), postal addresses (:mod:`~corpus.pii.addresses`) and tokens that decode
-to any of these (:mod:`~corpus.pii.encoded`). Of overlapping hits the leftmost, longest wins (ties by
+a cue (:mod:`~corpus.pii.names`) and with neither (spaCy's model, :mod:`~corpus.pii.people`), postal
+addresses (:mod:`~corpus.pii.addresses`) and tokens that decode to any of these (:mod:`~corpus.pii.encoded`). Of overlapping hits the leftmost, longest wins (ties by
 :data:`~corpus.pii.exact.PRIORITY`); two overlapping hits of one kind are joined into one, so a
 redaction never leaves a piece of an address behind ("…, London NW1" and "NW1 6XE").
 
@@ -33,10 +33,13 @@ from corpus.pii.encoded import scan_encoded
 from corpus.pii.exact import PII_KINDS, PRIORITY, PiiHit, normalise, scan_exact
 from corpus.pii.ids import scan_ids
 from corpus.pii.names import NAME_FIELDS, is_person_name, scan_names
+from corpus.pii.people import prime, scan_people
 from corpus.pii.phones import scan_phones
 
-__all__ = ["field_name", "record_hits", "redact", "redact_value", "scan_field", "scan_record", "scan_records", "scan_text", "text_fields"]
+__all__ = ["ORG_FIELDS", "field_name", "prime_names", "record_hits", "redact", "redact_value", "scan_field", "scan_record", "scan_records", "scan_text", "text_fields"]
 
+#: Fields whose value names an organisation: a transfer context's ``collector_org``, a release's ``trainer_orgs``.
+ORG_FIELDS = frozenset({"collector_org", "trainer_org", "trainer_orgs", "org", "organisation", "organization"})
 _DIGIT = re.compile(r"[0-9]")
 _UPPER = re.compile(r"[A-ZÀ-ÖØ-ÞĀ-Ž]")  # every name and address has a capital of these
 _SEAM = 64  # characters of each side of a field boundary scanned together
@@ -56,6 +59,8 @@ def _plain(text: str) -> list[PiiHit]:
                 found.append(PiiHit("address", a, b, text[a:b]))
     if upper:
         for a, b in scan_names(text):
+            found.append(PiiHit("name", a, b, text[a:b]))
+        for a, b in scan_people(text):
             found.append(PiiHit("name", a, b, text[a:b]))
     return found
 
@@ -123,6 +128,12 @@ def _scan_text(text: str) -> list[PiiHit]:
         value = h.value or h.text
         out.append(PiiHit(h.kind, a, b, text[a:b], None if value == text[a:b] else value))
     return out
+
+
+def prime_names(texts: Iterable[str]) -> None:
+    """Run the named-entity model over many ``texts`` at once (:func:`corpus.pii.people.prime`), so that scanning
+    each of them after finds its names already; a text of no two neighbouring Capitalised words costs nothing."""
+    prime(t if t.isascii() else normalise(t)[0] for t in texts)
 
 
 def redact(text: str, hits: list[PiiHit] | None = None) -> str:
@@ -224,10 +235,17 @@ def _seam_hits(a: str, b: str) -> tuple[list[PiiHit], list[PiiHit]]:
 
 def scan_field(value: str, path: str, public: Iterable[str] = ()) -> list[PiiHit]:
     """:func:`scan_text` of a field's ``value``; a name field's whole value is a ``name`` hit when it reads as a
-    person's name, unless ``path`` or its field name is in ``public``."""
+    person's name. A field whose ``path`` or field name is in ``public`` has no ``name`` hits (the people it names
+    are named in public); its other kinds are still found. A field that names an organisation (:data:`ORG_FIELDS`)
+    has only the names a title or cue announces ("Aleph Alpha" reads as a person's name to the model)."""
     hits = scan_text(value)
     name = field_name(path)
-    if not hits and name in NAME_FIELDS and path not in public and name not in public and is_person_name(value):
+    if path in public or name in public:
+        return [h for h in hits if h.kind != "name"]
+    if name in ORG_FIELDS and any(h.kind == "name" for h in hits):
+        cued = scan_names(value)  # an organisation's name is no person's; "Dr. Jane Roe" in it still is
+        hits = [h for h in hits if h.kind != "name" or any(a < h.end and h.start < b for a, b in cued)]
+    if not hits and name in NAME_FIELDS and is_person_name(value):
         hits = [PiiHit("name", 0, len(value), value)]
     return hits
 

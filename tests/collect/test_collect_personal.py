@@ -18,11 +18,12 @@ CAUGHT = [
     ("going right, as near Manchester as I can", ["place"]),
     ("then Alice Smith said go up", ["name"]),
     ("reach E2 with Maria Lopez", ["name"]),
+    ("Alice Smith walks right", ["name"]),  # the release gate's named-entity model (corpus/pii/people.py)
     ("mail jane.doe@example.org when done", ["email"]),
     ("call +44 7700 900123", ["phone"]),
 ]
 #: What is not caught, as the docs say (lower case; one name with no phrase before it; a pair starting a sentence).
-MISSED = ["i am alice from leeds", "ask Alice", "Alice Smith walks right", "I am Will"]
+MISSED = ["i am alice from leeds", "ask Alice", "Reto Meier wrote back", "I am Will"]
 
 #: Ordinary answers of the grid study: none is refused.
 ORDINARY = [
@@ -74,7 +75,7 @@ def test_a_pseudonym_is_a_subject_id(subject):
 @pytest.mark.parametrize("subject,why", [
     ("bob@example.com", "an e-mail address"), ("07700900123", "a phone number"), ("+44 7700 900123", "a phone number"),
     ("7700-900-123", "a phone number"), ("12345678", "a phone number"), ("subj-0770090012", "a phone number"),
-    ("Alice Smith", "expected letters, digits"), ("", "expected letters, digits"),
+    ("Alice Smith", "it looks like personal data"), ("", "expected letters, digits"),
 ])
 def test_an_email_or_phone_number_is_no_subject_id(subject, why):
     with pytest.raises(SubjectIdRefused, match=why):

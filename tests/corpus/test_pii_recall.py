@@ -1,5 +1,6 @@
-"""PII recall by kind on the labelled set (bench/data/pii_set.json: 444 planted forms in 16 countries, 32 split
-across two fields) and precision on 356 innocent strings of the corpus; floors a change may not go below.
+"""PII recall by kind on the labelled set (bench/data/pii_set.json: 544 planted forms in 25 countries, 100 of them
+names with no title or cue, 32 split across two fields) and precision on 395 innocent strings of the corpus and of
+the toolkit's own capitalised vocabulary; floors a change may not go below.
 The figures, before and after, are bench/hardening_pii.py's."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import pii_labelled
 from corpus.pii import scan_record, scan_text
 
 #: kind -> least recall (the measured figure, rounded down); precision must stay 1.0 for every kind
-RECALL_FLOORS = {"email": 1.0, "split email": 1.0, "iban": 1.0, "national_id": 1.0, "name": 1.0, "card": 1.0,
+RECALL_FLOORS = {"email": 1.0, "split email": 1.0, "iban": 1.0, "national_id": 1.0, "name": 0.85, "card": 1.0,
                  "address": 0.95, "phone": 0.80}
 
 
@@ -34,6 +35,14 @@ def test_recall_of_each_kind_is_at_least_its_floor(scored, kind):
     missed = [r.get("text") or r.get("fields") for r in scored["missed"]
               if (r["kind"] if "text" in r else "split " + r["kind"]) == kind]
     assert k["recall"] >= RECALL_FLOORS[kind], f"{kind}: {k['caught']}/{k['n']}; missed: {missed[:10]}"
+
+
+def test_every_name_after_a_title_or_cue_is_caught_and_most_with_none(scored):
+    """The title and cue route is exact (all caught); the named-entity route finds 79 of the 100 names with neither
+    (the small model tags some as an organisation, or not at all: "Reto Meier wrote back")."""
+    missed = [r for r in scored["missed"] if r["kind"] == "name"]
+    assert [r["text"] for r in missed if r["form"] != "no title or cue"] == []
+    assert len(missed) <= 21, [r["text"] for r in missed]
 
 
 def test_no_innocent_string_is_flagged(scored):

@@ -226,3 +226,24 @@ def test_a_public_name_field_is_kept_and_other_kinds_still_scanned():
     assert scan.value(facts, "datasheet facts") == {"collectors": [["Jane Roe", 2]], "note": "ask Dr. [REDACTED:name]"}
     scan = DocumentScan(True, [], 10)
     assert scan.value(facts, "datasheet facts")["collectors"] == [["[REDACTED:name]", 2]]
+
+
+def test_cli_public_field_keeps_the_collectors_name_and_still_finds_other_kinds(tmp_path, cli):
+    """``--public-field collector``: a collector who is named in public (a PI signing the corpus) is kept in the
+    sessions parquet and the datasheet; an e-mail address in that same field is still personal data."""
+    c = _corpus(tmp_path, _in_s1("source/collector", "Jane Roe")(small_corpus()))
+    args = ("release", "--corpus", c.dir, "-q", "--version", "0.1.0", "--kind", "smoke")
+    code, out, err = cli(*args)
+    assert code == ExitCode.GATE_FAILED and "sessions s1 collector: name" in err and "Jane" not in err
+    code, out, err = cli(*args, "--public-field", "collector", "--public-field", "curator")
+    assert code == 0, err
+    release = c.dir / "releases" / "0.1.0"
+    holding = _files_holding(release, "Jane Roe")
+    assert "DATASHEET.md" in holding and "croissant.json" in holding and any(f.startswith("data/sessions/") for f in holding)
+    assert verify_release(release)["pii"]["hits"] == 0
+    c2 = _corpus(tmp_path / "b", _in_s1("source/collector", f"Jane Roe <{ADDRESS}>")(small_corpus()))
+    code, out, err = cli("release", "--corpus", c2.dir, "-q", "--version", "0.1.0", "--kind", "smoke",
+                         "--public-field", "collector")
+    assert code == ExitCode.GATE_FAILED and "sessions s1 collector: email" in err and ADDRESS not in err
+    code, out, err = cli(*args[:-4], "--version", "0.2.0", "--kind", "smoke", "--public-field", "source.coll-ector")
+    assert code == ExitCode.USAGE and "public field 'source.coll-ector' is not a field name" in err
