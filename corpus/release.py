@@ -542,7 +542,9 @@ def cut_release(
     template_path = Path(datasheet) if datasheet else TEMPLATE
     if not template_path.is_file():
         raise UsageError(f"datasheet template {template_path} does not exist")
-    template = template_path.read_text(encoding="utf-8")
+    from corpus.card import check_datasheet_template
+
+    template = check_datasheet_template(template_path)  # UTF-8, and the packaged template's values (UsageError)
     parent_manifest, parent_sessions, pinned, held_out = None, None, {}, {}
     if parent is not None:
         parent_manifest, parent_sessions = _parent_info(Path(parent))

@@ -222,6 +222,20 @@ def test_gate_completeness_trb_needs_a_curated_datasheet_and_eval_labels(tmp_pat
     assert r.manifest["smoke_test"] is False and "SMOKE TEST" not in (r.directory / "README.md").read_text()
 
 
+def test_a_datasheet_that_is_not_a_template_is_refused_before_anything_is_written(tmp_path):
+    """The library refuses what the CLI refuses: a binary file or a template with an unknown placeholder is a
+    UsageError naming the file, and no release directory is made."""
+    c = _corpus(tmp_path, small_corpus())
+    binary, stray = tmp_path / "binary.md", tmp_path / "stray.md"
+    binary.write_bytes(b"# Datasheet\n\x92\x00 junk")
+    stray.write_text(TEMPLATE.read_text(encoding="utf-8") + "\n{{not_a_value}}\n", encoding="utf-8")
+    for sheet, why in ((binary, "not UTF-8 text"), (stray, "not a datasheet template like the packaged one")):
+        with pytest.raises(UsageError) as e:
+            cut_release(c, "0.1.0", kind="smoke", datasheet=sheet, progress=False)
+        assert str(sheet) in str(e.value) and why in str(e.value)
+        assert not (c.dir / "releases").exists()
+
+
 def test_adjudicated_unsure_in_eval_is_refused(tmp_path):
     recs = _many_sessions(30)
     recs += [{"kind": "attribution", "item_id": f"s{i:03d}.attr", "session_id": f"s{i:03d}", "t": 1,
