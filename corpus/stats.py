@@ -7,7 +7,15 @@ from corpus.store import Corpus
 from corpus.tables import RECORD_TABLES
 from schemas.release_format import HUMAN_ORIGINS, SYNTHETIC_CAP
 
-__all__ = ["SYNTHETIC_CAP", "corpus_stats", "render_stats"]
+__all__ = ["R_REPORTED_SQL", "SYNTHETIC_CAP", "corpus_stats", "render_stats"]
+
+
+#: A step whose r_t holds something: recorded (``has_r``) with at least one slot reported. An r_t recorded
+#: empty (``"r": {}``, every slot null, blank text, an empty ``ext``: an imported benchmark item's) is
+#: counted apart, as ``with_empty_r``: nothing was reported there.
+R_REPORTED_SQL = ("has_r AND (nullif(trim(r_goal), '') IS NOT NULL OR nullif(trim(r_planned_next), '') IS NOT NULL "
+                  "OR r_caused_by_self IS NOT NULL OR r_confidence IS NOT NULL "
+                  "OR coalesce(r_ext, 'null') NOT IN ('null', '{}'))")
 
 
 def _grouped(con, sql: str) -> dict[str, int]:
@@ -17,11 +25,14 @@ def _grouped(con, sql: str) -> dict[str, int]:
 def corpus_stats(corpus: Corpus, *, wait_seconds: float | None = None) -> dict:
     """Counts by record kind, source kind, counterfactual origin and label status, and the synthetic ratio.
 
-    Label status as in :mod:`corpus.browse`: ``adjudicated`` means decided (:func:`corpus.labels.decide`)."""
+    Label status as in :mod:`corpus.browse`: ``adjudicated`` means decided (:func:`corpus.labels.decide`).
+    Steps ``with_r`` hold a reported r_t (:data:`R_REPORTED_SQL`); ``with_empty_r`` recorded r_t empty."""
     with corpus.open(write=False, wait_seconds=wait_seconds, purpose="trb-corpus stats") as con:
         records = {kind: con.execute(f"SELECT count(*) FROM store.{table}").fetchone()[0]
                    for kind, (table, _) in RECORD_TABLES.items()}
-        steps, steps_with_r = con.execute("SELECT count(*), count(*) FILTER (WHERE has_r) FROM store.steps").fetchone()
+        steps, steps_with_r, steps_empty_r = con.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE {R_REPORTED_SQL}), "
+            f"count(*) FILTER (WHERE has_r AND NOT ({R_REPORTED_SQL})) FROM store.steps").fetchone()
         by_source = _grouped(con, "SELECT source_kind, count(*) FROM store.sessions GROUP BY 1 ORDER BY 1")
         by_origin = _grouped(con, "SELECT origin, count(*) FROM store.counterfactuals GROUP BY 1 ORDER BY 1")
         flags = con.execute(
@@ -48,7 +59,7 @@ def corpus_stats(corpus: Corpus, *, wait_seconds: float | None = None) -> dict:
     return {
         "corpus": str(corpus.dir),
         "records": records,
-        "steps": {"total": steps, "with_r": steps_with_r},
+        "steps": {"total": steps, "with_r": steps_with_r, "with_empty_r": steps_empty_r},
         "sessions_by_source_kind": by_source,
         "counterfactuals_by_origin": by_origin,
         "counterfactual_flags": {"adversarial": flags[0], "ood": flags[1]},
@@ -90,7 +101,9 @@ def _section(title: str, counts: dict) -> list[str]:
 def render_stats(s: dict) -> str:
     """The stats as an aligned plain-text table."""
     lines = [f"corpus {s['corpus']}"]
-    lines += _section("records", {**s["records"], "(steps)": s["steps"]["total"], "(steps with r_t)": s["steps"]["with_r"]})
+    lines += _section("records", {**s["records"], "(steps)": s["steps"]["total"],
+                                  "(steps with r_t reported)": s["steps"]["with_r"],
+                                  "(steps with r_t recorded empty)": s["steps"]["with_empty_r"]})
     lines += _section("sessions by provenance", s["sessions_by_provenance"])
     lines += _section("sessions by source kind", s["sessions_by_source_kind"])
     lines += _section("counterfactuals by origin", s["counterfactuals_by_origin"])

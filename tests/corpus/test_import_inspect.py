@@ -41,7 +41,7 @@ def test_logs_round_trip_into_sessions_a_release_and_contexts(corpus_dir, tmp_pa
                    "non-text content (image) 2", "answer not read as one of the choices (step left open-ended) 2"):
         assert reason in not_mapped, not_mapped
     s = corpus_stats(Corpus(corpus_dir))
-    assert s["sessions_by_source_kind"] == {"model_rollout": 6} and s["steps"] == {"total": 8, "with_r": 4}
+    assert s["sessions_by_source_kind"] == {"model_rollout": 6} and s["steps"] == {"total": 8, "with_r": 4, "with_empty_r": 0}
 
     r = cut_release(Corpus(corpus_dir), "0.1.0", kind="trb", out=tmp_path / "rel",
                     datasheet=_curated(tmp_path), split_fractions={"train": 0.0, "dev": 0.0, "eval": 1.0},

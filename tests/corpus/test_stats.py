@@ -42,3 +42,18 @@ def test_ratio_over_the_cap_is_flagged(corpus_dir, tmp_path, cli):
 def test_stats_on_a_missing_corpus_is_a_clear_error(tmp_path, cli):
     code, out, err = cli("stats", "--corpus", tmp_path / "nope")
     assert code == 5 and out == "" and "no corpus at" in err and "trb-corpus init" in err
+
+
+def test_steps_with_r_t_count_only_what_was_reported(corpus_dir, tmp_path, cli):
+    """An r_t recorded empty (an imported benchmark item's ``{}``, every slot null, blank text) is not an r_t."""
+    s = session("s1", n_steps=5)
+    s["steps"][1]["r"] = {}
+    s["steps"][2]["r"] = {"goal": None, "planned_next": None, "caused_by_self": None, "confidence": None}
+    s["steps"][3]["r"] = {"goal": "  ", "planned_next": ""}
+    s["steps"][4]["r"] = None  # not recorded
+    ingest(Corpus(corpus_dir), [write_jsonl(tmp_path / "in.jsonl", [s])], progress=False)
+    assert corpus_stats(Corpus(corpus_dir))["steps"] == {"total": 5, "with_r": 1, "with_empty_r": 3}
+    code, out, _ = cli("stats", "--corpus", corpus_dir)
+    assert code == 0
+    assert [ln.split() for ln in out.splitlines() if "(steps with r_t" in ln] == [
+        ["(steps", "with", "r_t", "reported)", "1"], ["(steps", "with", "r_t", "recorded", "empty)", "3"]]
