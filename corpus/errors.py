@@ -114,7 +114,8 @@ class ReleaseRefused(CorpusError):
 
     def __init__(self, failed: list, message: str = ""):
         self.failed = failed
-        super().__init__(message or f"release refused: {len(failed)} gate(s) failed; nothing was written")
+        super().__init__(message or f"release refused: {len(failed)} gate(s) failed "
+                                   f"({', '.join(g.name for g in failed)}); nothing was written")
 
     def lines(self) -> list[str]:
         out = []

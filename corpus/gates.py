@@ -139,23 +139,34 @@ def split_discipline_gate(con, parent_held_out: dict[str, str] | None) -> GateRe
 
 
 def completeness_gate(con, excluded_lacking_phi: int, kind: str, datasheet_prompts: int) -> GateResult:
-    """Every eval counterfactual has Φ; every eval attribution item has a label; a trb datasheet is complete."""
+    """Every eval counterfactual has Φ; every eval attribution item has a label; a trb datasheet is complete.
+
+    A failed gate's figure names only the checks that failed (the headline a refused release leads with);
+    a passed one gives every count."""
     unlabeled = _Offenders(con, "SELECT item_id FROM rel_attribution WHERE split IN ('eval', 'transfer') "
                                 "AND label IS NULL", "item_id")
     no_phi = _Offenders(con, "SELECT cf_id FROM rel_counterfactuals WHERE split IN ('eval', 'transfer') "
                              "AND phi_type IS NULL", "cf_id")
-    problems = []
-    if unlabeled:
-        problems.append(f"eval attribution items without a label: {_ids(unlabeled)}")
-    if no_phi:
-        problems.append(f"eval counterfactuals without Φ: {_ids(no_phi)}")
-    if kind == "trb" and datasheet_prompts:
-        problems.append(f"the datasheet still has {datasheet_prompts} [curator: ...] prompt(s) (give --datasheet)")
-    figure = (f"{len(no_phi)} eval counterfactual(s) without Φ ({excluded_lacking_phi} lacking Φ kept out of eval and "
-              f"transfer); {len(unlabeled)} eval item(s) without a label")
-    return GateResult(name="completeness", passed=not problems, figure=figure,
-                      bar="0 and 0" + (" and a curated datasheet" if kind == "trb" else ""),
-                      detail="\n".join(problems) or None)
+    sheet = datasheet_prompts if kind == "trb" else 0
+    checks = [  # (failed, figure, bar, what to do)
+        (bool(no_phi), f"{len(no_phi)} eval counterfactual(s) without Φ", "0 eval counterfactuals without Φ",
+         f"eval counterfactuals without Φ: {_ids(no_phi)}"),
+        (bool(unlabeled), f"{len(unlabeled)} eval item(s) without a label", "0 eval items without a label",
+         f"eval attribution items without a label: {_ids(unlabeled)}"),
+        (bool(sheet), f"the datasheet still has {sheet} [curator: ...] prompt(s)",
+         "a curated datasheet (no curator prompt left)",
+         f"the datasheet still has {sheet} [curator: ...] prompt(s): answer them in a copy of the template and give "
+         "it with --datasheet FILE"),
+    ]
+    failed = [c for c in checks if c[0]]
+    if failed:
+        figure, bar = "; ".join(c[1] for c in failed), "; ".join(c[2] for c in failed)
+    else:
+        figure = (f"{checks[0][1]} ({excluded_lacking_phi} lacking Φ kept out of eval and transfer); "
+                  f"{checks[1][1]}")
+        bar = ", ".join(c[2] for c in checks[:3 if kind == "trb" else 2])
+    return GateResult(name="completeness", passed=not failed, figure=figure, bar=bar,
+                      detail="\n".join(c[3] for c in failed) or None)
 
 
 #: A gated counterfactual falls short: a distribution Φ from fewer annotators than the minimum, or one that

@@ -211,11 +211,17 @@ def test_min_annotators_must_be_a_positive_int(tmp_path):
             cut_release(c, "0.1.0", kind="smoke", progress=False, min_annotators=bad)
 
 
-def test_gate_completeness_trb_needs_a_curated_datasheet_and_eval_labels(tmp_path):
+def test_gate_completeness_trb_needs_a_curated_datasheet_and_eval_labels(tmp_path, cli):
     recs = _many_sessions(30)
     c = _corpus(tmp_path, recs)
     err = _refused(c, "1.0.0", kind="trb")
     assert [g.name for g in err.failed] == ["completeness"] and "[curator: ...] prompt" in err.failed[0].detail
+    # the headline leads with the check that failed, not the counts that pass (Φ and labels are complete here)
+    code, _, err = cli("release", "--corpus", c.dir, "--version", "1.0.0", "--kind", "trb", "-q")
+    head = err.splitlines()[0]
+    assert code == ExitCode.GATE_FAILED and head.startswith("gate completeness: FAILED: the datasheet still has ")
+    assert "without Φ" not in head and "without a label" not in head
+    assert "--datasheet FILE" in err and "1 gate(s) failed (completeness); nothing was written" in err
     curated = tmp_path / "DATASHEET.md"
     curated.write_text(TEMPLATE.read_text(encoding="utf-8").replace("[curator:", "(answered:"))
     r = cut_release(c, "1.0.0", kind="trb", datasheet=curated, progress=False)
