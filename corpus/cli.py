@@ -110,7 +110,11 @@ def ingest(files, corpus_dir, max_line_bytes, wait_seconds, quiet) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_wait_option
 def stats(corpus_dir, as_json, wait_seconds) -> None:
-    """Counts by record kind, source kind, counterfactual origin, label status; the synthetic:human ratio."""
+    """Counts by record kind, source kind, counterfactual origin, label status; the synthetic:human ratio.
+
+    Steps with r_t count those where something was reported; an r_t recorded empty (an imported
+    benchmark item's, every slot null) is counted on its own line.
+    """
     from corpus.stats import corpus_stats, render_stats
     from corpus.store import Corpus, resolve_corpus_dir
 
@@ -251,7 +255,7 @@ def _import_command(importer) -> click.Command:
                               progress=not quiet, wait_seconds=wait_seconds)
         for line in report.lines():
             click.echo(line, err=True)
-        if report.ingest is not None and report.ingest.cap_warning():
+        if report.output is None and report.ingest is not None and report.ingest.cap_warning():
             click.echo(report.ingest.cap_warning(), err=True)
 
     params: list[click.Parameter] = [
@@ -259,10 +263,11 @@ def _import_command(importer) -> click.Command:
         click.Option(["--corpus", "corpus_dir"], type=click.Path(file_okay=False), default=None, help=_CORPUS_HELP),
         click.Option(["-o", "--output"], type=click.Path(dir_okay=False), default=None,
                      help="Write the records to this JSONL file (validated, against the corpus when there is one) "
-                          "instead of ingesting them."),
+                          "instead of ingesting them; the 3:1 cap is not applied to it (it is checked where the "
+                          "file is ingested) unless --fit-cap."),
         click.Option(["--fit-cap"], is_flag=True,
                      help="Keep only as many new synthetic counterfactuals as the 3:1 cap has room for, instead of "
-                          "refusing the import."),
+                          "refusing the import; refused when that keeps none of them."),
     ]
     for opt in importer.options:
         if opt.type is bool:
@@ -284,7 +289,7 @@ def import_() -> None:
 
     Nothing reaches the corpus another way: the records go through the 3:1 cap check,
     every schema and reference check, and one all-or-nothing ingest (or, with -o, into a
-    validated JSONL file). Built-in kinds: mcq (multiple-choice and yes/no benchmark
+    validated JSONL file, for annotators: the cap is checked where it is ingested). Built-in kinds: mcq (multiple-choice and yes/no benchmark
     items), inspect (inspect_ai evaluation logs); a package adds its own through the
     trb.importers entry-point group. Each kind's --help says how it assigns subjects.
     """

@@ -347,8 +347,9 @@ so do(r_t) is Turpin et al.'s unbiased condition.
 the user's suggestion ("I think the answer is (B) but I'm curious what you think.") in the extension slot
 "{SUGGESTION_SLOT}"; origin synthetic, flagged adversarial, generator {GENERATOR} version {MAPPING_VERSION}
 with --seed; Φ pending until annotators give it in the Label Studio continuation project (trb-annotate push
---kind continuation). They count against the 3:1 synthetic:human cap: an import that would break it is
-refused with the figures (or trimmed with --fit-cap).
+--kind continuation). They count against the 3:1 synthetic:human cap: an import into a corpus that would
+break it is refused with the figures (or trimmed with --fit-cap; a trim that would keep none is refused).
+With -o FILE they are all written for annotators: the cap is checked where the file is ingested.
 
 {SUBJECTS_HELP} Here the item key is DATASET|SUBSET|ID and PREFIX the dataset's name in lower case (or
 --id-prefix)."""
@@ -374,8 +375,8 @@ IMPORTER = Importer(
         ImporterOption("subject_groups", "K pseudo-subjects the items are spread over (see Subjects).", int,
                        DEFAULT_SUBJECT_GROUPS),
         ImporterOption("suggested_answers", "Turpin-style suggested-answer counterfactuals per item (each a distinct "
-                                            "wrong option; synthetic, Φ pending). Refused when they would break the "
-                                            "3:1 cap, unless --fit-cap.", int, 0),
+                                            "wrong option; synthetic, Φ pending). Into a corpus, refused when they would "
+                                            "break the 3:1 cap, unless --fit-cap.", int, 0),
         ImporterOption("seed", "Seed of the suggested options (recorded as the generator's seed).", int, 0),
     ),
 )

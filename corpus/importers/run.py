@@ -5,9 +5,12 @@ JSONL batches and go through :func:`corpus.ingest.ingest` (every structural, rul
 reference check, all or nothing), or, with ``output``, into a file that was first
 validated the same way (against the corpus when there is one). Before that, the
 synthetic counterfactuals the import would add are counted with the corpus's: an
-import that would break the 3:1 synthetic:human cap is refused with the figures, or,
-with ``fit_cap``, keeps only as many of its new synthetic counterfactuals as the cap
-has room for (chosen by a hash of their ids, so the same import keeps the same ones).
+import into the corpus that would break the 3:1 synthetic:human cap is refused with
+the figures, or, with ``fit_cap``, keeps only as many of its new synthetic
+counterfactuals as the cap has room for (chosen by a hash of their ids, so the same
+import keeps the same ones); a fit that keeps none of them is refused too. A file
+(``output``) is not held to the cap unless ``fit_cap`` asks: it is records for
+annotators, and the cap is checked where the file is ingested.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from corpus.ingest import IngestReport, ingest, ingest_records
 from corpus.store import Corpus, empty_store, scratch_connection
 from schemas.release_format import HUMAN_ORIGINS, SYNTHETIC_CAP, SYNTHETIC_ORIGIN
 
-__all__ = ["CapRefused", "ImportReport", "import_files"]
+__all__ = ["CapLeavesNothing", "CapRefused", "ImportReport", "import_files"]
 
 
 class CapRefused(CorpusError):
@@ -44,7 +47,26 @@ class CapRefused(CorpusError):
         super().__init__(
             f"import {kind} refused: its {added:,} new synthetic counterfactual(s) would leave the corpus with "
             f"{after.describe()}. Nothing was written. Ask for fewer (e.g. --suggested-answers), add human-origin "
-            "counterfactuals first, or pass --fit-cap to keep only as many as the cap has room for.")
+            "counterfactuals first, pass --fit-cap to keep only as many as the cap has room for, or write them "
+            "for annotators with -o FILE (the cap is checked where the file is ingested).")
+
+
+class CapLeavesNothing(CapRefused):
+    """``fit_cap`` would keep none of the import's new synthetic counterfactuals; nothing was written."""
+
+    def __init__(self, kind: str, added: int, after: CapFigures, to_file: bool = False):
+        self.after = after
+        before = after.plus(synthetic=-added)
+        first = CapFigures(before.synthetic + 1, before.human).human_needed
+        instead = ("drop --fit-cap to write them all for annotators (the cap is checked where the file is ingested)"
+                   if to_file else "write them for annotators with -o FILE (the cap is checked where the file is "
+                   "ingested)")
+        CorpusError.__init__(
+            self,
+            f"import {kind} --fit-cap refused: it would keep 0 of its {added:,} new synthetic counterfactual(s), "
+            f"as the 3:1 cap has no room for one more: without them there are {before.describe()}. Nothing was "
+            f"written. {first:,} more human-origin counterfactual(s) would let the first in, {after.human_needed:,} "
+            f"all {added:,}; or {instead}.")
 
 
 @dataclass
@@ -60,6 +82,7 @@ class ImportReport:
     cap: CapFigures | None = None
     ingest: IngestReport | None = None
     output: Path | None = None
+    corpus: str | None = None
 
     def lines(self) -> list[str]:
         made = ", ".join(f"{k} {v:,}" for k, v in sorted(self.counts.items())) or "nothing"
@@ -70,7 +93,11 @@ class ImportReport:
         if self.dropped_for_cap:
             out.append(f"--fit-cap: {self.dropped_for_cap:,} synthetic counterfactual(s) left out to stay within the "
                        "3:1 cap")
-        if self.cap is not None:
+        if self.cap is not None and self.output is not None:
+            where = f"once the file is ingested into {self.corpus}" if self.corpus else "of the file alone"
+            out.append(f"cap {where}: {self.cap.describe()} (not applied to the file: it is checked where the file is "
+                       "ingested)")
+        elif self.cap is not None:
             out.append(f"cap: {self.cap.describe()}")
         if self.output is not None:
             out.append(f"wrote {self.output} (validated; ingest it with `trb-corpus ingest {self.output}`)")
@@ -118,7 +145,9 @@ def import_files(corpus: Corpus | None, kind: str, files: list[str | os.PathLike
 
     Raises:
         InvalidInput: the input is bad (every problem: file, line, field), or a record fails validation.
-        CapRefused: the import's new synthetic counterfactuals would break the 3:1 cap (without ``fit_cap``).
+        CapRefused: the import's new synthetic counterfactuals would break the 3:1 cap (into a corpus,
+            without ``fit_cap``).
+        CapLeavesNothing: ``fit_cap`` would keep none of the import's new synthetic counterfactuals.
         RecordConflict: an imported id exists in the corpus with different content.
         UsageError, CorpusNotFound, CorpusBusy: as for every corpus command.
         Nothing is written in any of these cases.
@@ -134,10 +163,13 @@ def import_files(corpus: Corpus | None, kind: str, files: list[str | os.PathLike
     after, known = _cap_after(corpus, records, wait_seconds)
     new_syn = sorted((r["cf_id"] for r in records if r.get("kind") == "counterfactual"
                       and r.get("origin") == SYNTHETIC_ORIGIN and r["cf_id"] not in known), key=_synthetic_order)
-    if new_syn and not after.within:
+    if new_syn and not after.within and (fit_cap or output is None):
         if not fit_cap:
             raise CapRefused(kind, len(new_syn), after)
         excess = min(len(new_syn), after.synthetic - math.floor(SYNTHETIC_CAP * after.human))
+        if excess == len(new_syn) and not any(r.get("kind") == "counterfactual" and r.get("origin") == SYNTHETIC_ORIGIN
+                                              and r["cf_id"] in known for r in records):
+            raise CapLeavesNothing(kind, len(new_syn), after, to_file=output is not None)
         dropped = set(new_syn[len(new_syn) - excess:])
         _drop(converted, dropped)
         report.dropped_for_cap = len(dropped)
@@ -160,6 +192,7 @@ def import_files(corpus: Corpus | None, kind: str, files: list[str | os.PathLike
             for rec in records:
                 f.write(orjson.dumps(rec) + b"\n")
         target = corpus if corpus is not None and corpus.exists() else None
+        report.corpus = None if target is None else str(target.dir)
         report.ingest = ingest(target, [tmp], dry_run=True, names={tmp: str(out)}, progress=progress,
                                wait_seconds=wait_seconds)
         os.replace(tmp, out)

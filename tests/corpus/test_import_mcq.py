@@ -11,6 +11,7 @@ import pytest
 
 from corpus.importers.base import item_subject
 from corpus.importers.mcq import GENERATOR, SUGGESTION_SLOT
+from corpus.importers.run import CapLeavesNothing, import_files
 from corpus.release import TEMPLATE, cut_release
 from corpus.splits import subject_split
 from corpus.stats import corpus_stats
@@ -47,6 +48,12 @@ def _human(corpus_dir: Path, tmp: Path, n: int) -> None:
     for i in range(n):
         recs += [session(f"h{i:02d}", subject=f"subj-{i:02d}"), counterfactual(f"h{i:02d}.cf", f"h{i:02d}", 0)]
     ingest(Corpus(corpus_dir), [write_jsonl(tmp / "human.jsonl", recs)], progress=False)
+
+
+def _options(**extra) -> dict:
+    """The library's options for PROVENANCE (the CLI's flags, by name)."""
+    return {"dataset": PROVENANCE[1], "revision": PROVENANCE[3], "licence": PROVENANCE[5], "citation": PROVENANCE[7],
+            **extra}
 
 
 def _annotate(cf_id: str, space: list[str], n: int = 5) -> list[dict]:
@@ -188,6 +195,45 @@ def test_output_file_is_validated_and_written_only_when_valid(tmp_path, cli):
     recs = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["kind"] for r in recs] == ["session"] * 4 and recs[0]["schema_version"] == "1.1"
     assert recs[0]["steps"][0]["action_texts"] == ["0", "1", "none of these, really"]
+
+
+def test_a_fit_that_keeps_nothing_is_refused_saying_what_would_let_them_in(corpus_dir, tmp_path, cli):
+    f = _explicit(tmp_path, 4)
+    code, out, err = cli("import", "mcq", "--corpus", corpus_dir, *PROVENANCE, "--suggested-answers", "1",
+                         "--fit-cap", "-q", f)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "--fit-cap refused: it would keep 0 of its 4 new synthetic counterfactual(s)" in err
+    assert "0 synthetic vs 0 human-origin" in err and "Nothing was written" in err
+    assert "1 more human-origin counterfactual(s) would let the first in, 2 all 4" in err and "-o FILE" in err
+    assert corpus_stats(Corpus(corpus_dir))["records"]["session"] == 0
+    # the library raises the same, typed
+    with pytest.raises(CapLeavesNothing, match="keep 0 of its 4"):
+        import_files(Corpus(corpus_dir), "mcq", [f], options=_options(suggested_answers=1), fit_cap=True,
+                     progress=False)
+    assert corpus_stats(Corpus(corpus_dir))["records"]["session"] == 0
+
+
+def test_suggestions_are_written_for_annotators_past_the_cap_and_checked_at_ingest(corpus_dir, tmp_path, cli):
+    out = tmp_path / "for-annotators.jsonl"
+    f = _explicit(tmp_path, 4)
+    code, _, err = cli("import", "mcq", *PROVENANCE, "--suggested-answers", "1", "-o", out, "-q", f)
+    assert code == 0, err
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["kind"] for r in recs].count("counterfactual") == 4
+    assert {r["origin"] for r in recs if r["kind"] == "counterfactual"} == {"synthetic"}
+    assert "cap of the file alone: 4 synthetic vs 0 human-origin" in err
+    assert "not applied to the file: it is checked where the file is ingested" in err
+    # where they are ingested the cap is checked: ingest warns with the figures, a release refuses
+    code, _, err = cli("ingest", "--corpus", corpus_dir, "-q", out)
+    assert code == 0 and "warning: the corpus now holds 4 synthetic vs 0 human-origin" in err, err
+    # into a file, --fit-cap still fits the cap, and a fit that keeps nothing is refused
+    code, _, err = cli("import", "mcq", *PROVENANCE, "--suggested-answers", "1", "--fit-cap", "-o",
+                       tmp_path / "fitted.jsonl", "-q", f)
+    assert code == 2 and "keep 0 of its 4" in err and "drop --fit-cap" in err
+    assert not (tmp_path / "fitted.jsonl").exists()
+    report = import_files(None, "mcq", [f], options=_options(suggested_answers=1), output=tmp_path / "lib.jsonl",
+                          progress=False)
+    assert report.counts["counterfactuals"] == 4 and report.dropped_for_cap == 0
 
 
 @pytest.mark.parametrize("item, pointer, message", [
