@@ -13,6 +13,9 @@ with that checkout's scanner too, in a child process, and both are printed side 
 named-entity route's cost (a child process): the model's load time and peak RSS, texts/s batched and one
 at a time, and how many of a simulated corpus's strings reach the model.
 
+Held out (issue 41): recall of addresses and names by Faker locale on two Faker draws
+(bench/data/make_pii_heldout.py; ``--heldout-only`` prints just these), before and after with ``--before``.
+
 Part 1, the scanner (:func:`corpus.pii.scan_text`). Each form is put in a sentence;
 it counts as *caught* when one hit of the expected kind covers the whole planted span
 (what redaction must replace), *misnamed* when a hit of another kind covers it, and
@@ -116,9 +119,9 @@ def _by_kind() -> dict:
     return {"kinds": r["kinds"], "n_false": len(r["false"]), "false": r["false"][:10], "n_innocent": r["n_innocent"]}
 
 
-def _by_kind_before(before: Path) -> dict:
+def _by_kind_before(before: Path, flag: str = "--by-kind-json") -> dict:
     env = dict(os.environ, PYTHONPATH=str(before))
-    out = subprocess.run([sys.executable, __file__, "--by-kind-json"], capture_output=True, text=True, check=True,
+    out = subprocess.run([sys.executable, __file__, flag], capture_output=True, text=True, check=True,
                          env=env, cwd=before)
     return json.loads(out.stdout)
 
@@ -148,6 +151,43 @@ def _print_by_kind(after: dict, before: dict | None) -> None:
     print(line)
     for text, kinds in after["false"]:
         print(f"  false positive: {text!r}: {kinds}")
+
+
+def _heldout() -> dict:
+    """Recall by kind and by Faker locale on the held-out draws (bench/data/make_pii_heldout.py)."""
+    import pii_labelled
+    from corpus.pii import scan_record, scan_text
+
+    out = {}
+    for path in (pii_labelled.HELDOUT, pii_labelled.FRESH):
+        data = pii_labelled.load(path)
+        r = pii_labelled.score(data, scan_text, scan_record)
+        out[path.name] = {"source": data["source"], "by_country": pii_labelled.by_country(data, r)}
+    return out
+
+
+def _print_heldout(after: dict, before: dict | None) -> None:
+    print("## held out: addresses and names made by Faker in 18 locales (bench/data/pii_heldout*.json)\n")
+    print("The first draw's misses were looked at to change the address rules; the fresh draw was scored only "
+          "after.\n")
+    for name, a in after.items():
+        b = before[name] if before else None
+        print(f"### {name} ({a['source']})\n")
+        print("| locale | " + " | ".join(f"{k} before | {k} after" if b else k for k in a["by_country"]) + " |")
+        print("|---|" + "---|" * (len(a["by_country"]) * (2 if b else 1)))
+        for loc in next(iter(a["by_country"].values())):
+            cells = []
+            for k, v in a["by_country"].items():
+                if b:
+                    cells.append("{}/{}".format(*b["by_country"][k][loc]))
+                cells.append("{}/{}".format(*v[loc]))
+            print(f"| {loc} | " + " | ".join(cells) + " |")
+        for k, v in a["by_country"].items():
+            line = f"{k}: {sum(c for c, _ in v.values())} / {sum(n for _, n in v.values())}"
+            if b:
+                line += f" (before: {sum(c for c, _ in b['by_country'][k].values())})"
+            print(line)
+        print()
 
 
 def _ner_cost() -> dict:
@@ -306,12 +346,20 @@ def main() -> None:
     ap.add_argument("--before", type=Path, help="an older checkout whose scanner is scored on the labelled set too")
     ap.add_argument("--by-kind-json", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--ner-cost-json", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--heldout-json", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--heldout-only", action="store_true", help="print only the held-out figures")
     args = ap.parse_args()
     if args.by_kind_json:
         print(json.dumps(_by_kind()))
         return
+    if args.heldout_json:
+        print(json.dumps(_heldout()))
+        return
     if args.ner_cost_json:
         print(json.dumps(_ner_cost()))
+        return
+    _print_heldout(_heldout(), _by_kind_before(args.before, "--heldout-json") if args.before else None)
+    if args.heldout_only:
         return
     _print_by_kind(_by_kind(), _by_kind_before(args.before) if args.before else None)
     print()

@@ -19,11 +19,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 SET = Path(__file__).resolve().parents[1] / "bench" / "data" / "pii_set.json"
+#: addresses and names made by Faker in 18 locales (bench/data/make_pii_heldout.py): held out from the rules' author
+HELDOUT = SET.with_name("pii_heldout.json")
+#: a second Faker draw, scored only after the address rules were changed on what the first one missed
+FRESH = SET.with_name("pii_heldout_fresh.json")
 _SAME = {"national_id": {"national_id", "ssn"}}
 
 
-def load() -> dict:
-    return json.loads(SET.read_text(encoding="utf-8"))
+def load(path: Path = SET) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _covers(hits, kind: str, a: int, b: int) -> bool:
@@ -67,3 +71,14 @@ def score(data: dict, scan_text: Callable, scan_record: Callable) -> dict:
         if k != base:
             kinds[k]["precision"] = 1.0 if c else 0.0
     return {"kinds": kinds, "missed": missed, "false": false, "n_innocent": len(data["innocent"])}
+
+
+def by_country(data: dict, result: dict) -> dict:
+    """``{kind: {country: [caught, n]}}`` of ``data``'s planted forms, from :func:`score`'s ``result``."""
+    missed = {(r["kind"], r["country"], r["text"]) for r in result["missed"] if "text" in r}
+    out: dict[str, dict[str, list[int]]] = {}
+    for row in data["planted"]:
+        c = out.setdefault(row["kind"], {}).setdefault(row["country"], [0, 0])
+        c[1] += 1
+        c[0] += (row["kind"], row["country"], row["text"]) not in missed
+    return out
