@@ -244,7 +244,7 @@ def test_an_invalid_manifest_under_releases_is_one_line_where_releases_are_liste
     cut_release(c, "0.1.0", kind="smoke", progress=False)
     bad = c.dir / "releases" / "0.2.0"
     bad.mkdir()
-    for text, says in (('{"release_sha": "x"}', "not a valid release manifest"), ("{oops", "not JSON"),
+    for text, says in (('{"release_sha": "x"}', "not a valid release manifest"), ("{oops", "invalid JSON"),
                        ("[]", "not a JSON object")):
         (bad / "manifest.json").write_text(text)
         with pytest.raises(InvalidReleases) as e:
