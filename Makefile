@@ -86,15 +86,21 @@ $(INSPECT_STAMP): Makefile
 # llama.cpp's OpenAI-compatible server (llama-cpp-python[server], built from source: some minutes), which the
 # served-adapter tests and bench/served.py start on loopback with SmolLM2's GGUF: its own venv (its pins, numpy
 # and a fastapi/uvicorn stack, are not ours to carry).
+# Built for any x86-64 with AVX2 (GGML_NATIVE=OFF), not for the building CPU: a build tuned by -march=native crashed
+# (SIGSEGV) on its first completion on a Xeon with AMX. Its own pip cache, so that a native build cached before is
+# never reused; a venv without this stamp (an older, native build) is made anew.
 LLAMA_VENV := .venv-llama
-LLAMA_STAMP := $(LLAMA_VENV)/.installed
+LLAMA_STAMP := $(LLAMA_VENV)/.installed-0.3.36-generic
+LLAMA_PIP_CACHE := $(HOME)/.cache/trb-pip-llama-generic
 
 install-llama-server: $(LLAMA_STAMP)
 
 $(LLAMA_STAMP): Makefile
+	test -f $(LLAMA_STAMP) || rm -rf $(LLAMA_VENV)
 	test -x $(LLAMA_VENV)/bin/python || $(PY) -m venv $(LLAMA_VENV)
 	$(LLAMA_VENV)/bin/pip install --quiet --upgrade pip
-	CMAKE_BUILD_PARALLEL_LEVEL=2 $(LLAMA_VENV)/bin/pip install --quiet 'llama-cpp-python[server]==0.3.36'
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 $(LLAMA_VENV)/bin/pip install --quiet \
+		--cache-dir $(LLAMA_PIP_CACHE) 'llama-cpp-python[server]==0.3.36'
 	touch $(LLAMA_STAMP)
 
 # Debian's Chromium for the browser tests (Playwright drives it; its own browser download is unreachable here).
