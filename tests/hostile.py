@@ -21,7 +21,6 @@ not Label Studio's (:class:`WrongServer`).
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import random
@@ -29,6 +28,8 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from answer_server import AnswerServer
 
 #: The six command lines: prog -> (module, the click object, main).
 PROGS = {
@@ -399,38 +400,11 @@ SERVER_TABLE = {
 }
 
 
-class WrongServer:
-    """``with WrongServer(answer) as srv:`` ``srv.url`` answers every request with :data:`ANSWERS`\\ [answer]."""
-
-    def __init__(self, answer: str):
-        status, ctype, body = ANSWERS[answer]
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def _answer(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                if n:
-                    self.rfile.read(n)
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer  # noqa: N815 - http.server's names
-
-            def log_message(self, *a):
-                pass
-
-        self._srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._srv.server_address[1]}"
-
-    def __enter__(self) -> WrongServer:
-        threading.Thread(target=self._srv.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._srv.shutdown()
-        self._srv.server_close()
+def WrongServer(answer: str) -> AnswerServer:  # noqa: N802 - used as a class: ``with WrongServer(answer) as srv``
+    """A loopback server (:class:`answer_server.AnswerServer`) that answers every request with :data:`ANSWERS`\\
+    [answer]."""
+    status, ctype, body = ANSWERS[answer]
+    return AnswerServer(default=(status, ctype, body.decode()))
 
 
 class Hung(BaseException):

@@ -98,21 +98,25 @@ def test_trb_run_refuses_the_tamper_when_the_claims_digest_is_forged_too(release
     _refused(d, tmp_path / "r.duckdb")
 
 
-@pytest.mark.parametrize("name, says", [
-    ("manifest: kind trb, smoke_test false", "differ from its manifest"),
-    ("rows: every Φ made uniform (resealed)", "release SHA recomputed from the parquet rows"),
-    ("file: a hidden shard data/counterfactuals/.extra.parquet", "not listed in the manifest"),
-])
-def test_the_cli_refuses_with_one_line_and_exit_13(release, tmp_path, capsys, name, says):
+def _refused_in_one_line(d, tmp_path, capsys, says: str) -> None:
+    """`trb run` on release ``d``: exit 13, one line saying ``says``, no traceback, no results store made."""
     from trb.cli import main
 
-    d = rt.apply(release, name, tmp_path / "rel", forged=True)
     code = main(["run", "--release", str(d), "--adapter", "native", "--model", str(d), "--baseline", "x",
                  "--results", str(tmp_path / "r.duckdb")])
     err = capsys.readouterr().err
     assert code == ExitCode.BAD_RELEASE, err
     assert says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r.duckdb").exists()
+
+
+@pytest.mark.parametrize("name, says", [
+    ("manifest: kind trb, smoke_test false", "differ from its manifest"),
+    ("rows: every Φ made uniform (resealed)", "release SHA recomputed from the parquet rows"),
+    ("file: a hidden shard data/counterfactuals/.extra.parquet", "not listed in the manifest"),
+])
+def test_the_cli_refuses_with_one_line_and_exit_13(release, tmp_path, capsys, name, says):
+    _refused_in_one_line(rt.apply(release, name, tmp_path / "rel", forged=True), tmp_path, capsys, says)
 
 
 @pytest.mark.parametrize("name", list(rt.INNOCENT))
@@ -130,15 +134,7 @@ def test_trb_run_scores_a_good_release_after_an_innocent_change(release, tmp_pat
     ("file: an unlisted FIFO named like a shard", "not listed in the manifest (a FIFO)"),
 ])
 def test_the_cli_refuses_a_loose_manifest_with_one_line_and_exit_13(release, tmp_path, capsys, name, says):
-    from trb.cli import main
-
-    d = rt.apply(release, name, tmp_path / "rel")
-    code = main(["run", "--release", str(d), "--adapter", "native", "--model", str(d), "--baseline", "x",
-                 "--results", str(tmp_path / "r.duckdb")])
-    err = capsys.readouterr().err
-    assert code == ExitCode.BAD_RELEASE, err
-    assert says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "r.duckdb").exists()
+    _refused_in_one_line(rt.apply(release, name, tmp_path / "rel"), tmp_path, capsys, says)
 
 
 # -- the full check once per release directory --------------------------------------------------------
