@@ -7,6 +7,10 @@ import sys
 import click
 
 from pipeline.demo import DEMO_ROLLOUT_SEEDS, DEMO_SESSIONS
+from trb.numerics import pin_environment
+
+# The demo's figures are quoted in the docs: the same CPU kernels on every machine, chosen before torch is imported.
+pin_environment()
 
 __all__ = ["cli", "main"]
 

@@ -76,6 +76,24 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
     ``baseline_settings`` (a :class:`trb.baselines.BaselineSettings`) sizes the LM baselines'
     training; the default is the library defaults on every train step.
     """
+    from trb.numerics import check_pinned, describe, pinned_threads
+
+    check_pinned("the demo")  # its figures are quoted in the docs: the same kernels on every machine
+    work = Path(workdir)
+    if work.exists() and any(work.iterdir()):
+        raise UsageError(f"{work} is not empty; give an empty or new --workdir (the demo never overwrites)")
+    work.mkdir(parents=True, exist_ok=True)
+    with pinned_threads():  # MKL's results are the same for the same thread count only
+        result = _run(work, seed=seed, sessions=sessions, progress=progress, baseline_settings=baseline_settings,
+                      rollout_seeds=rollout_seeds)
+        result["conclusions"]["numerics"] = describe()
+    (work / "conclusions.json").write_text(json.dumps(result["conclusions"], indent=2, ensure_ascii=False) + "\n",
+                                           encoding="utf-8")
+    return result
+
+
+def _run(work: Path, *, seed: int, sessions: int, progress: bool, baseline_settings, rollout_seeds: int) -> dict:
+    """:func:`run_demo`'s stages, in ``work`` (empty), on the pinned numerics."""
     from corpus import Corpus, ingest, init_corpus
     from corpus.examples import example_path
     from corpus.release import cut_release
@@ -90,10 +108,6 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
     from trb.results import ResultsStore
     from trb.run import RunSpec, run_tracks
 
-    work = Path(workdir)
-    if work.exists() and any(work.iterdir()):
-        raise UsageError(f"{work} is not empty; give an empty or new --workdir (the demo never overwrites)")
-    work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     timings = {}
 
@@ -161,7 +175,6 @@ def run_demo(workdir: str | os.PathLike, *, seed: int = 1, sessions: int = DEMO_
     md = render_markdown(report, Path(plot.name), Path(profiles.name))
     (work / "report.md").write_text(md, encoding="utf-8")
     found = conclusions(report)  # every verdict with its figures: what the README and the docs quote
-    (work / "conclusions.json").write_text(json.dumps(found, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (work / "conclusions.md").write_text(render_conclusions(found), encoding="utf-8")
     timings["total"] = time.perf_counter() - t0
     _say(f"[demo] done in {timings['total']:.1f} s; report: {work / 'report.md'}")

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from trb.numerics import pin_environment
+
 # Nothing in the tests may reach the Hugging Face Hub or the user's caches.
 _HF_HOME = tempfile.mkdtemp(prefix="trb-tests-hf-")
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -19,6 +21,12 @@ os.environ.setdefault("TRB_LOCK_WAIT", "60")
 # Releases checked in full by the engine are remembered here, not in the user's ~/.cache/trb (trb/verified.py).
 os.environ["TRB_CACHE"] = tempfile.mkdtemp(prefix="trb-tests-cache-")
 _OWNER = os.getpid()
+# torch on the CPU kernels `make demo` pins (trb/numerics.py: the demo's end-to-end test compares its figures with
+# the docs'), read when torch is imported, so set before any test imports it; and one thread a worker: two workers
+# on two cores with torch's default of a thread per core each made the demo 3-6 times slower than alone.
+pin_environment()
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @atexit.register

@@ -92,7 +92,7 @@ def cg1_calibration(brier_full: Sequence[float], brier_ablated: Sequence[float],
     power_calc = TTestPower()
     if n > 1 and sd > 0:
         dz = effect / sd
-        power = float(power_calc.power(effect_size=dz, nobs=n, alpha=ALPHA))
+        power = _t_power(power_calc, dz, n)
         n_for = _t_n_for_power(power_calc, dz)
     elif n > 1:  # every pair's difference equal: any nonzero effect would show at once (d unbounded: None)
         dz, power, n_for = None, 1.0, 2
@@ -112,20 +112,35 @@ def cg1_calibration(brier_full: Sequence[float], brier_ablated: Sequence[float],
     return out
 
 
+def _t_power(calc, dz: float, n: int) -> float:
+    """The two-sided paired t test's power at effect size ``dz`` and ``n`` pairs (statsmodels ``TTestPower``). Its
+    noncentral t gives NaN for a very large ``dz`` (per-pair differences that differ by rounding error only, an SD
+    of 1e-17): there the normal approximation, which is exact in the limit, gives the power (1 to the last digit)."""
+    import math
+
+    from scipy.stats import norm
+
+    power = float(calc.power(effect_size=dz, nobs=n, alpha=ALPHA))
+    if math.isfinite(power):
+        return power
+    z, shift = float(norm.ppf(1 - ALPHA / 2)), dz * math.sqrt(n)
+    return float(norm.sf(z - shift) + norm.cdf(-z - shift))
+
+
 def _t_n_for_power(calc, dz: float, n_max: int = 1_000_000) -> int | None:
     """The smallest n (≥ 2) at which the paired t test reaches :data:`POWER` at effect size ``dz`` (statsmodels'
     own root finder fails for very large effects, so the n is searched: doubling, then bisection)."""
-    if calc.power(effect_size=dz, nobs=2, alpha=ALPHA) >= POWER:
+    if _t_power(calc, dz, 2) >= POWER:
         return 2
     hi = 4
-    while calc.power(effect_size=dz, nobs=hi, alpha=ALPHA) < POWER:
+    while _t_power(calc, dz, hi) < POWER:
         hi *= 2
         if hi > n_max:
             return None
     lo = hi // 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if calc.power(effect_size=dz, nobs=mid, alpha=ALPHA) >= POWER else (mid, hi)
+        lo, hi = (lo, mid) if _t_power(calc, dz, mid) >= POWER else (mid, hi)
     return hi
 
 

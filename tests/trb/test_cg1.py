@@ -122,3 +122,25 @@ def test_under_the_null_cg1_errs_at_most_at_its_level_and_its_power_is_what_it_s
     want = TTestPower().power(effect_size=shift / sd, nobs=n, alpha=ALPHA)
     print(f"alternative (calibration): simulated power {hits / RUNS:.4f}, statsmodels TTestPower {want:.4f}")
     assert abs(hits / RUNS - want) <= 3 * math.sqrt(want * (1 - want) / RUNS) + 0.02
+
+
+def test_calibration_power_is_a_number_when_the_differences_differ_by_rounding_error_only():
+    """Briers that differ pair by pair by 1e-17 (an SD of about 3e-17, d about 7e14): statsmodels' noncentral t gives
+    NaN there, and the demo's docs printed "power nan". The power is the normal approximation's, 1 to the last
+    digit, as it is for a moderately large d where both are defined."""
+    from statsmodels.stats.power import TTestPower
+
+    from trb.detectability import _t_power
+
+    full = np.full(20, 0.25)
+    ablated = full.copy()
+    ablated[::2] -= 1e-17
+    ablated[1::3] += 5e-17
+    cg = cg1_calibration(full, ablated)
+    assert cg["power"] == 1.0 and cg["n_for_power"] == 2 and cg["detectable"] is True
+    assert cg["effect_size_d"] > 1e14
+    calc = TTestPower()
+    assert np.isnan(calc.power(effect_size=cg["effect_size_d"], nobs=20, alpha=ALPHA))
+    # where statsmodels is defined, its value is kept as it is; the approximation agrees with it at a large d
+    assert _t_power(calc, 0.5, 20) == calc.power(effect_size=0.5, nobs=20, alpha=ALPHA)
+    assert abs(_t_power(calc, 8.0, 20) - 1.0) < 1e-12

@@ -123,6 +123,8 @@ def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
     found = json.loads((work / "conclusions.json").read_text(encoding="utf-8"))
     stable = json.loads((ROOT / "docs" / "data" / "demo-stability.json").read_text(encoding="utf-8"))
     assert stable["seeds"][0] == 1 and found["header"]["seed"] == 1
+    # on the pinned CPU numerics the docs' figures were made on (trb/numerics.py), whatever the machine
+    assert found["numerics"]["cpu_capability"] == "AVX2" and found["numerics"]["threads"] == 1
     for path, block in render_blocks(found, stable).items():
         assert quoted_block(path) == block, f"{path.name}: the quoted conclusions differ from a fresh `make demo`" \
                                             " (run `make demo-conclusions`)"

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from trb.baselines.examples import BASELINE_RUNS, TRAINED_VARIANTS, training_pairs
 from trb.errors import UsageError
+from trb.numerics import describe
 from trb.releases import Release
 from trb.subjects import trained_on
 
@@ -262,6 +263,7 @@ def train_baseline(release_dir: str | os.PathLike, variant: str, out_dir: str | 
             "initial_validation_loss": initial_validation_loss,
             "epochs": epochs,
             "wall_s": round(time.perf_counter() - started, 2),
+            "numerics": describe(),  # the CPU kernels and threads it was trained with (trb.numerics)
         },
         "model": {"class": "GPT2LMHeadModel", "n_parameters": n_params, "n_positions": n_positions,
                   "vocab_size": len(tok)},

@@ -46,6 +46,7 @@ from tqdm import tqdm
 from schemas.release_format import R_PREFIX, decode_r
 from toolkit import strict_json
 from trb.errors import ReleaseError, UsageError
+from trb.numerics import describe
 from trb.reference.features import HISTORY, SHORT, context_features, stable_hash
 from trb.reference.model import FORMAT, FORMAT_VERSION, ModelConfig, ReferenceModel, RItem, collate, save_checkpoint
 from trb.releases import Release
@@ -400,6 +401,7 @@ def train_reference(release_dir: str | os.PathLike | Release, variant: str, out_
             "wall_time_s": round(wall, 2),
             "torch_version": torch.__version__,
             "torch_threads": torch.get_num_threads(),
+            "numerics": describe(),  # the CPU kernels and threads it was trained with (trb.numerics)
         },
     }
     sha = save_checkpoint(model, config, out_dir)
