@@ -64,7 +64,7 @@ def test_the_chat_template_is_applied_when_the_tokenizer_has_one(chat, plain):
     assert s["chat_template_applied"] is True and s["chat_template"] == "auto"
     assert s["chat_template_sha256"] == hashlib.sha256(CHAT_TEMPLATE.encode()).hexdigest()
     assert off["chat_template_applied"] is False and off["chat_template_sha256"] is None
-    assert s["prompt_templates"] == {"trace": "trb-proxy-cot-1", "qa": "trb-proxy-qa-1"}
+    assert s["prompt_templates"] == {"trace": "trb-proxy-cot-1", "qa": "trb-proxy-qa-2"}
     p = chat.act(TRACE_CTX, r_override=R)
     assert set(p) == {"left", "right"} and abs(sum(p.values()) - 1) < 1e-9
 
