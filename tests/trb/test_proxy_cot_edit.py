@@ -132,7 +132,8 @@ def test_a_missing_span_is_counted_and_never_invented(edit):
     assert p == own == pytest.approx(_expected(edit, CALM, "nothing to report"), abs=1e-6)
 
 
-def test_batched_counts_and_the_ablation(edit):
+def test_batched_counts_and_the_ablation(model_dir):
+    edit = _load(model_dir, intervention="cot_edit")  # no item seen yet (items are counted once per adapter)
     before = edit.cot_edit_stats()
     r = {"planned_next": "left"}
     dists = edit.act_batch([AT, CALM, AT2, AT, CALM], [r, r, {"planned_next": "up"}, None, {}])
