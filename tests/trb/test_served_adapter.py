@@ -279,7 +279,10 @@ def test_chat_template_qa_prompts_mean_scores_and_cot_edit_equal_the_proxy_adapt
             served.close()
     for w, g in zip(want, got):
         assert list(w) == list(g) and max(abs(w[a] - g[a]) for a in w) < 1e-5
-    assert proxy.last_cot_edits[0]["edited"] and proxy.cot_edit_stats()["items"]["edited"] >= 1  # the edit path ran
+    first = proxy.last_cot_edits[0]
+    assert first["outcome"] in ("edited", "unchanged")  # spans were found: the edit path ran
+    assert (first["text"] != first["own_cot"]) == (first["outcome"] == "edited")
+    assert proxy.last_cot_edits[4]["user_turn"] == [overrides[4]["ext"]["suggestion"]]  # heard, not edited in
     assert s["chat_template_applied"] is True and p["chat_template_applied"] is True
     for key in ("intervention", "chat_template", "chat_template_sha256", "prompt_format", "prompt_templates",
                 "r_placement", "action_score"):
