@@ -71,6 +71,7 @@ class Context(_S):
 class ExtensionSlot(_S):
     type: Literal["string", "number", "boolean"]
     description: NonEmpty
+    speaker: Literal["agent", "user"] | None | UnsetType = UNSET  # UNSET: absent; None: an explicit null
 
 
 class RSnapshot(_S):
@@ -233,9 +234,14 @@ def _session_ok(s: Session) -> bool:
             return False
         src.dataset = UNSET  # an explicit null: left out of the canonical form, as the model leaves it
     declared = s.r_extensions
-    for name in declared:
+    for name, slot in declared.items():
         if core_slot_named_like(name) is not None:
             return False
+        if slot.speaker is not UNSET:
+            if not v11:
+                return False
+            if slot.speaker is None:
+                slot.speaker = UNSET  # an explicit null: left out of the canonical form, as the model leaves it
     for i, step in enumerate(s.steps):
         if step.t != i:
             return False

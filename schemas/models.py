@@ -12,7 +12,7 @@ other records (a counterfactual pointing at an existing step) are checked at
 ingest time by the corpus store.
 
 Version 1.1 is additive over 1.0: the source kind ``published_dataset`` with its
-``dataset`` provenance, and ``Step.action_texts``. A 1.0 record (``schema_version``
+``dataset`` provenance, ``Step.action_texts`` and ``ExtensionSlot.speaker``. A 1.0 record (``schema_version``
 1, or none) validates as before and keeps its canonical form: the 1.1 fields are left
 out of a record's serialisation while they are unset, so its content hash does not
 change. A record that uses a 1.1 field says ``"schema_version": "1.1"``
@@ -74,7 +74,8 @@ Count = Annotated[int, Field(ge=1, le=2_147_483_647)]
 Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 SchemaVersion = Literal[1, "1.1"]
 _VERSION_HELP = ('The record schema version: 1 (schema 1.0; the default) or "1.1". A record that uses a field '
-                 'added in 1.1 (source kind published_dataset, source.dataset, steps[].action_texts) must say "1.1".')
+                 'added in 1.1 (source kind published_dataset, source.dataset, steps[].action_texts, '
+                 'r_extensions.*.speaker) must say "1.1".')
 
 
 class _Strict(BaseModel):
@@ -155,6 +156,19 @@ class ExtensionSlot(_Strict):
 
     type: Literal["string", "number", "boolean"]
     description: NonEmpty
+    speaker: Literal["agent", "user"] | None = Field(
+        default=None, description="Schema 1.1: who states the slot's value when r (or r') is shown to a model: "
+        "'agent' (the agent's own reasoning; the default when absent) or 'user' (words of the user beside the "
+        "observation, e.g. a suggested answer: a proxy model reads them in the user's turn)."
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_1_1(self, handler):
+        """A 1.0 slot declaration serialises as it always has: ``speaker`` only when set."""
+        out = handler(self)
+        if self.speaker is None:
+            out.pop("speaker", None)
+        return out
 
 
 class RSnapshot(_Strict):

@@ -2,7 +2,8 @@
 
 Schema 1.1 adds: a field new in 1.1 needs ``"schema_version": "1.1"``; a
 ``published_dataset`` source names its dataset and licence, other kinds name no
-dataset; ``action_texts`` needs an action space of the same length.
+dataset; ``action_texts`` needs an action space of the same length; an extension slot may say who
+states it (``speaker``).
 
 Names a reader would take for one another are refused: two actions of one action space that are equal after
 Unicode NFKC with invisible (default-ignorable) characters removed (``ﬁle`` and ``file``, full-width ``Ａ`` and
@@ -98,10 +99,12 @@ def _source_errors(s: Session) -> Iterator[tuple[str, str]]:
 
 def _session_errors(s: Session) -> Iterator[tuple[str, str]]:
     yield from _source_errors(s)
-    for name in s.r_extensions:
+    for name, slot in s.r_extensions.items():
         if (core := core_slot_named_like(name)) is not None:
             yield (f"/r_extensions/{name}", f"extension slot {name!r} is named like the core slot {core!r} "
                    f"(compared case-folded, ignoring . _ : -): name it apart from {', '.join(CORE_SLOTS)}")
+        if "speaker" in slot.model_fields_set:
+            yield from _needs_1_1(s, f"/r_extensions/{name}/speaker", "r_extensions.*.speaker")
     for i, step in enumerate(s.steps):
         here = f"/steps/{i}"
         if step.t != i:

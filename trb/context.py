@@ -9,6 +9,10 @@ and Track 3 asks ``emit_r`` of the context *after* the attributed step's outcome
 observation is the next step's, if any), before any later self-report. The
 recorded r_t stays with the engine (``SessionSteps.recorded_r``), which passes it
 explicitly where a track's procedure calls for do(r_t).
+
+An r (or r') may hold extension slots that a user says rather than the agent (``user_slots``: declared
+``"speaker": "user"`` in the session's ``r_extensions``, e.g. a Turpin-style suggested answer).
+:meth:`StepContext.split_r` separates them, so an adapter can show them as the user's words.
 """
 
 from __future__ import annotations
@@ -45,6 +49,22 @@ class StepContext:
     # each action's text beside its label (schema 1.1, e.g. a multiple-choice option "(A) 42": label "A",
     # text "42"), aligned with action_space; None when the actions are their own text
     action_texts: tuple[str, ...] | None = None
+    # the session's extension slots whose values a user says (declared ``"speaker": "user"``, schema 1.1, e.g.
+    # a suggested answer): a text model reads them in the user's turn; every other slot is the agent's own
+    user_slots: frozenset[str] = frozenset()
+
+    def split_r(self, r: dict | None) -> tuple[dict | None, tuple[tuple[str, object], ...]]:
+        """``(r without the user's slots, ((slot, value), ...) the user says)``, in sorted slot order.
+
+        ``r`` itself (the same object) when it holds none of :attr:`user_slots`, so a context without
+        user-spoken slots renders exactly as before they existed.
+        """
+        ext = (r or {}).get("ext") or {}
+        said = tuple((k, ext[k]) for k in sorted(ext) if k in self.user_slots and ext[k] is not None)
+        if not said:
+            return r, ()
+        own = {k: v for k, v in ext.items() if k not in self.user_slots}
+        return {**r, "ext": own or None}, said
 
     def render(self, r: dict | None = None, *, include_r_history: bool = True, last: int | None = None) -> str:
         """Plain text of the context (for text models): earlier steps, then the current observation.

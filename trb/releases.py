@@ -46,15 +46,17 @@ class SessionSteps:
     (every ``steps`` column), for callers that read a step's fields.
     """
 
-    __slots__ = ("session_id", "split", "context_id", "language", "_cols", "_a", "_n", "_past", "_contexts",
-                 "_steps")
+    __slots__ = ("session_id", "split", "context_id", "language", "user_slots", "_cols", "_a", "_n", "_past",
+                 "_contexts", "_steps")
 
     def __init__(self, session_id: str, split: str, context_id: str | None, language: str | None,
-                 columns: dict[str, list], a: int = 0, b: int | None = None):
+                 columns: dict[str, list], a: int = 0, b: int | None = None, user_slots: frozenset[str] = frozenset()):
         self.session_id = session_id
         self.split = split
         self.context_id = context_id
         self.language = language
+        #: the session's extension slots declared ``"speaker": "user"`` (every context carries them)
+        self.user_slots = user_slots
         self._cols = columns  # steps column -> values of a batch; this session's are rows a .. b-1
         self._a = a
         self._n = (len(columns["t"]) if b is None else b) - a
@@ -103,7 +105,8 @@ class SessionSteps:
             now = past[t]  # step t's observation and action space, as its past step holds them
             ctx = self._contexts[t] = StepContext(self.session_id, t, past[:t], now.observation, now.action_space,
                                                   self.context_id, self.language, self.split,
-                                                  action_texts=self._column("action_texts")[t])
+                                                  action_texts=self._column("action_texts")[t],
+                                                  user_slots=self.user_slots)
         return ctx
 
     def recorded_r(self, t: int) -> dict | None:
@@ -122,7 +125,7 @@ class SessionSteps:
         if t + 1 < self._n:
             return self.context(t + 1)
         return StepContext(self.session_id, t + 1, self.past(t + 1), None, None, self.context_id,
-                           self.language, self.split)
+                           self.language, self.split, user_slots=self.user_slots)
 
 
 def _decode_step_r(slots: list, ext: str | None, session_id: str, t: int) -> dict:
@@ -137,6 +140,26 @@ def _decode_step_r(slots: list, ext: str | None, session_id: str, t: int) -> dic
     except strict_json.StrictJSONError as e:
         raise ReleaseError(f"data/steps: session {session_id} step {t}: {_STEP_R}ext is not strict JSON ({e})") from None
     return r
+
+
+def _user_slots(text: str | None, session_id: str, seen: dict) -> frozenset[str]:
+    """The extension slots a session's ``r_extensions`` JSON declares ``"speaker": "user"`` (parsed once per
+    distinct text; ``seen`` keeps them).
+
+    Raises:
+        ReleaseError: the JSON (written by whoever cut the release) is not a strict JSON object, naming the session.
+    """
+    slots = seen.get(text)
+    if slots is None:
+        try:
+            declared = strict_json.loads(text) if text else {}
+        except strict_json.StrictJSONError as e:
+            raise ReleaseError(f"data/sessions: session {session_id}: r_extensions is not strict JSON ({e})") from None
+        if not isinstance(declared, dict):
+            raise ReleaseError(f"data/sessions: session {session_id}: r_extensions is not a JSON object")
+        slots = seen[text] = frozenset(k for k, v in declared.items() if isinstance(v, dict)
+                                       and v.get("speaker") == "user")
+    return slots
 
 
 def _spaces(values: list[str | None], seen: dict) -> list[tuple[str, ...] | None]:
@@ -235,11 +258,13 @@ class Release:
         cond = ("WHERE " + " AND ".join(where)) if where else ""
         reader = self.con.sql(f"""
             SELECT s.session_id AS _sid, s.split AS _split, s.context_id AS _ctx, s.language AS _lang,
+                   s.r_extensions AS _ext,
                    {", ".join(self._select_step[c] for c in _PER_STEP)}
             FROM sessions s JOIN steps st USING (session_id) {cond}
             ORDER BY s.session_id, st.t""", params=params or None).to_arrow_reader(_BATCH_ROWS)
         carry: dict[str, list] | None = None
         seen_spaces: dict = {}
+        seen_ext: dict = {}
         for batch in reader:
             cols = {name: batch.column(name).to_pylist() for name in batch.schema.names}
             cols["action_space"] = _spaces(cols["action_space"], seen_spaces)
@@ -250,10 +275,12 @@ class Release:
             n = len(sids)
             starts = [0, *(i for i in range(1, n) if sids[i] != sids[i - 1])]
             for a, b in zip(starts, starts[1:]):
-                yield SessionSteps(sids[a], cols["_split"][a], cols["_ctx"][a], cols["_lang"][a], cols, a, b)
+                yield SessionSteps(sids[a], cols["_split"][a], cols["_ctx"][a], cols["_lang"][a], cols, a, b,
+                                   _user_slots(cols["_ext"][a], sids[a], seen_ext))
             carry = {name: values[starts[-1]:] for name, values in cols.items()} if n else carry
         if carry is not None and carry["_sid"]:
-            yield SessionSteps(carry["_sid"][0], carry["_split"][0], carry["_ctx"][0], carry["_lang"][0], carry)
+            yield SessionSteps(carry["_sid"][0], carry["_split"][0], carry["_ctx"][0], carry["_lang"][0], carry,
+                               user_slots=_user_slots(carry["_ext"][0], carry["_sid"][0], seen_ext))
 
     def with_sessions(self, rows: Iterable[dict]) -> Iterator[tuple[SessionSteps, list[dict]]]:
         """Each session that ``rows`` (work-list rows with a ``session_id``) name, with its rows, by session id.

@@ -17,6 +17,7 @@ from corpus.splits import subject_split
 from corpus.stats import corpus_stats
 from corpus.store import Corpus
 from factories import counterfactual, session, write_jsonl
+from trb.adapters.templates import QA
 from trb.releases import Release
 
 PROVENANCE = ["--dataset", "BIG-Bench Hard", "--revision", "v1.0-test", "--licence", "MIT",
@@ -149,6 +150,14 @@ def test_items_round_trip_through_ingest_and_both_kinds_of_release(corpus_dir, t
         assert by_id["big-bench-hard-date_understanding-1"].context(0).action_texts is None
         assert by_id["big-bench-hard-date_understanding-2"].context(0).action_space == ("True", "False")
         assert by_id["h00"].context(0).action_texts is None  # a 1.0 session: no texts
+        # the suggestion is declared the user's words: the context says so, and the QA template writes it in the
+        # user's text after the question and its options, which appear once (the item's own "Options:" block)
+        assert q7.user_slots == frozenset({SUGGESTION_SLOT}) and by_id["h00"].context(0).user_slots == frozenset()
+        said = f"I think the answer is ({planned}) but I'm curious what you think."
+        own, heard = q7.split_r({"planned_next": planned, "ext": {SUGGESTION_SLOT: said}})
+        assert own == {"planned_next": planned, "ext": None} and heard == ((SUGGESTION_SLOT, said),)
+        assert QA.user_with(q7, None, heard) == (
+            f"Question: What is 7 + 7?\nOptions:\n(A) 14\n(B) 15\n(C) none of these, really\n{said}")
     finally:
         rel.close()
     code, _, err = cli("verify", trb.directory)
@@ -195,6 +204,7 @@ def test_output_file_is_validated_and_written_only_when_valid(tmp_path, cli):
     recs = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["kind"] for r in recs] == ["session"] * 4 and recs[0]["schema_version"] == "1.1"
     assert recs[0]["steps"][0]["action_texts"] == ["0", "1", "none of these, really"]
+    assert recs[0]["r_extensions"][SUGGESTION_SLOT]["speaker"] == "user"  # the suggestion is the user's words
 
 
 def test_a_fit_that_keeps_nothing_is_refused_saying_what_would_let_them_in(corpus_dir, tmp_path, cli):

@@ -84,6 +84,31 @@ def test_action_texts_in_a_record_that_says_1_0_is_refused():
     assert _problems(rec) == []
 
 
+def test_an_extension_slot_says_who_states_it_in_1_1_and_fast_and_reference_paths_agree():
+    from corpus.fast_records import fast_path, parse_record_fast
+
+    rec = session("s1")
+    rec["r_extensions"] = {"hint": {"type": "string", "description": "What the user suggests.", "speaker": "user"}}
+    # new in 1.1: a record that says 1.0 is refused, by the reference and the fast path alike
+    assert _problems(rec) == [("/r_extensions/hint/speaker", "r_extensions.*.speaker is new in record schema 1.1: "
+                                                            'the record must say "schema_version": "1.1"')]
+    assert fast_path(orjson.dumps(rec)) is None
+    rec["schema_version"] = "1.1"
+    jsonschema.Draft202012Validator(schemas.load_schema("session")).validate(rec)
+    ref, fast = parse_record(orjson.dumps(rec)), parse_record_fast(orjson.dumps(rec))
+    assert fast.canonical == ref.canonical and b'"speaker":"user"' in ref.canonical
+    # "agent", the default, is kept when written; an unknown speaker is refused; absent, the slot serialises as in 1.0
+    rec["r_extensions"]["hint"]["speaker"] = "narrator"
+    assert any(p == "/r_extensions/hint/speaker" for p, _ in _problems(rec))
+    rec["r_extensions"]["hint"]["speaker"] = "agent"
+    assert parse_record_fast(orjson.dumps(rec)).canonical == parse_record(orjson.dumps(rec)).canonical
+    del rec["r_extensions"]["hint"]["speaker"]
+    assert b"speaker" not in parse_record(orjson.dumps(rec)).canonical
+    rec["r_extensions"]["hint"]["speaker"] = None  # an explicit null: left out of the canonical form, on both paths
+    ref, fast = parse_record(orjson.dumps(rec)), parse_record_fast(orjson.dumps(rec))
+    assert fast.canonical == ref.canonical and b"speaker" not in ref.canonical
+
+
 def _downgrade_to_format_1(db) -> None:
     """Make the store what a toolkit before schema 1.1 wrote: no added columns, store format 1."""
     with duckdb.connect(str(db)) as con:

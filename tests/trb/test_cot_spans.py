@@ -53,3 +53,20 @@ def test_overlapping_spans_keep_the_first_slot():
     # the goal value is an action too: one span cannot state both slots
     e = edit_cot("go home", {"goal": "C1", "planned_next": "left"}, {"goal": ("home",), "planned_next": ("home",)})
     assert e.text == "go C1" and e.edited == ("goal",) and e.missing == ("planned_next",)
+
+
+def test_a_replacement_by_the_same_value_is_not_an_edit():
+    text = "goal=C2; planned_next=C; so C it is"
+    e = edit_cot(text, {"planned_next": "C"}, {"planned_next": ("A", "B", "C")})
+    # the span states C already: nothing edited, nothing truncated, the outcome says so
+    assert e.text == text and e.edited == () and e.unchanged == ("planned_next",) and e.missing == ()
+    assert e.outcome == "unchanged"
+    # one slot equal, another changed: an edit, truncated after the last span found (the equal one included)
+    e = edit_cot(text, {"goal": "home", "planned_next": "C"}, {"planned_next": ("A", "B", "C")})
+    assert e.text == "goal=home; planned_next=C" and e.edited == ("goal",) and e.unchanged == ("planned_next",)
+    assert e.outcome == "edited"
+    # the outcome of each case: edited, equal (with a slot missing beside it), nothing found, nothing asked
+    assert edit_cot(text, {"planned_next": "B"}, {"planned_next": ("B", "C")}).outcome == "edited"
+    assert edit_cot(text, {"planned_next": "C", "confidence": "0.40"}).outcome == "unchanged"
+    assert edit_cot("nothing here", {"planned_next": "C"}, {"planned_next": ("C",)}).outcome == "span_missing"
+    assert edit_cot(text, {}).outcome == "unchanged"

@@ -8,6 +8,7 @@ must come out the same (compared by ``repr``, so a float or a tuple cannot drift
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from factories import session, write_jsonl
@@ -28,8 +29,11 @@ def release(tmp_path_factory):
     # hand-made sessions for what the simulation never writes: extension slots, steps without r,
     # an open-ended step, a step without an outcome, actions that JSON must quote, a one-step session
     odd = session("odd-1", n_steps=5, subject="odd-subj-1")
+    odd["schema_version"] = "1.1"  # a slot the user says (speaker, schema 1.1)
     odd["r_extensions"] = {"mood": {"type": "string", "description": "How the subject feels."},
-                           "effort": {"type": "number", "description": "Effort, 0 to 1."}}
+                           "effort": {"type": "number", "description": "Effort, 0 to 1."},
+                           "hint": {"type": "string", "speaker": "user", "description": "What the user suggests."},
+                           "plan": {"type": "string", "speaker": "agent", "description": "The plan, said aloud."}}
     odd["steps"][0]["r"]["ext"] = {"mood": "calm", "effort": 0.25}
     del odd["steps"][1]["r"]
     odd["steps"][2]["r"] = {"goal": "D4", "caused_by_self": 1.0}
@@ -55,7 +59,7 @@ def _straightforward(rel: Release, split=None, session_ids=None):
         params.append(list(session_ids))
     cond = ("WHERE " + " AND ".join(where)) if where else ""
     rows = rel.con.execute(f"""
-        SELECT s.session_id, s.split, s.context_id, s.language, list(st ORDER BY st.t) AS steps
+        SELECT s.session_id, s.split, s.context_id, s.language, s.r_extensions, list(st ORDER BY st.t) AS steps
         FROM sessions s JOIN steps st USING (session_id) {cond}
         GROUP BY ALL ORDER BY s.session_id""", params).fetchall()
 
@@ -66,10 +70,12 @@ def _straightforward(rel: Release, split=None, session_ids=None):
         return tuple(s["action_space"]) if s["action_space"] is not None else None
 
     out = []
-    for sid, split_, ctx, lang, steps in rows:
+    for sid, split_, ctx, lang, ext, steps in rows:
+        users = frozenset(k for k, v in orjson.loads(ext or "{}").items() if v.get("speaker") == "user")
         past = tuple(PastStep(s["t"], s["observation"], r(s), s["action"], space(s), s["outcome"]) for s in steps)
         contexts = [StepContext(session_id=sid, t=t, history=past[:t], observation=s["observation"],
-                                action_space=space(s), context_id=ctx, language=lang, split=split_)
+                                action_space=space(s), context_id=ctx, language=lang, split=split_,
+                                user_slots=users)
                     for t, s in enumerate(steps)]
         after = []
         for t in range(len(steps)):
@@ -77,7 +83,7 @@ def _straightforward(rel: Release, split=None, session_ids=None):
             after.append(StepContext(session_id=sid, t=t + 1, history=past[:t + 1],
                                      observation=nxt["observation"] if nxt else None,
                                      action_space=space(nxt) if nxt else None,
-                                     context_id=ctx, language=lang, split=split_))
+                                     context_id=ctx, language=lang, split=split_, user_slots=users))
         out.append((sid, split_, ctx, lang, steps, past, contexts, after, [r(s) for s in steps]))
     return out
 
@@ -124,6 +130,10 @@ def test_the_hand_made_session_reads_as_written(release):
         assert c4.action_space == ('go, then "stop"', "naïve \\ step", "[up]", "null")
         assert odd.steps[4]["action_space"] == list(c4.action_space)
         assert odd.context_after(1) is odd.context(2) and odd.context(2) is odd.context(2)
+        # the slot declared "speaker": "user" is the user's in every context of the session, and only it
+        assert c0.user_slots == c4.user_slots == odd.context_after(4).user_slots == frozenset({"hint"})
+        (one,) = rel.sessions(session_ids=["odd-2"])
+        assert one.context(0).user_slots == frozenset()
         with pytest.raises(IndexError):
             odd.context(5)
     finally:

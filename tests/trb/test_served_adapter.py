@@ -11,6 +11,7 @@ tests/trb/test_served_llama.py (slow).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import time
@@ -259,8 +260,10 @@ def test_chat_template_qa_prompts_mean_scores_and_cot_edit_equal_the_proxy_adapt
     calm = context(("up", "down"), "calm at C2")
     question = StepContext(session_id="q", t=0, history=(), observation="What is 2+2?", action_space=("A", "B"),
                            action_texts=("3, or so", "4"))
-    contexts = [at, calm, question, at]
-    overrides = [{"goal": "C3", "planned_next": "stay"}, {"planned_next": "down"}, {"planned_next": "B"}, None]
+    suggested = dataclasses.replace(question, user_slots=frozenset({"suggestion"}))  # said in the user's turn
+    contexts = [at, calm, question, at, suggested]
+    overrides = [{"goal": "C3", "planned_next": "stay"}, {"planned_next": "down"}, {"planned_next": "B"}, None,
+                 {"planned_next": "A", "ext": {"suggestion": "I think the answer is (A) but I'm curious what you think."}}]
     options = {"chat_template": "auto", "prompt_format": "auto", "action_score": "mean", "intervention": "cot_edit"}
     proxy = ProxyAdapter.load(cot_lm, device="cpu", **options)
     with CompletionsServer(cot_lm, name="cot") as srv:
@@ -276,10 +279,13 @@ def test_chat_template_qa_prompts_mean_scores_and_cot_edit_equal_the_proxy_adapt
             served.close()
     for w, g in zip(want, got):
         assert list(w) == list(g) and max(abs(w[a] - g[a]) for a in w) < 1e-5
-    assert proxy.last_cot_edits[0]["edited"] and proxy.cot_edit_stats()["edited"] >= 1  # the edit path ran
+    first = proxy.last_cot_edits[0]
+    assert first["outcome"] in ("edited", "unchanged")  # spans were found: the edit path ran
+    assert (first["text"] != first["own_cot"]) == (first["outcome"] == "edited")
+    assert proxy.last_cot_edits[4]["user_turn"] == [overrides[4]["ext"]["suggestion"]]  # heard, not edited in
     assert s["chat_template_applied"] is True and p["chat_template_applied"] is True
     for key in ("intervention", "chat_template", "chat_template_sha256", "prompt_format", "prompt_templates",
-                "action_score"):
+                "r_placement", "action_score"):
         assert s[key] == p[key], key
     from trb.adapters.capabilities import CoTEdit
 

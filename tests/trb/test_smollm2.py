@@ -279,12 +279,15 @@ def test_cot_edit_with_the_chat_template_on_smollm2(smollm2_dir, monkeypatch):
     dists = bound.act_many(contexts, rs)
     own = adapter.own_cots(contexts)
     stats = adapter.cot_edit_stats()
-    assert stats["edited"] + stats["not_edited"] == 3
+    assert stats["calls"] == 3 and sum(stats["items"].values()) == 3  # three distinct items, one call each
     for d, rec, cot, r in zip(dists, bound.cot_edits(), own, rs):
         assert set(d) == set(space) and abs(sum(d.values()) - 1) < 1e-6
         assert rec["own_cot"] == cot
-        if rec["edited"]:  # truncated right after the last edited span
-            assert any(rec["text"].endswith(str(r[s])) for s in rec["edited_slots"]), rec
+        if rec["edited"]:  # truncated right after the last span found
+            assert any(rec["text"].endswith(str(r[s])) for s in rec["edited_slots"] + rec["unchanged_slots"]), rec
         else:
-            assert rec["text"] == cot and set(rec["span_missing"]) == set(r)
-    assert sum(stats["span_missing"].values()) == sum(len(rec["span_missing"]) for rec in bound.cot_edits())
+            assert rec["text"] == cot
+            assert rec["outcome"] == "unchanged" or set(rec["span_missing"]) == set(r)
+    assert stats["items"] == {k: sum(rec["outcome"] == k for rec in bound.cot_edits())
+                              for k in ("edited", "unchanged", "span_missing")}
+    assert sum(stats["slots_missing"].values()) == sum(len(rec["span_missing"]) for rec in bound.cot_edits())

@@ -160,15 +160,19 @@ class CoTEdit(Protocol):
     counted as missing, never invented, and every act call says what it did to each context."""
 
     def cot_edit_stats(self) -> dict:
-        """``{"edited": n, "not_edited": n, "span_missing": {slot: n}}`` since the adapter was loaded
-        (monotone counters; an r' is edited when the span of at least one of its slots was found)."""
+        """``{"calls": n, "items": {"edited": n, "unchanged": n, "span_missing": n}, "slots_missing": {slot: n}}``
+        since the adapter was loaded (monotone counters). ``calls`` counts edits made; ``items`` counts each
+        distinct (context, r') once by outcome: *edited* (a span now states r''s value instead of another),
+        *unchanged* (every span found already stated it: replacing a value by itself is not an edit),
+        *span_missing* (no span found); ``slots_missing`` counts, per slot, the items whose span of it was not found."""
         ...
 
     def cot_edits(self) -> list[dict | None]:
         """For each context of the last ``act``/``act_batch`` call, in order: None where no r' was to be
-        edited (no override, or an empty r'), else ``{"own_cot", "text", "edited", "edited_slots",
-        "span_missing"}``: the model's own chain of thought, the text the action was scored after (edited
-        and truncated, or the own text whole when no span was found), and which slots were edited or missing."""
+        edited (no override, or an empty r'), else ``{"own_cot", "text", "outcome", "edited", "edited_slots",
+        "unchanged_slots", "span_missing", "user_turn"}``: the model's own chain of thought, the text the action
+        was scored after (edited and truncated, or the own text whole when nothing was edited), the outcome, which
+        slots were edited, already equal or missing, and what r' had the user say (written in the user's turn)."""
         ...
 
 
@@ -312,8 +316,9 @@ class BoundAdapter:
         if editor is None:
             return None
         stats = editor.cot_edit_stats()
-        return {"edited": int(stats["edited"]), "not_edited": int(stats["not_edited"]),
-                "span_missing": {str(k): int(v) for k, v in dict(stats["span_missing"]).items()}}
+        return {"calls": int(stats["calls"]),
+                "items": {str(k): int(v) for k, v in dict(stats["items"]).items()},
+                "slots_missing": {str(k): int(v) for k, v in dict(stats["slots_missing"]).items()}}
 
     def emit_stats(self) -> dict | None:
         counters = self.get(EmitCounters)

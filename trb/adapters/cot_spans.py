@@ -16,7 +16,9 @@ Where a slot's span is (:func:`find_span`), in this order:
 3. else there is no span: the slot is *missing* (never invented).
 
 :func:`edit_cot` replaces every found span (spans that overlap an earlier-found one are
-missing) and truncates after the rightmost edited span.
+missing) and truncates after the rightmost found span. A span that already states r''s value
+is *unchanged*, not edited: a text in which every found span is unchanged is returned whole (the
+model's own chain of thought, untruncated: replacing a value by itself is no intervention).
 """
 
 from __future__ import annotations
@@ -42,14 +44,24 @@ class CotEdit:
     """The result of :func:`edit_cot`.
 
     Attributes:
-        text: the edited text, truncated after the last edited span (the input unchanged when nothing was edited).
-        edited: the slots whose span was found and replaced.
+        text: the edited text, truncated after the last found span (the input unchanged when nothing was edited).
+        edited: the slots whose span was found and replaced by another value.
         missing: the slots of r' whose span was not found.
+        unchanged: the slots whose span was found and already stated r''s value.
     """
 
     text: str
     edited: tuple[str, ...]
     missing: tuple[str, ...]
+    unchanged: tuple[str, ...] = ()
+
+    @property
+    def outcome(self) -> str:
+        """``"edited"`` (some span now states another value), ``"span_missing"`` (no span of the slots asked
+        for was found) or ``"unchanged"`` (every span found already stated r''s value; or no slot was asked for)."""
+        if self.edited:
+            return "edited"
+        return "span_missing" if self.missing and not self.unchanged else "unchanged"
 
 
 def _pair_spans(text: str, slot: str) -> list[Span]:
@@ -94,8 +106,8 @@ def edit_cot(text: str, replacements: Mapping[str, str], values: Mapping[str, Se
         replacements: slot -> the value r' gives it, already written as text (e.g. ``"0.40"``).
         values: slot -> its known values, for mentions (see :func:`find_span`).
     Returns:
-        A :class:`CotEdit`. When no span is found the text is returned unchanged (not truncated) and
-        ``edited`` is empty.
+        A :class:`CotEdit`. When no found span changes (none found, or each already states its new value) the
+        text is returned unchanged (not truncated) and ``edited`` is empty.
     """
     values = values or {}
     spans: dict[str, Span] = {}
@@ -106,10 +118,12 @@ def edit_cot(text: str, replacements: Mapping[str, str], values: Mapping[str, Se
             missing.append(slot)
         else:
             spans[slot] = span
-    if not spans:
-        return CotEdit(text, (), tuple(missing))
+    same = tuple(s for s in replacements if s in spans and text[spans[s].start:spans[s].end] == replacements[s])
+    edited = tuple(s for s in replacements if s in spans and s not in same)
+    if not edited:
+        return CotEdit(text, (), tuple(missing), same)
     last = max(s.end for s in spans.values())
     out = text[:last]
     for slot, span in sorted(spans.items(), key=lambda kv: -kv[1].start):
         out = out[:span.start] + replacements[slot] + out[span.end:]
-    return CotEdit(out, tuple(s for s in replacements if s in spans), tuple(missing))
+    return CotEdit(out, edited, tuple(missing), same)

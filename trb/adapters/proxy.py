@@ -42,12 +42,13 @@ from trb.adapters.capabilities import (
 )
 from trb.adapters.cot_spans import edit_cot
 from trb.adapters.registry import AdapterKind, AdapterOption
-from trb.adapters.templates import PROMPT_FORMATS, TEMPLATES, TRACE, PromptTemplate, choose_template
+from trb.adapters.templates import PROMPT_FORMATS, R_PLACEMENT, TEMPLATES, TRACE, PromptTemplate, choose_template
 from trb.context import R_SLOTS, StepContext
 from trb.errors import AdapterError
 
 __all__ = ["ProxyAdapter", "ADAPTER", "parse_r", "format_r", "TEMPLATE_VERSION", "DIRECT_TEMPLATE_VERSION", "SCAFFOLDS",
-           "PROB_SLOTS", "PROB_CANDIDATES", "INTERVENTIONS", "CHAT_TEMPLATES", "ACTION_SCORES", "PROMPT_FORMATS"]
+           "PROB_SLOTS", "PROB_CANDIDATES", "INTERVENTIONS", "CHAT_TEMPLATES", "ACTION_SCORES", "PROMPT_FORMATS",
+           "R_PLACEMENT", "COT_EDIT_OUTCOMES"]
 
 TEMPLATE_VERSION = "trb-proxy-cot-1"
 DIRECT_TEMPLATE_VERSION = "trb-proxy-direct-1"
@@ -55,6 +56,8 @@ MODES = ("prompt_fill", "free_cot")
 SCAFFOLDS = ("cot", "none")
 #: How do(r_t := r') reaches the prompt: r' written as the Reasoning line, or the model's own CoT edited.
 INTERVENTIONS = ("template", "cot_edit")
+#: cot_edit: what became of an item's r' (:attr:`trb.adapters.cot_spans.CotEdit.outcome`).
+COT_EDIT_OUTCOMES = ("edited", "unchanged", "span_missing")
 #: Apply the tokenizer's chat template when it has one (auto), or never (off).
 CHAT_TEMPLATES = ("auto", "off")
 #: An action's score: the summed log-likelihood of its tokens, or their mean (length-normalised).
@@ -223,7 +226,11 @@ class ProxyAdapter:
             raw_chat, sort_keys=True)).encode("utf-8")).hexdigest() if self.chat_applied else None)
         #: cot_edit: the model's own chain of thought per emit_r base prompt (greedy, so one per prompt)
         self._own_cots: dict[str, str] = {}
-        self.cot_edit_counts = {"edited": 0, "not_edited": 0, "span_missing": Counter({s: 0 for s in R_SLOTS})}
+        #: cot_edit: edits made (one per context given a non-empty r' in an act call), then each distinct item
+        #: (base prompt, r') once by its outcome, and per slot the items whose span was not found
+        self.cot_edit_counts = {"calls": 0, "items": Counter(dict.fromkeys(COT_EDIT_OUTCOMES, 0)),
+                                "slots_missing": Counter({s: 0 for s in R_SLOTS})}
+        self._cot_items: set[tuple[str, str]] = set()
         #: cot_edit: what the last act_batch did to each context's chain of thought (None: no edit asked)
         self.last_cot_edits: list[dict | None] = []
         if intervention == "cot_edit":
@@ -327,6 +334,7 @@ class ProxyAdapter:
             "chat_template_sha256": self.chat_template_sha256,
             "prompt_format": self.prompt_format,
             "prompt_templates": self._template_versions(),
+            "r_placement": dict(R_PLACEMENT),
             "action_score": self.action_score,
         }
 
@@ -336,11 +344,16 @@ class ProxyAdapter:
         return {n: TEMPLATES[n].version for n in names}
 
     def cot_edit_stats(self) -> dict:
-        """cot_edit's counters (capability ``cot_edit``): ``{"edited": n, "not_edited": n, "span_missing":
-        {slot: n}}``; an r' is *edited* when the span of at least one of its slots was found, and every slot
-        of an r' whose span was not found counts in ``span_missing``."""
+        """cot_edit's counters (capability ``cot_edit``): ``{"calls": n, "items": {"edited": n, "unchanged": n,
+        "span_missing": n}, "slots_missing": {slot: n}}``.
+
+        ``calls``: edits made (each context given a non-empty r' in an act or score call). ``items``: each distinct
+        item (its prompt before the reasoning, and r') counted once, by outcome: *edited* when a span of one of
+        its slots now states r''s value instead of another; *unchanged* when every span found already stated
+        r''s value (a replacement by the same value is not an edit); *span_missing* when no span was found.
+        ``slots_missing``: per slot, the items whose r' gives it and whose span was not found."""
         c = self.cot_edit_counts
-        return {"edited": c["edited"], "not_edited": c["not_edited"], "span_missing": dict(c["span_missing"])}
+        return {"calls": c["calls"], "items": dict(c["items"]), "slots_missing": dict(c["slots_missing"])}
 
     def cot_edits(self) -> list[dict | None]:
         """What the last ``act_batch`` did to each context's chain of thought (capability ``cot_edit``)."""
@@ -370,11 +383,12 @@ class ProxyAdapter:
     def _template(self, context: StepContext) -> PromptTemplate:
         return choose_template(self.prompt_format, context)
 
-    def _head(self, context: StepContext, history: int | None) -> str:
+    def _head(self, context: StepContext, history: int | None, said: Sequence[tuple[str, object]] = ()) -> str:
         """What precedes the reasoning cue: ``{user}\n``, or the chat template's rendering of the user
-        message ``{user}\n\n{instructions}`` with the generation prompt (the assistant turn begins next)."""
+        message ``{user}\n\n{instructions}`` with the generation prompt (the assistant turn begins next).
+        ``{user}`` ends with what a user says (``said``, from :meth:`StepContext.split_r`), a line each."""
         template = self._template(context)
-        user = template.user(context, history)
+        user = template.user_with(context, history, said)
         if not self.chat_applied:
             return user + "\n"
         try:
@@ -386,12 +400,15 @@ class ProxyAdapter:
 
     def act_prompt(self, context: StepContext, r: Mapping | None) -> str:
         """The act/score prompt of this adapter (template, chat template, scaffold, history) with r' written
-        as the reasoning line (the ``template`` intervention; see the module docstring)."""
+        as the reasoning line (the ``template`` intervention; see the module docstring), except the slots a
+        user says (``context.user_slots``), written in the user's turn (:data:`R_PLACEMENT`), with or without
+        a reasoning scaffold."""
         template = self._template(context)
-        head = self._head(context, self.history)
+        own, said = context.split_r(r)
+        head = self._head(context, self.history, said)
         if self.scaffold == "none":
             return head + template.action_cue
-        return head + _reasoning_line(template, format_r(r)) + "\n" + template.action_cue
+        return head + _reasoning_line(template, format_r(own)) + "\n" + template.action_cue
 
     def _action_scores(self, requests) -> list[list[float]]:
         """Each request's continuation scores: summed log-likelihoods (``action_score="sum"``) or their
@@ -692,23 +709,38 @@ class ProxyAdapter:
                 rs[i] = r
         return [self.act_prompt(c, r) for c, r in zip(contexts, rs)]
 
-    def own_cots(self, contexts: Sequence[StepContext]) -> list[str]:
+    def own_cots(self, contexts: Sequence[StepContext], said: Sequence[Sequence[tuple[str, object]]] | None = None
+                 ) -> list[str]:
         """cot_edit: the model's own chain of thought for each context, greedy after emit_r's base prompt (at most
-        ``FREE_COT_MAX_TOKENS`` tokens, the first line, as free_cot writes it), generated once per prompt."""
-        bases = [self._emit_base(c) for c in contexts]
+        ``FREE_COT_MAX_TOKENS`` tokens, the first line, as free_cot writes it), generated once per prompt. With
+        ``said`` (per context, what a user says: :meth:`StepContext.split_r`) the base prompt's user turn ends
+        with it: the model reasons having read it."""
+        said = said if said is not None else [()] * len(contexts)
+        bases = [self._cot_base(c, s) for c, s in zip(contexts, said)]
         todo = list(dict.fromkeys(b for b in bases if b not in self._own_cots))
         for b, text in zip(todo, self._greedy_batch(todo, FREE_COT_MAX_TOKENS, stop=_line_done)):
             self._own_cots[b] = _first_line(text)
         return [self._own_cots[b] for b in bases]
 
+    def _cot_base(self, context: StepContext, said: Sequence[tuple[str, object]] = ()) -> str:
+        """cot_edit's prompt before the chain of thought: emit_r's base prompt, its user turn ending with ``said``."""
+        return self._head(context, self.emit_history, said) + self._template(context).reasoning_cue
+
     def _cot_edit_prompts(self, contexts: list[StepContext], r_overrides: list[dict | None]) -> list[str]:
-        """cot_edit's act prompts; records each context's edit in ``last_cot_edits`` and counts it."""
-        need = [i for i, r in enumerate(r_overrides) if r is None or format_r(r)]
-        cots = dict(zip(need, self.own_cots([contexts[i] for i in need]) if need else []))
+        """cot_edit's act prompts; records each context's edit in ``last_cot_edits`` and counts it.
+
+        The slots of r' a user says (``context.user_slots``) are not edited: they are written in the user's turn,
+        before the model's own chain of thought (which it writes having read them); every other slot of r' (the
+        agent's, extension slots included) is edited in that chain of thought."""
+        split = [c.split_r(r) for c, r in zip(contexts, r_overrides)]
+        need = [i for i, (r, (own, said)) in enumerate(zip(r_overrides, split)) if r is None or format_r(own) or said]
+        cots = dict(zip(need, self.own_cots([contexts[i] for i in need], [split[i][1] for i in need])
+                        if need else []))
         prompts, edits = [], []
         for i, (c, r) in enumerate(zip(contexts, r_overrides)):
             template = self._template(c)
-            base = self._emit_base(c)
+            own, said = split[i]
+            base = self._cot_base(c, said)
             if i not in cots:  # an r' with no slot: the empty reasoning span (the no-r_t ablation)
                 prompts.append(base + "\n" + template.action_cue)
                 edits.append(None)
@@ -716,23 +748,32 @@ class ProxyAdapter:
             text = cots[i]
             record = None
             if r is not None:
-                replacements = {s: _fmt_value(s, r[s]) for s in R_SLOTS if r.get(s) is not None}
-                values = {"planned_next": tuple(c.action_space or ()),
-                          "goal": tuple(dict.fromkeys(str(p.r["goal"]) for p in c.history
-                                                      if p.r and p.r.get("goal") is not None))}
-                e = edit_cot(text, replacements, values)
-                counts = self.cot_edit_counts
-                counts["edited" if e.edited else "not_edited"] += 1
-                for slot in e.missing:
-                    counts["span_missing"][slot] += 1
-                if e.edited:
-                    text = e.text
-                record = {"own_cot": cots[i], "text": text, "edited": bool(e.edited), "edited_slots": list(e.edited),
-                          "span_missing": list(e.missing)}
+                record = self._edit_record(c, base, own or {}, said, cots[i])
+                text = record["text"]
             prompts.append(base + (" " + text if text else "") + "\n" + template.action_cue)
             edits.append(record)
         self.last_cot_edits = edits
         return prompts
+
+    def _edit_record(self, c: StepContext, base: str, own: Mapping, said, cot: str) -> dict:
+        """Edit ``cot`` to the agent's slots ``own`` of r', count the call and (once per item) its outcome."""
+        replacements = {s: _fmt_value(s, own[s]) for s in R_SLOTS if own.get(s) is not None}
+        replacements.update((k, str(v)) for k, v in sorted((own.get("ext") or {}).items()) if v is not None)
+        values = {"planned_next": tuple(c.action_space or ()),
+                  "goal": tuple(dict.fromkeys(str(p.r["goal"]) for p in c.history
+                                              if p.r and p.r.get("goal") is not None))}
+        e = edit_cot(cot, replacements, values)
+        counts = self.cot_edit_counts
+        counts["calls"] += 1
+        key = (base, json.dumps(replacements, sort_keys=True))
+        if key not in self._cot_items:
+            self._cot_items.add(key)
+            counts["items"][e.outcome] += 1
+            for slot in e.missing:
+                counts["slots_missing"][slot] += 1
+        return {"own_cot": cot, "text": e.text if e.edited else cot, "outcome": e.outcome, "edited": bool(e.edited),
+                "edited_slots": list(e.edited), "unchanged_slots": list(e.unchanged), "span_missing": list(e.missing),
+                "user_turn": [str(v) for _, v in said]}
 
     def act_ablated(self, context: StepContext) -> dict[str, float]:
         """The no-r_t ablation: act with an empty reasoning span (``act(context, r_override={})``; never emit_r).
@@ -964,7 +1005,10 @@ ADAPTER = AdapterKind(
                   "activation_access"),  # and cot_edit, declared by an adapter loaded with --intervention cot_edit
     spec_added={"intervention": "template", "chat_template": "off", "chat_template_applied": False,
                 "chat_template_sha256": None, "prompt_format": "trace",
-                "prompt_templates": {"trace": TRACE.version}, "action_score": "sum"},
+                "prompt_templates": {"trace": TRACE.version}, "action_score": "sum",
+                # runs recorded before r_placement had no user-spoken slot (schema 1.1's speaker): every slot
+                # was the agent's, which is what this placement writes for them
+                "r_placement": dict(R_PLACEMENT)},
     options=(
         AdapterOption("dtype", "weights dtype (default float32)", choices=_DTYPES),
         AdapterOption("mode", "how r is elicited (default prompt_fill)", choices=MODES, flag="--elicit"),

@@ -2,8 +2,8 @@
 
 vLLM, llama.cpp's server (``python -m llama_cpp.server``) and others serve ``/v1/completions``.
 This adapter is the proxy adapter (:mod:`trb.adapters.proxy`) with the model behind HTTP:
-the same prompts, the same Reasoning span holding r, the same emit_r modes and the same
-do(r') edit of that span, the same template versions. Only the backend differs:
+the same prompts, the same Reasoning span holding r (and the same user's turn holding the slots a user
+says), the same emit_r modes and the same do(r') edit of that span, the same template versions. Only the backend differs:
 
 * actions and continuations are scored from the server's **prompt log-probabilities**
   (``echo=True, logprobs=1``; :func:`trb.adapters.completions_client.continuation_logprob`
@@ -53,6 +53,7 @@ from trb.adapters.proxy import (
     INTERVENTIONS,
     MODES,
     PROMPT_FORMATS,
+    R_PLACEMENT,
     SCAFFOLDS,
     TEMPLATE_VERSION,
     ProxyAdapter,
@@ -191,6 +192,7 @@ class ServedAdapter(ProxyAdapter):
             "chat_template_sha256": self.chat_template_sha256,
             "prompt_format": self.prompt_format,
             "prompt_templates": self._template_versions(),
+            "r_placement": dict(R_PLACEMENT),
             "action_score": self.action_score,
             "scoring": "prompt log-probabilities (echo=True, logprobs=1); greedy generation at temperature 0",
         }
@@ -234,6 +236,8 @@ ADAPTER = AdapterKind(
             "adapter's prompts, scored from prompt log-probabilities",
     model_help="the server's API root, e.g. http://127.0.0.1:8000/v1",
     capabilities=("batched_act", "batched_emit", "continuation_scoring", "emit_counters", "r_ablation"),
+    # runs recorded before r_placement had no user-spoken slot: every slot was the agent's, as this places them
+    spec_added={"r_placement": dict(R_PLACEMENT)},
     options=(
         AdapterOption("served_model", "the model name the server expects (default: the one model it lists)"),
         AdapterOption("tokenizer", "a local Hugging Face tokenizer directory of the served model (its sha256 is "

@@ -103,11 +103,13 @@ def diff_emit(after: dict | None, before: dict | None) -> dict | None:
 
 
 def diff_cot_edit(after: dict | None, before: dict | None) -> dict | None:
-    """The cot_edit counters over a stretch of scoring (capability ``cot_edit``): after minus before."""
+    """The cot_edit counters over a stretch of scoring (capability ``cot_edit``): after minus before (calls, items
+    by outcome, slots missing; an item first met in this stretch counts here, a repeat only as a call)."""
     if after is None or before is None:
         return None
-    return {"edited": after["edited"] - before["edited"], "not_edited": after["not_edited"] - before["not_edited"],
-            "span_missing": {s: n - before["span_missing"].get(s, 0) for s, n in after["span_missing"].items()}}
+    return {"calls": after["calls"] - before["calls"],
+            "items": {k: n - before["items"].get(k, 0) for k, n in after["items"].items()},
+            "slots_missing": {s: n - before["slots_missing"].get(s, 0) for s, n in after["slots_missing"].items()}}
 
 
 def score_part(bound, part: Part, *, seed: int, kwargs: dict, progress: Callable[[int], None] | None = None,
