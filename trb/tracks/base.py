@@ -152,6 +152,7 @@ class ItemRow(TypedDict, total=False):
     g_own: float | None
     g_uniform: float | None
     r_sensitive: float | None
+    llr_planned: float | None
     phi_n: int | None
     g_ceiling: float | None
     condition: str | None
