@@ -140,7 +140,7 @@ def test_pending_items_get_phi_free_figures_and_every_other_item_is_counted(pend
         "SELECT item_id, session_id, metric, score, r_sensitive, llr_planned, detail FROM item_scores "
         "ORDER BY item_id").fetchall()
     assert {r[2] for r in rows} == {"phi_free"} and [r[0] for r in rows] == [f"s{i:02d}.up" for i in range(12)]
-    for item_id, sid, _, score, sens, llr, detail in rows:
+    for _, sid, _, score, sens, llr, detail in rows:
         b = _boost(sid)  # worked by hand: p(up | do(r′)) = b / (4 + b), p(up | do(r_t)) = 1 / (4 + b)
         d = json.loads(detail)
         assert d["p_planned_do_r_prime"] == pytest.approx(b / (4 + b))
