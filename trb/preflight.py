@@ -48,17 +48,18 @@ def _count(track, release, taskset, split: str, options: dict) -> int:
 def _pending_text(track, release, split: str) -> str:
     pending = getattr(track, "pending", None)
     states = pending(release, split) if pending is not None and not _from_tasks(track) else {}
-    return "".join(f", {what} on {n:,}" for what, n in states.items() if n)
+    said = [f"{what} on {n:,}" for what, n in states.items() if n]
+    return f" ({', '.join(said)})" if said else ""
 
 
 def items_by_split(release, tracks, options: dict) -> str:
     """Which splits of ``release`` have items of ``tracks`` (those read from the release), for an error message:
-    ``splits with items: train (track 1: 120, Φ pending on 12; track 3: 5); transfer (track 1: 40)``."""
+    ``splits with items: train (track 1: 120 (Φ pending on 12), track 3: 5); transfer (track 1: 40)``."""
     parts = []
     for s in release.splits:
         counts = {t: t.count(release, s, **options.get(t.id, {})) for t in tracks if not _from_tasks(t)}
         if any(counts.values()):
-            parts.append(f"{s} (" + "; ".join(f"track {t.id}: {v:,}{_pending_text(t, release, s)}"
+            parts.append(f"{s} (" + ", ".join(f"track {t.id}: {v}{_pending_text(t, release, s)}"
                                               for t, v in counts.items() if v) + ")")
     return "splits with items: " + ("; ".join(parts) or "none")
 

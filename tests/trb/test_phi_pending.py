@@ -228,7 +228,7 @@ def test_nothing_to_score_says_phi_pending_before_the_model_loads(held_out_relea
     err = capsys.readouterr().err
     assert "has nothing to score for track(s) 1" in err and "no-such-model" not in err
     assert f"Φ pending on {kept_out} counterfactual(s) of the held-out splits" in err
-    assert f"splits with items: train (track 1: {n_train}, Φ pending on {n_train})" in err
+    assert f"splits with items: train (track 1: {n_train} (Φ pending on {n_train}))" in err
     assert not (tmp_path / "results.duckdb").exists()
 
 
@@ -241,7 +241,7 @@ def test_nothing_scorable_names_each_reason_before_the_model_loads(tmp_path, cap
     release = _release(tmp_path, records, {"train": 1.0})
     assert _cli_run(tmp_path, release, "train", "--allow-train-split") == ExitCode.USAGE
     err = capsys.readouterr().err
-    assert ("track 1: 1 item(s), Φ pending on 1, none scorable: Φ pending, and r′ plans the action r_t plans: 1"
+    assert ("track 1: 1 item(s) (Φ pending on 1), none scorable: Φ pending, and r′ plans the action r_t plans: 1"
             in err) and "no-such-model" not in err
 
 
