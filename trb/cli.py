@@ -230,7 +230,7 @@ def run(release_dir, adapter_name, model, baseline, tracks, split, trained_by, a
     """
     from trb.errors import UsageError
     from trb.releases import Release
-    from trb.run import RunSpec, load_adapter, not_applicable_text, resume_run, run_tracks
+    from trb.run import RunSpec, load_adapter, not_applicable_text, preflight, resume_run, run_tracks
 
     ctx = click.get_current_context()
     runner_options, track_options, adapter_options = _split_kind_options(ctx.command, options, runner)
@@ -257,6 +257,7 @@ def run(release_dir, adapter_name, model, baseline, tracks, split, trained_by, a
                    flush_seconds=flush_seconds)
     spec = spec.with_(tasks=_load_tasks(tasks_file), release=Release(release_dir))  # both checked before the model
     try:
+        preflight(spec)  # a split it lacks, or nothing to score (and why): refused before the model is loaded
         adapter = load_adapter(adapter_name, model, **adapter_options)
     except BaseException:
         spec.release.close()

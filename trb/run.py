@@ -25,6 +25,7 @@ from schemas.versions import TOOLKIT_VERSION
 from trb.adapters.capabilities import bind
 from trb.errors import CheckFailed, UsageError
 from trb.parts import DEFAULT_PART_ITEMS, cut_parts, merge_summaries, part_key_of
+from trb.preflight import NothingToScore, check_scorable, check_split, items_by_split
 from trb.provenance import check_transfer_provenance, trainers
 from trb.releases import Release
 from trb.run_spec import DEFAULT_FLUSH_SECONDS, RunSpec, check_flush_seconds, check_track_options
@@ -33,7 +34,7 @@ from trb.subjects import check_disjoint
 from trb.tracks.base import get_track, registered_tracks
 
 __all__ = ["BASELINES", "HELD_OUT_SPLITS", "RunSpec", "DEFAULT_FLUSH_SECONDS", "ROLLOUT_NO_TRANSFER", "run_tracks",
-           "resume_run", "load_adapter",
+           "resume_run", "load_adapter", "preflight", "NothingToScore",
            "not_applicable_text", "rerun", "TOOLKIT_VERSION"]
 
 #: Baseline names used everywhere (spec §4): 1-3 through the proxy adapter, 4-5 through the native one.
@@ -63,17 +64,6 @@ def load_adapter(kind: str, model: str | os.PathLike, **options):
     return _load(kind, model, **options)
 
 
-def _items_by_split(release: Release, tracks, options: dict) -> str:
-    """Which splits of ``release`` have items of ``tracks`` (those read from the release), for an error message:
-    ``splits with items: train (track 1: 120, track 3: 5); transfer (track 1: 40)``."""
-    parts = []
-    for s in release.splits:
-        counts = {t.id: t.count(release, s, **options.get(t.id, {})) for t in tracks if not _from_tasks(t)}
-        if any(counts.values()):
-            parts.append(f"{s} (" + ", ".join(f"track {k}: {v}" for k, v in counts.items() if v) + ")")
-    return "splits with items: " + ("; ".join(parts) or "none")
-
-
 def run_tracks(spec: RunSpec, adapter, *, progress: bool = True) -> dict:
     """Run ``spec`` (:class:`~trb.run_spec.RunSpec`: release, split, tracks, seed, results, runner, ...) through
     ``adapter``; record the run.
@@ -99,8 +89,8 @@ def run_tracks(spec: RunSpec, adapter, *, progress: bool = True) -> dict:
     Raises:
         ReleaseError: the release is missing, tampered with or incomplete.
         UsageError: an unknown track, or a derived one (Track 6); a split the release does not have; the train
-            split without ``allow_train_split``; no item of the requested tracks in the split; no requested
-            track the adapter can run; an unknown runner or a bad runner option; an option a track does not
+            split without ``allow_train_split``; no item of the requested tracks in the split (NothingToScore, with
+            the reason per track: :func:`preflight`); no requested track the adapter can run; an unknown runner or a bad runner option; an option a track does not
             declare.
         SplitOverlap: the adapter declares training subjects (spec ``trained_on``) that the
             evaluated split shares (:mod:`trb.subjects`).
@@ -116,20 +106,11 @@ def run_tracks(spec: RunSpec, adapter, *, progress: bool = True) -> dict:
     store = ResultsStore(Path(spec.results), create=False)  # an existing store is checked now, before any scoring
     bound = bind(adapter)
     the_runner = get_runner(spec.runner, **spec.runner_options)
-    wanted = (tuple(k for k, t in registered_tracks().items() if not getattr(t, "derived", False))
-              if spec.tracks is None else spec.tracks)
-    if not wanted:
-        raise UsageError("no track requested")
-    chosen = [get_track(t) for t in wanted]
+    wanted, chosen = _chosen(spec)
     options = check_track_options(spec.track_options, chosen)
     trainer = trainers(list(spec.trained_by) or None, bound.spec().get("trained_by"))
     split = spec.split
-    taskset = None
-    if any(_from_tasks(t) for t in chosen):
-        from environments.tasksets import TaskSet, default_taskset, load_taskset
-
-        tasks = spec.tasks
-        taskset = tasks if isinstance(tasks, TaskSet) else default_taskset() if tasks is None else load_taskset(tasks)
+    taskset = _taskset_of(spec, chosen)
     release = spec.release if isinstance(spec.release, Release) else Release(spec.release)
     try:
         taskset = _for_release(taskset, release, split)
@@ -162,6 +143,51 @@ def run_tracks(spec: RunSpec, adapter, *, progress: bool = True) -> dict:
             the_runner.stop()
     finally:
         release.close()
+
+
+def _chosen(spec: RunSpec) -> tuple[tuple[str, ...], list]:
+    """The requested track ids (default: every registered track but the derived ones) and their tracks."""
+    wanted = (tuple(k for k, t in registered_tracks().items() if not getattr(t, "derived", False))
+              if spec.tracks is None else spec.tracks)
+    if not wanted:
+        raise UsageError("no track requested")
+    return wanted, [get_track(t) for t in wanted]
+
+
+def _taskset_of(spec: RunSpec, chosen):
+    """The rollout task set of a run with a rollout track (the spec's, or the built-in one); None without one."""
+    if not any(_from_tasks(t) for t in chosen):
+        return None
+    from environments.tasksets import TaskSet, default_taskset, load_taskset
+
+    tasks = spec.tasks
+    return tasks if isinstance(tasks, TaskSet) else default_taskset() if tasks is None else load_taskset(tasks)
+
+
+def preflight(spec: RunSpec) -> dict[str, int]:
+    """What ``spec`` would score, checked from the release and the task set alone, before any model is loaded
+    (``trb run`` calls it first): each requested track's items on the split (track id -> count).
+
+    Raises:
+        ReleaseError: the release is missing, tampered with or incomplete.
+        UsageError: an unknown or derived track, an option a track does not declare; a split the release does not
+            have; the train split without ``allow_train_split``.
+        NothingToScore: no requested track has an item any adapter could score, with the reason for each (no
+            items in the split, and why: no counterfactuals, Φ pending on N kept out of held-out splits; or
+            every item's reason) and the splits that have items (:mod:`trb.preflight`).
+    """
+    _, chosen = _chosen(spec)
+    options = check_track_options(spec.track_options, chosen)
+    taskset = _taskset_of(spec, chosen)
+    opened = not isinstance(spec.release, Release)
+    release = Release(spec.release) if opened else spec.release
+    try:
+        taskset = _for_release(taskset, release, spec.split)
+        check_split(release, chosen, options, spec.split, spec.allow_train_split)
+        return check_scorable(release, chosen, options, spec.split, taskset)
+    finally:
+        if opened:
+            release.close()
 
 
 def resume_run(run_id: str, *, results: str | os.PathLike = "results.duckdb",
@@ -249,14 +275,8 @@ def _plan(release: Release, bound, chosen, options: dict, split: str, taskset, t
     track -> summary, "split_check", "transfer_check"}.
 
     Raises the errors of :func:`run_tracks` (split, train split, provenance, nothing to score)."""
-    if split not in release.splits:
-        raise UsageError(f"release {release.version} ({release.sha[:12]}) has no split {split!r}; "
-                         f"its splits: {', '.join(release.splits) or 'none'}; "
-                         + _items_by_split(release, chosen, options))
-    if split == "train" and not allow_train_split:
-        raise UsageError("the train split is what models are fitted on: scores there measure fit, not "
-                         "generalisation, and never enter Δgov; pass --allow-train-split (allow_train_split=True) "
-                         "to run it anyway (its report is bannered)")
+    check_split(release, chosen, options, split, allow_train_split)
+    check_scorable(release, chosen, options, split, taskset)  # nothing any adapter could score: why, per track
     if split == "train":
         split_check = {"checked": False, "reason": "a train-split run (allowed explicitly): fit, not generalisation"}
     else:
@@ -282,7 +302,7 @@ def _plan(release: Release, bound, chosen, options: dict, split: str, taskset, t
     if sum(counts.values()) == 0:
         raise UsageError(f"split {split!r} of release {release.version} ({release.sha[:12]}) has no items for "
                          f"track(s) {', '.join(counts)}: nothing to score; "
-                         + _items_by_split(release, [t for t in chosen if t.id in counts], options))
+                         + items_by_split(release, [t for t in chosen if t.id in counts], options))
     return {"counts": counts, "not_applicable": not_applicable, "split_check": split_check,
             "transfer_check": transfer_check}
 
@@ -398,6 +418,9 @@ def _score_and_finish(store, run: dict, release: Release, bound, the_runner, pla
     for t in tracks:
         mine = [p for p in parts if p["track"] == t.id]
         s = merge_summaries([p["summary"] for p in mine], getattr(t, "summary_constant", ()))
+        left_out = _left_out(t, release, split, options)
+        if left_out:  # items of the split the work list leaves out (Track 3: no label yet): counted, not dropped
+            s = {**s, "skipped": {**(s.get("skipped") or {}), **left_out}}
         if options.get(t.id):
             s = {**s, "options": options[t.id]}
         summary[t.id] = s
@@ -433,6 +456,14 @@ def _score_and_finish(store, run: dict, release: Release, bound, the_runner, pla
     out = {**run, "timings": json.dumps(timings, sort_keys=True, default=str), "n_items": n_items,
            "status": "complete"}
     return {**out, "summary": summary}
+
+
+def _left_out(track, release: Release, split: str, options: dict) -> dict[str, int]:
+    """The track's items of ``split`` its work list leaves out, by reason (its optional ``left_out``)."""
+    left_out = getattr(track, "left_out", None)
+    if left_out is None or _from_tasks(track):
+        return {}
+    return {k: int(v) for k, v in left_out(release, split, **options.get(track.id, {})).items() if v}
 
 
 def _from_tasks(track) -> bool:

@@ -189,7 +189,7 @@ def test_unknown_track_and_split_are_usage_errors(release, tmp_path):
 
 
 def test_a_split_with_no_items_is_an_error_not_zero_items(release, tmp_path):
-    from trb.run import RunSpec, run_tracks
+    from trb.run import NothingToScore, RunSpec, run_tracks
     from trb.tracks.base import register_track, unregister_track
 
     class Empty(_NeedsAblation):
@@ -204,8 +204,8 @@ def test_a_split_with_no_items_is_an_error_not_zero_items(release, tmp_path):
 
     register_track(Empty())
     try:
-        with pytest.raises(UsageError, match=r"split 'eval' .* has no items for track\(s\) 95: nothing to score; "
-                                             r"splits with items: none$"):
+        with pytest.raises(NothingToScore, match=r"split 'eval' .* has nothing to score for track\(s\) 95: track 95: "
+                                                 r"no items in split 'eval'; splits with items: none$"):
             run_tracks(RunSpec(release, baseline="x", tracks=("95",), results=tmp_path / "r.duckdb"),
                        Follower(), progress=False)
     finally:

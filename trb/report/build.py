@@ -20,6 +20,7 @@ from trb.report.common import (
     _timings,
 )
 from trb.report.comparisons import _delta_gov, _pass_bars
+from trb.report.not_scored import not_scored
 from trb.report.profile import run_profile
 from trb.report.sections import ReportContext, report_sections
 from trb.report.vector import _profile_vectors
@@ -122,6 +123,9 @@ def build_report(store: ResultsStore, *, release_sha: str | None = None, n_resam
                 "capabilities": _timings(r).get("capabilities"),
                 "trained_by": r.get("trained_by"),
             })
+            skipped = not_scored(r)
+            if skipped:  # only when the run left an item unscored or waiting: other reports are unchanged
+                rows[-1]["not_scored"] = skipped
         held_out = split in HELD_OUT_SPLITS
         table = {"split": split, "held_out": held_out, "baselines": rows, "delta_gov": None, "delta_gov_note": None,
                  "pass_bars": None}

@@ -7,6 +7,7 @@ import html
 
 from trb.report.common import SMOKE_BANNER, _ci, _f, _metric, _title
 from trb.report.figures import _plot_svg, _profiles_svg
+from trb.report.not_scored import not_scored_lines
 from trb.report.sections import positioned_sections
 from trb.report.text import (
     _SLICES,
@@ -115,6 +116,8 @@ def _html_cell(entry: dict | None, notes: _HtmlNotes) -> str:
     marks += "".join(notes.mark(verdict_short(v)) for v in entry.get("verdicts") or () if v["verdict"] != FLAGGED)
     if entry.get("cg1_reading"):
         marks += notes.mark(entry["cg1_reading"])
+    if entry.get("waiting"):  # items of the run the figure waits for (Track 1: Φ pending)
+        marks += notes.mark(entry["waiting"])
     value = e(f"{_f(entry['score'])} {_ci(entry)}")
     if entry.get("red"):  # a red flag (Track 4 ratio below 1, Track 5 holonomy): the figure itself is red
         value = f'<span class="red">{value}</span>'
@@ -243,6 +246,10 @@ def render_html(report: dict) -> str:
         parts.append(_html_profile_table(report, table, keys, notes))
         parts.append(_html_more_table(table, all_keys, more, notes))
         parts.append(notes.html())
+        unscored = not_scored_lines(table)
+        if unscored:
+            parts.append("<p>Items not scored or waiting, by reason (every item of the split is counted):</p><ul>"
+                         + "".join(f"<li>{e(line)}</li>" for line in unscored) + "</ul>")
         parts.append(f"<p>{e(_delta_line(table['delta_gov'], table['delta_gov_note'], b['confidence'], table['split']))}</p>")
         if table.get("pass_bars"):
             parts.append(f"<p>Pass-bar comparisons on {e(table['split'])} (directions with their numbers, not "

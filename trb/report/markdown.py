@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trb.report.common import SMOKE_BANNER, _metric, _missing_text, _title
+from trb.report.not_scored import not_scored_lines
 from trb.report.sections import positioned_sections
 from trb.report.text import (
     _cell,
@@ -97,6 +98,10 @@ def render_markdown(report: dict, plot_path: Path | None = None, profiles_path: 
             lines += ["", "Reference points and threshold-free figures (the same items as the headline figures):", "",
                       "| " + " | ".join(more_head) + " |", "|" + "---|" * len(more_head)]
             lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in more_rows]
+        unscored = not_scored_lines(table)
+        if unscored:
+            lines += ["", "Items not scored or waiting, by reason (every item of the split is counted):", ""]
+            lines += [f"- {line}" for line in unscored]
         lines += ["", _delta_line(table["delta_gov"], table["delta_gov_note"], b["confidence"], table["split"]), ""]
         if table.get("pass_bars"):
             lines += [f"Pass-bar comparisons on {table['split']} (directions with their numbers, not verdicts; "

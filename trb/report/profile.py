@@ -81,6 +81,13 @@ def _described(track, metric, columns) -> dict:
         return {}
 
 
+def _waiting(track, summary: dict) -> str | None:
+    """What a track's headline waits for on items of the run it could not score yet (the track's ``waiting``:
+    Track 1's items whose Φ is pending), in words; None when nothing waits."""
+    waiting = getattr(track, "waiting", None)
+    return waiting(summary) if waiting is not None else None
+
+
 def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed: int = 0,
                 confidence: float = CONFIDENCE) -> dict[str, dict]:
     """Every registered metric of one run: report key -> entry (score, CI, items, sessions, note).
@@ -118,8 +125,12 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
         mask = cols["metric"] == m.metric
         n = int(mask.sum())
         na = (s.get("not_applicable") or {}).get(m.key)
+        waiting = _waiting(track, s) if m.headline else None  # items the headline waits for (Track 1: their Φ)
         if n == 0:
-            if na:
+            if waiting:
+                out[m.key] = _track_entry(None, m.definition, note=f"no item scored yet: {waiting}",
+                                          extra={"waiting": waiting}, status="no items")
+            elif na:
                 why = na.get("reason") or f"needs {', '.join(na['needs'])}"
                 out[m.key] = _track_entry(None, m.definition, note=f"not applicable ({why}; "
                                           f"{na['n_items']} items not scored)",
@@ -167,6 +178,8 @@ def run_profile(store: ResultsStore, run: dict, *, n_resamples: int = 2000, seed
         section = section_of(m.track)
         if section is not None and hasattr(section, "entry_extra"):  # Track 2: the default site
             extra.update(section.entry_extra(m, sub))
+        if waiting:
+            extra["waiting"] = waiting
         out[m.key] = _track_entry(est, m.definition, synthetic_share=share, extra=extra, rule=m.verdict,
                                   confidence=confidence)
         if na and na["n_items"]:

@@ -30,6 +30,8 @@ def _cell(entry: dict | None) -> str:
             text += f" · {verdict_short(v)}"
     if entry.get("cg1_reading"):
         text += f" · {entry['cg1_reading']}"
+    if entry.get("waiting"):  # items of the run the figure waits for (Track 1: Φ pending): never silently left out
+        text += f" · {entry['waiting']}"
     return text
 
 

@@ -26,6 +26,12 @@ A track declares:
   cannot run it now (Track 2: no concept directions); the run records it as not applicable with that reason;
 * optionally ``describe(metric, columns)``: what the report shows beside a figure (e.g.
   ``flags`` for a degenerate predictor, a belief distribution, a reliability table);
+* optionally, so that nothing is left out silently (:mod:`trb.preflight`, the run record, the report):
+  ``skip_reason(item)`` (why no adapter can score an item of its work list: a key of its summary's ``skipped``
+  counters, or None), ``reasons`` (those keys in words), ``empty_reason(release, split)`` (why the split has none
+  of its items), ``pending(release, split)`` (items in a state the user must know of, ``{"Φ pending": n}``),
+  ``left_out(release, split)`` (items of the split its work list leaves out, by reason: added to the run's
+  ``skipped``) and ``waiting(summary)`` (what its headline waits for on a run's items, in words: Track 1's Φ);
 * optionally ``report``: its report section, as ``"package.module:NAME"`` (its own sections, pass bars, JSON
   block and what its figures carry; :mod:`trb.report.sections`), loaded by the report only: a track module
   never imports the report.
@@ -152,6 +158,7 @@ class ItemRow(TypedDict, total=False):
     g_own: float | None
     g_uniform: float | None
     r_sensitive: float | None
+    llr_planned: float | None
     phi_n: int | None
     g_ceiling: float | None
     condition: str | None

@@ -22,6 +22,12 @@ against, on the same item and Φ:
 From them the report derives the normalised governance effect
 (G − G_own) / (1 − G_own): 0 for a model whose action ignores r', 1 for one whose
 action under r' is exactly Φ(r').
+
+A counterfactual whose Φ is pending (annotators have not given it yet) is in the work
+list too: G and the LLR wait for its Φ, but r-sensitivity and the planned-action LLR
+need none (:mod:`trb.tracks.phi_free`); it is scored for them (metric ``phi_free``) and
+reported apart, labelled "Φ pending". One that cannot get them either is counted by
+reason, as every item that is not scored is: none is dropped silently.
 """
 
 from __future__ import annotations
@@ -41,6 +47,13 @@ from trb.distributions import check_distribution, total_variation
 from trb.releases import Release
 from trb.stats import mean_by_session, normalised_gain_by_session
 from trb.tracks.base import Column, ItemRow, Metric, StepItem
+from trb.tracks.phi_free import (
+    PENDING_LABEL,
+    PENDING_REASONS,
+    PHI_FREE_METRIC,
+    pending_skip_reason,
+    planned_log_ratio,
+)
 from trb.tracks.timing import AdapterTimer
 
 __all__ = ["TRACK", "Track1", "Track1Item", "track1_items", "score_track1", "total_variation", "BATCH"]
@@ -51,8 +64,8 @@ BATCH = 256
 @dataclass
 class Track1Item(StepItem):
     r_prime: dict
-    phi_type: str  # "distribution" or "text"
-    phi: dict | str
+    phi_type: str | None  # "distribution" or "text"; None while Φ is pending
+    phi: dict | str | None
     origin: str | None = None
     adversarial: bool = False
     ood: bool = False
@@ -83,7 +96,8 @@ _ITEM_BATCH_ROWS = 65_536
 
 
 def track1_items(release: Release, split: str = "eval") -> Iterator[Track1Item]:
-    """Every counterfactual of ``split`` that has Φ, with its step's context, session by session.
+    """Every counterfactual of ``split``, with its step's context, session by session: those with Φ, and those whose
+    Φ is pending (``phi_type`` None: scored for the Φ-free figures only).
 
     Read as Arrow batches of whole sessions, so the work list's memory does not grow with the release."""
     if "counterfactuals" not in release.configs:
@@ -92,7 +106,7 @@ def track1_items(release: Release, split: str = "eval") -> Iterator[Track1Item]:
     try:
         yield from _batched_items(release, cur.sql(
             f"SELECT {', '.join(_CF_COLUMNS)}, phi_probs FROM counterfactuals "
-            "WHERE split = ? AND phi_type IS NOT NULL ORDER BY session_id, t, cf_id", params=[split]
+            "WHERE split = ? ORDER BY session_id, t, cf_id", params=[split]
         ).to_arrow_reader(_ITEM_BATCH_ROWS))
     finally:
         cur.close()
@@ -143,6 +157,17 @@ def _uniform(space: tuple[str, ...]) -> dict[str, float]:
     return dict.fromkeys(space, 1.0 / len(space))
 
 
+def skip_reason(item: Track1Item) -> str | None:
+    """Why no adapter can score ``item`` (a key of the run's ``skipped`` counters), or None when one can.
+
+    Adapter-free: what a text Φ needs of the adapter (continuation scoring) is decided when it is scored."""
+    if item.phi_type is None:
+        return pending_skip_reason(item.context.action_space, item.r_prime, item.r_t)
+    if item.phi_type == "distribution":
+        return "open_ended_step" if item.context.action_space is None else None
+    return "llr_without_recorded_r" if item.r_t is None else None
+
+
 def _sensitive(item: Track1Item, p: dict, p_rt: dict | None) -> bool | None:
     """Whether do(r') raised the probability of the action r' plans over do(r_t); None where undefined."""
     planned = item.r_prime.get("planned_next")
@@ -156,54 +181,57 @@ def score_track1(adapter, items: Iterable[Track1Item], timer: AdapterTimer | Non
     """Score every item through ``adapter``; return the item rows and counts (scored, skipped by reason).
 
     Per batch, one ``act_many`` call holds every item's do(r') and, for each step not
-    seen yet, the model's own act(c_t) and do(r_t) (when the step recorded an r_t).
+    seen yet, the model's own act(c_t) (for items with Φ) and do(r_t) (when the step recorded an r_t).
+    An item whose Φ is pending is scored for the Φ-free figures (metric ``phi_free``); ``phi_pending`` counts
+    every such item, scored or not.
     """
     bound = bind(adapter)
     timer = timer or AdapterTimer()
     rows: list[ItemRow] = []
     skipped = {"text_phi_without_score_continuation": 0, "open_ended_step": 0, "llr_without_recorded_r": 0}
+    n_pending = 0
     scorer = bound.get(ContinuationScoring)
     pending: list[Track1Item] = []
-    per_step: dict[tuple[str, int], tuple[dict, dict | None]] = {}  # (session, t) -> (act(c_t), act(c_t, do(r_t)))
+    own_of: dict[tuple[str, int], dict] = {}  # (session, t) -> act(c_t)
+    rt_of: dict[tuple[str, int], dict] = {}  # (session, t) -> act(c_t, do(r_t))
 
     def flush() -> None:
         if not pending:
             return
         contexts = [i.context for i in pending]
         overrides: list[dict | None] = [i.r_prime for i in pending]
-        new_steps: dict[tuple[str, int], Track1Item] = {}
+        wanted: dict[tuple[int, tuple[str, int]], dict] = {}  # (own 0 | do(r_t) 1, step) -> where it goes, in order
         for i in pending:
             key = (i.session_id, i.t)
-            if key not in per_step and key not in new_steps:
-                new_steps[key] = i
-        for i in new_steps.values():
-            contexts.append(i.context)
-            overrides.append(None)
-            if i.r_t is not None:
+            if i.phi_type is not None and key not in own_of and (0, key) not in wanted:  # G's own-policy reference
+                wanted[(0, key)] = own_of
+                contexts.append(i.context)
+                overrides.append(None)
+            if i.r_t is not None and key not in rt_of and (1, key) not in wanted:
+                wanted[(1, key)] = rt_of
                 contexts.append(i.context)
                 overrides.append(i.r_t)
         with timer.timed(len(contexts)):
             dists = bound.act_many(contexts, overrides)
         edits = bound.cot_edits()  # cot_edit: the edited chain of thought each do(r') was scored after
         dists = [check_distribution(p, c.action_space, bound.name) for p, c in zip(dists, contexts)]
-        k = len(pending)
-        for key, i in new_steps.items():
-            own = dists[k]
-            k += 1
-            rt = None
-            if i.r_t is not None:
-                rt = dists[k]
-                k += 1
-            per_step[key] = (own, rt)
+        for ((_, key), where), p in zip(wanted.items(), dists[len(pending):]):
+            where[key] = p
         for j, (item, p) in enumerate(zip(pending, dists)):
-            own, rt = per_step[(item.session_id, item.t)]
+            key = (item.session_id, item.t)
+            rt = rt_of.get(key) if item.r_t is not None else None
+            sensitive = _sensitive(item, p, rt)
+            edit = edits[j] if edits is not None and j < len(edits) and edits[j] is not None else None
+            if item.phi_type is None:
+                rows.append(_phi_free_row(item, p, rt, sensitive, edit))
+                continue
+            own = own_of[key]
             tv = total_variation(p, item.phi)
             tv_own = total_variation(own, item.phi)
             tv_uniform = total_variation(_uniform(item.context.action_space), item.phi)
-            sensitive = _sensitive(item, p, rt)
             detail = {"p": p, "phi": item.phi, "tv": tv, "p_own": own, "p_do_r_t": rt}
-            if edits is not None and j < len(edits) and edits[j] is not None:
-                detail["cot_edit"] = edits[j]
+            if edit is not None:
+                detail["cot_edit"] = edit
             rows.append(_row(item, "tv", 1.0 - tv, detail,
                              g_own=1.0 - tv_own, g_uniform=1.0 - tv_uniform,
                              r_sensitive=None if sensitive is None else float(sensitive), phi_n=item.phi_n,
@@ -213,9 +241,11 @@ def score_track1(adapter, items: Iterable[Track1Item], timer: AdapterTimer | Non
         pending.clear()
 
     for item in items:
-        if item.phi_type == "distribution":
-            if item.context.action_space is None:
-                skipped["open_ended_step"] += 1
+        if item.phi_type != "text":  # a distribution Φ, or Φ pending (the Φ-free figures)
+            n_pending += item.phi_type is None
+            reason = skip_reason(item)
+            if reason is not None:
+                skipped[reason] = skipped.get(reason, 0) + 1
                 continue
             pending.append(item)
             if len(pending) >= BATCH:
@@ -232,11 +262,24 @@ def score_track1(adapter, items: Iterable[Track1Item], timer: AdapterTimer | Non
             if progress is not None:
                 progress(1)
     flush()
-    summary = {"scored": len(rows), "skipped": skipped}
+    summary: dict = {"scored": len(rows), "skipped": skipped}
+    if n_pending:  # only when something is pending: a run without pending items records what it always did
+        summary["phi_pending"] = n_pending
     if skipped["text_phi_without_score_continuation"]:
         summary["not_applicable"] = {"1-llr": {"needs": ["continuation_scoring"],
                                                "n_items": skipped["text_phi_without_score_continuation"]}}
     return rows, summary
+
+
+def _phi_free_row(item: Track1Item, p: dict, rt: dict, sensitive: bool, edit) -> ItemRow:
+    """A Φ-pending item's row: score = r-sensitivity (0 or 1), ``llr_planned`` the planned-action LLR."""
+    planned = item.r_prime["planned_next"]
+    llr = planned_log_ratio(p[planned], rt[planned])
+    detail = {"p": p, "p_do_r_t": rt, "planned": planned, "p_planned_do_r_prime": p[planned],
+              "p_planned_do_r_t": rt[planned], "phi": None}
+    if edit is not None:
+        detail["cot_edit"] = edit
+    return _row(item, PHI_FREE_METRIC, float(sensitive), detail, r_sensitive=float(sensitive), llr_planned=llr)
 
 
 class Track1:
@@ -269,6 +312,14 @@ class Track1:
                "share of items where p(the action r′ plans) under do(r′) is above that under do(r_t) "
                "(items where r′ plans another action of the step than r_t)", requires="r_sensitive", headline=False,
                bounds=(0.0, 1.0)),
+        Metric("1-sens-pending", "1", PHI_FREE_METRIC, f"Track 1 — r-sensitivity ({PENDING_LABEL})",
+               "r-sensitivity on the counterfactuals whose Φ is pending (no Φ needed): share of items where "
+               "p(a′ | c_t, do(r′)) > p(a′ | c_t, do(r_t)), a′ the action r′ plans", requires="r_sensitive",
+               headline=False, bounds=(0.0, 1.0)),
+        Metric("1-llr-pending", "1", PHI_FREE_METRIC, f"Track 1 — planned-action LLR ({PENDING_LABEL})",
+               "mean log p(a′ | c_t, do(r′)) − log p(a′ | c_t, do(r_t)) on the counterfactuals whose Φ is pending, "
+               "a′ the action r′ plans (the paired log-likelihood ratio read at a′, not at Φ(r′): no Φ needed; "
+               "items with a probability 0 left out)", requires="llr_planned", headline=False),
     )
     columns = (
         Column("origin", pa.string(), "VARCHAR", "Track 1: the counterfactual's origin"),
@@ -281,13 +332,51 @@ class Track1:
                "Track 1: the expected G of the true-distribution oracle given phi_n (toolkit.ceiling.oracle_g)"),
         Column("r_sensitive", pa.float64(), "DOUBLE",
                "Track 1: 1 if do(r′) raised p(r′'s planned action) over do(r_t), 0 if not, NULL if undefined"),
+        Column("llr_planned", pa.float64(), "DOUBLE",
+               "Track 1, Φ pending: log p(a′ | c_t, do(r′)) − log p(a′ | c_t, do(r_t)), a′ the action r′ plans "
+               "(NULL: a probability is 0)"),
     )
+    #: Why an item of the work list is not scored, in words (the run's ``skipped`` counters; trb.preflight).
+    reasons = {
+        "open_ended_step": "a distribution Φ on an open-ended step",
+        "llr_without_recorded_r": "a text Φ on a step that recorded no r_t (no do(r_t) reference)",
+        "text_phi_without_score_continuation": "a text Φ, and the adapter cannot score continuations",
+        **PENDING_REASONS,
+    }
 
     def count(self, release: Release, split: str) -> int:
         if "counterfactuals" not in release.configs:
             return 0
-        return release.rows("SELECT count(*) AS n FROM counterfactuals WHERE split = ? AND phi_type IS NOT NULL",
-                            [split])[0]["n"]
+        return release.rows("SELECT count(*) AS n FROM counterfactuals WHERE split = ?", [split])[0]["n"]
+
+    def pending(self, release: Release, split: str) -> dict[str, int]:
+        """The split's counterfactuals whose Φ is pending: ``{"Φ pending": n}`` (empty when none is)."""
+        if "counterfactuals" not in release.configs:
+            return {}
+        n = release.rows("SELECT count(*) AS n FROM counterfactuals WHERE split = ? AND phi_type IS NULL",
+                         [split])[0]["n"]
+        return {"Φ pending": int(n)} if n else {}
+
+    def empty_reason(self, release: Release, split: str) -> str:
+        """Why ``split`` holds no counterfactual, in words: none at all, or those of held-out splits whose Φ is
+        pending, which a release keeps out of them (the manifest counts them)."""
+        if "counterfactuals" not in release.configs:
+            return "the release has no counterfactuals"
+        kept_out = int(((release.manifest.get("excluded") or {})
+                        .get("counterfactuals_lacking_phi_kept_out_of_eval")) or 0)
+        if split in ("eval", "transfer") and kept_out:
+            return (f"no counterfactuals in split {split!r}: Φ pending on {kept_out} counterfactual(s) of the "
+                    "held-out splits, which the release keeps out of them until annotators give their Φ "
+                    "(manifest: excluded.counterfactuals_lacking_phi_kept_out_of_eval)")
+        return f"no counterfactuals in split {split!r}"
+
+    def skip_reason(self, item: Track1Item) -> str | None:
+        return skip_reason(item)
+
+    def waiting(self, summary: dict) -> str | None:
+        """What G waits for in a run's summary: its items whose Φ is pending (None when there is none)."""
+        n = int(summary.get("phi_pending") or 0)
+        return f"Φ pending on {n:,} item(s): G waits for their Φ" if n else None
 
     def items(self, release: Release, split: str) -> Iterator[Track1Item]:
         return track1_items(release, split)
@@ -309,10 +398,25 @@ class Track1:
         if metric.key == "1-norm":
             return normalised_gain_by_session(columns["score"].astype(float, copy=False), _present(columns, "g_own"),
                                               sessions, **opts)
-        if metric.key == "1-sens":
+        if metric.key in ("1-sens", "1-sens-pending"):
             return _mean_where_defined(columns, "r_sensitive",
                                        "no item where r′ plans another action of the step than the recorded r_t", opts)
+        if metric.key == "1-llr-pending":
+            return _mean_where_defined(columns, "llr_planned",
+                                       "every item has p(a′) = 0 under do(r′) or do(r_t): the log ratio is infinite",
+                                       opts)
         raise KeyError(metric.key)
+
+    def describe(self, metric: Metric, columns) -> dict:
+        """A Φ-pending figure's label (and how many items its LLR leaves out: a probability 0)."""
+        if metric.metric != PHI_FREE_METRIC:
+            return {}
+        out: dict = {"label": PENDING_LABEL}
+        if metric.key == "1-llr-pending" and "llr_planned" in columns:
+            n_out = int(np.isnan(_present(columns, "llr_planned", allow_missing=True)).sum())
+            if n_out:
+                out["n_undefined"] = n_out
+        return out
 
 
 def _mean_where_defined(columns, name: str, undefined: str, opts: dict):

@@ -119,6 +119,34 @@ class Track3:
         return release.rows("SELECT count(*) AS n FROM attribution WHERE split = ? AND label IN ('self', 'exogenous')",
                             [split])[0]["n"]
 
+    #: Why an item of the split is not scored, in words (the run's ``skipped`` counters).
+    reasons = {"label_pending": "an attribution item without a self or exogenous label (label pending)"}
+
+    def _unlabelled(self, release: Release, split: str) -> int:
+        if "attribution" not in release.configs:
+            return 0
+        return int(release.rows("SELECT count(*) AS n FROM attribution WHERE split = ? AND label IS DISTINCT FROM "
+                                "'self' AND label IS DISTINCT FROM 'exogenous'", [split])[0]["n"])
+
+    def pending(self, release: Release, split: str) -> dict[str, int]:
+        """The split's attribution items without a label: ``{"label pending": n}`` (empty when none)."""
+        n = self._unlabelled(release, split)
+        return {"label pending": n} if n else {}
+
+    def left_out(self, release: Release, split: str) -> dict[str, int]:
+        """Items of the split the work list leaves out, by reason (counted in the run's ``skipped``)."""
+        n = self._unlabelled(release, split)
+        return {"label_pending": n} if n else {}
+
+    def empty_reason(self, release: Release, split: str) -> str:
+        """Why ``split`` has no labelled attribution item, in words."""
+        if "attribution" not in release.configs:
+            return "the release has no attribution items"
+        n = self._unlabelled(release, split)
+        if n:
+            return f"{n:,} attribution item(s) in split {split!r}, none labelled self or exogenous (label pending)"
+        return f"no attribution items in split {split!r}"
+
     def items(self, release: Release, split: str) -> Iterator[Track3Item]:
         return track3_items(release, split)
 
