@@ -4,9 +4,8 @@ on any x86-64 machine with AVX2.
 PyTorch's CPU build picks its kernels by the processor: ATen's vectorised kernels (softmax, GELU, reductions) at the
 widest instruction set the processor has (AVX2, AVX-512), MKL's matrix products likewise, and oneDNN's too. Each
 choice rounds differently, and a model *trained* on the CPU carries those differences into every figure measured
-on it: the demo's Δgov was +0.270 on a Xeon with AVX-512 and +0.272 on another machine, and +0.273 on the first
-machine with one thread instead of two (the thread count splits the training's parallel reductions differently).
-The pins make every x86-64 machine with AVX2 run the same code:
+on it: unpinned, the demo's Δgov moved in its third decimal from one machine to another and from two threads to one
+(the thread count splits the training's parallel reductions differently; bench/README.md, "make demo"). The pins make every x86-64 machine with AVX2 run the same code:
 
 * ``ATEN_CPU_CAPABILITY=avx2``, ``MKL_CBWR=AVX2,STRICT`` (MKL's conditional numerical reproducibility) and
   ``ONEDNN_MAX_CPU_ISA=AVX2``: each read once, when torch first computes, so they are set before that
