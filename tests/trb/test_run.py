@@ -106,7 +106,7 @@ def test_cli_query_and_report_formats(release, tmp_path, capsys):
 
 
 @pytest.mark.e2e
-@pytest.mark.timeout(1500)  # the whole pipeline as `make demo` runs it (12.7 min in the suite beside the other worker)
+@pytest.mark.timeout(1500)  # the whole pipeline as `make demo` runs it (531 s in the suite beside the other worker)
 def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
     """`trb-demo` exactly as `make demo` runs it (seed 1, 500 sessions): every stage, a smoke-labelled report, Δgov
     with a CI above 0, and the conclusions the README and docs/demo-conclusions.md quote, regenerated from this
@@ -152,7 +152,9 @@ def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
     evals = [b for b in rep["baselines"] if b["split"] == "eval"]
     for b in evals:  # Tracks 4 and 5 ran on every baseline, on the built-in task set's held-out seeds
         assert b["tracks"]["nav"]["n_sessions"] == 12 and b["tracks"]["nav-cg2"]["n_sessions"] == 9, b["name"]
-        assert b["tracks"]["viab"]["n_items"] == 24 or "undefined" in b["tracks"]["viab"].get("note", ""), b["name"]
+        assert b["tracks"]["viab-full"]["n_items"] == b["tracks"]["viab-abl"]["n_items"] == 12, b["name"]
+        viab = b["tracks"]["viab"]  # the ratio of the two completion rates, or why there is none (0 completed)
+        assert viab["score"] is not None or "undefined" in viab.get("note", ""), b["name"]
     # spec §4: the five baselines at the same model size (within ±15% of each other), each row saying its size
     sizes = [b["n_parameters"] for b in evals]
     assert all(sizes) and max(sizes) <= 1.15 * min(sizes), sizes
