@@ -166,8 +166,13 @@ def test_demo_end_to_end_shows_a_governance_gap(tmp_path, capsys):
     # the transfer runs, and the six-entry profile vector with the profile plot
     for b in rep["baselines"]:
         g = b["tracks"]["ground"]
+        if g["score"] is None:  # a model none of whose concept directions are separable has no headline, and says so
+            assert "undefined: no concept left for the headline" in g.get("note", ""), b["name"]
+            continue
         inside = g["ci_low"] <= g["score"] <= g["ci_high"]  # or the report says it is not (a biased statistic)
         assert g["n_sessions"] > 0 and (inside or any("point outside its interval" in f for f in g["flags"])), b["name"]
+    assert {b["name"] for b in rep["baselines"] if b["tracks"]["ground"]["score"] is not None} >= {
+        "trace-full", "trace-ablation"}  # the native tier's grounding has its figure
     vec = {p["name"]: p["vector"] for p in rep["profile_vectors"]}
     assert set(vec) == set(tiers) and all(len(v) == 6 for v in vec.values())
     assert all(v["trans"]["figures"] for v in vec.values())
