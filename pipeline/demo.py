@@ -26,8 +26,9 @@ from trb.errors import UsageError
 
 __all__ = ["DEMO_SESSIONS", "demo_baseline_settings", "run_demo"]
 
-#: Sessions the demo simulates: 500 keeps `make demo` under 8 minutes with Tracks 1-5 on the eval and the transfer
-#: split for all five baselines (measured 2026-12-04, seed 1, this machine: bench/README.md "make demo").
+#: Sessions the demo simulates: 500 kept `make demo` under 8 minutes with Tracks 1-5 on the eval and the transfer
+#: split for all five baselines; on the pinned numerics (one thread, AVX2) it takes about 8 minutes (measured
+#: 2026-12-04, seed 1: bench/README.md "make demo").
 DEMO_SESSIONS = 500
 #: The tracks the demo runs on every baseline: 1, 2 and 3 on the release, 4 and 5 as closed-loop rollouts on the
 #: built-in task set (environments/tasksets/grid-rollouts-v2.toml).
