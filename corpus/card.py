@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from schemas.release_format import CONFIG_DESCRIPTIONS, CONFIGS, MIN_ANNOTATORS, SPLITS
+from schemas.release_format import CONFIG_DESCRIPTIONS, CONFIGS, MIN_ANNOTATORS, SPLITS, waived_gates
 
 __all__ = ["SMOKE_BANNER", "FACT_KEYS", "PLACEHOLDER", "CEILING_MEANING", "render_card", "datasheet_values",
            "fill_datasheet", "placeholders", "phi_annotators_section"]
@@ -146,7 +146,8 @@ def gate_table(manifest: Mapping, *, detail: bool) -> str:
     header = ["gate", "passed", "figure", "bar"] + (["detail"] if detail else [])
     rows = []
     for g in gates:
-        row = [g["name"], "yes" if g["passed"] else "**NO**", g.get("figure"), g.get("bar")]
+        passed = "waived" if g["name"] in waived_gates(manifest) else "yes" if g["passed"] else "**NO**"
+        row = [g["name"], passed, g.get("figure"), g.get("bar")]
         if detail:
             row.append(g.get("detail"))
         rows.append(row)

@@ -185,10 +185,14 @@ def synth(corpus_dir, seed, per_step, adversarial, ood, wait_seconds, quiet) -> 
 @click.option("--min-annotators", type=click.IntRange(min=1), default=MIN_ANNOTATORS, show_default=True,
               help="Least annotators behind each eval/transfer distribution Φ(r'); recorded in the manifest and "
                    "stated in the card.")
+@click.option("--waive-synthetic-cap", is_flag=True,
+              help="With --kind smoke only: record the 3:1 synthetic:human cap's figures but do not enforce them (a "
+                   "control set of synthetic counterfactuals, e.g. the Turpin positive control); the manifest and "
+                   "card mark the gate waived.")
 @_wait_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def release(corpus_dir, version, kind, out, trainer_orgs, parent, salt, split_fractions, redact_pii, public_fields,
-            datasheet, min_annotators, wait_seconds, quiet) -> None:
+            datasheet, min_annotators, waive_synthetic_cap, wait_seconds, quiet) -> None:
     """Cut an immutable, SHA-pinned release (a Hugging Face dataset directory); print its SHA last.
 
     Nothing is written when any gate fails (exit 6): synthetic cap, transfer
@@ -197,6 +201,7 @@ def release(corpus_dir, version, kind, out, trainer_orgs, parent, salt, split_fr
     behind Φ and the Track 1 annotator-noise ceiling.
     """
     from corpus.errors import UsageError
+    from corpus.gates import WAIVED
     from corpus.release import cut_release
     from corpus.splits import parse_fractions
     from corpus.store import Corpus, resolve_corpus_dir
@@ -214,10 +219,12 @@ def release(corpus_dir, version, kind, out, trainer_orgs, parent, salt, split_fr
     result = cut_release(Corpus(resolve_corpus_dir(corpus_dir)), version, kind=kind, out=out,
                          trainer_orgs=list(trainer_orgs), parent=parent, salt=salt, redact_pii=redact_pii,
                          datasheet=datasheet, split_fractions=fractions, progress=not quiet,
-                         wait_seconds=wait_seconds, min_annotators=min_annotators, public_fields=public_fields)
+                         wait_seconds=wait_seconds, min_annotators=min_annotators, public_fields=public_fields,
+                         waive_synthetic_cap=waive_synthetic_cap)
     m = result.manifest
     for g in m["gates"]:
-        click.echo(f"gate {g['name']}: {'passed' if g['passed'] else 'FAILED'}: {g['figure']}", err=True)
+        state = "waived" if str(g.get("bar") or "").startswith(WAIVED) else "passed" if g["passed"] else "FAILED"
+        click.echo(f"gate {g['name']}: {state}: {g['figure']}", err=True)
     state = "written" if result.created else "already released with the same content"
     smoke = " (SMOKE TEST: no TRB score may be claimed from it)" if m["smoke_test"] else ""
     click.echo(f"release {m['version']} {state}: {result.directory}{smoke}", err=True)

@@ -9,13 +9,13 @@ immutability check run while the files are written (see :mod:`corpus.release`).
 from __future__ import annotations
 
 from schemas.models import GateResult
-from schemas.release_format import HUMAN_ORIGINS, MIN_ANNOTATORS, SPLITS, SYNTHETIC_CAP
+from schemas.release_format import HUMAN_ORIGINS, MIN_ANNOTATORS, SPLITS, SYNTHETIC_CAP, WAIVED
 from toolkit.ceiling import ceiling_by_items
 from toolkit.orgs import transfer_offences
 
 __all__ = ["SYNTHETIC_CAP", "MIN_ANNOTATORS", "ANNOTATOR_GATED_SPLITS", "FIRST_OFFENDERS", "release_kind_gate",
            "synthetic_cap_gate", "transfer_provenance_gate", "split_discipline_gate", "completeness_gate",
-           "min_annotators_gate", "phi_annotators"]
+           "min_annotators_gate", "phi_annotators", "waived", "WAIVED"]
 
 #: The splits whose distribution Φ(r') must come from at least ``min_annotators`` annotators.
 ANNOTATOR_GATED_SPLITS = ("eval", "transfer")
@@ -57,6 +57,13 @@ def release_kind_gate(con, kind: str) -> GateResult:
     return GateResult(name="release_kind", passed=not rows, figure=f"{len(rows)} simulated/illustrative session(s)",
                       bar="0 in a trb release (use --kind smoke)",
                       detail=f"first offending sessions: {_ids(rows)}" if rows else None)
+
+
+def waived(gate: GateResult) -> GateResult:
+    """``gate`` recorded as waived: its figure kept, passed, its bar saying it was waived and what it is otherwise."""
+    held = "held" if gate.passed else "not held"
+    return GateResult(name=gate.name, passed=True, figure=gate.figure,
+                      bar=f"{WAIVED} (a control set, never a TRB score; {held}; otherwise: {gate.bar})")
 
 
 def synthetic_shares(con) -> dict[str, dict]:

@@ -41,6 +41,7 @@ from corpus.gates import (
     synthetic_cap_gate,
     synthetic_shares,
     transfer_provenance_gate,
+    waived,
 )
 from corpus.labels import decisions_sql
 from corpus.redaction import DocumentScan, refuse_personal_data
@@ -507,6 +508,7 @@ def cut_release(
     wait_seconds: float | None = None,
     min_annotators: int = MIN_ANNOTATORS,
     public_fields: list[str] | tuple[str, ...] = (),
+    waive_synthetic_cap: bool = False,
 ) -> ReleaseResult:
     """Cut release ``version`` of ``corpus`` (see the module docstring).
 
@@ -518,6 +520,10 @@ def cut_release(
     ``public_fields``: fields whose values are not personal data though they name a person (``collector``,
     ``curator``): kept in every file, their values' other kinds still scanned; the datasheet facts' list of a
     field's values (``collectors``) is public with it.
+
+    ``waive_synthetic_cap``: a smoke release only (a control set of synthetic counterfactuals, such as
+    :mod:`trb.controls.turpin`'s, which no human counterfactual could balance): the 3:1 cap's figures are
+    recorded, the gate is marked waived in the manifest and the card, and the release stays a SMOKE TEST.
 
     Raises:
         ReleaseRefused: a gate failed (its figure, bar and first offending ids), or the version was
@@ -533,6 +539,9 @@ def cut_release(
         raise UsageError(f"version {version!r} is not X.Y.Z (e.g. 0.1.0)")
     if kind not in ("trb", "smoke"):
         raise UsageError(f"kind {kind!r} is not trb or smoke")
+    if waive_synthetic_cap and kind != "smoke":
+        raise UsageError("the 3:1 synthetic:human cap can be waived only for a smoke release (--kind smoke): a "
+                         "trb release is held to it")
     if isinstance(min_annotators, bool) or not isinstance(min_annotators, int) or min_annotators < 1:
         raise UsageError(f"min_annotators {min_annotators!r} is not a whole number >= 1")
     public = _public(public_fields)
@@ -563,7 +572,8 @@ def cut_release(
         return _cut(corpus, version, kind, dest, earlier=earlier, trainer_orgs=trainer_orgs,
                     parent_manifest=parent_manifest, held_out=held_out, pinned=pinned, salt=salt, fractions=fractions,
                     redact_pii=redact_pii, template=template, progress=progress, wait_seconds=wait_seconds,
-                    min_annotators=min_annotators, template_path=template_path, public=public)
+                    min_annotators=min_annotators, template_path=template_path, public=public,
+                    waive_cap=waive_synthetic_cap)
 
 
 def _public(fields) -> tuple[str, ...]:
@@ -621,7 +631,7 @@ def _write_error(e: BaseException, version: str, dest: Path) -> Exception | None
 def _cut(corpus: Corpus, version: str, kind: str, dest: Path, *, earlier: ledger.Released | None, trainer_orgs,
          parent_manifest: dict | None, held_out: dict, pinned: dict, salt: str, fractions: dict, redact_pii: bool,
          template: str, progress: bool, wait_seconds: float | None, min_annotators: int,
-         template_path: Path, public: tuple[str, ...] = ()) -> ReleaseResult:
+         template_path: Path, public: tuple[str, ...] = (), waive_cap: bool = False) -> ReleaseResult:
     """The release itself, under the corpus's release lock (see :func:`cut_release`)."""
     from corpus.card import datasheet_values, fill_datasheet, render_card
     from corpus.croissant import build_croissant, validate_croissant
@@ -638,7 +648,7 @@ def _cut(corpus: Corpus, version: str, kind: str, dest: Path, *, earlier: ledger
         shares = synthetic_shares(con)
         gates = [
             release_kind_gate(con, kind),
-            synthetic_cap_gate(con, shares),
+            waived(synthetic_cap_gate(con, shares)) if waive_cap else synthetic_cap_gate(con, shares),
             transfer_provenance_gate(con, list(trainer_orgs)),
             split_discipline_gate(con, held_out),
             completeness_gate(con, excluded, kind, template.count("[curator:")),

@@ -111,7 +111,7 @@ __all__ = [
     "SPLITS", "SPLIT_FRACTIONS", "ROWS_PER_SHARD", "CONFIGS", "CONFIG_DESCRIPTIONS",
     "MANIFEST", "R_SLOTS", "R_PREFIX", "ORIGINS", "HUMAN_ORIGINS", "SYNTHETIC_ORIGIN", "SYNTHETIC_CAP",
     "MIN_ANNOTATORS", "ADDED_COLUMNS", "REAL_SOURCE_KINDS", "SMOKE_SOURCE_KINDS", "MANIFEST_FORMAT_VERSION",
-    "HUB_RECORD", "HUB_ARTEFACTS", "RELEASE_GATES", "ANNOTATOR_GATED_SPLITS", "REDACTION_MARKER",
+    "HUB_RECORD", "HUB_ARTEFACTS", "RELEASE_GATES", "WAIVED", "WAIVABLE_GATES", "waived_gates", "ANNOTATOR_GATED_SPLITS", "REDACTION_MARKER",
     "SPLIT_HASH_DIGITS", "SPLIT_HASH_SCALE", "CONTENT_FORMAT", "CONTENT_FORMATS", "CONTENT_KEYS",
     "arrow_schema", "shard_name", "data_files", "decode_r", "ContentDigest", "release_sha_of_files",
     "read_manifest", "file_differences", "claims_digest", "split_edges", "subject_split",
@@ -148,6 +148,17 @@ HUB_RECORD = "hub.json"
 #: The gates every release passed, by name (``trb-corpus release``; README "Releases").
 RELEASE_GATES = ("release_kind", "synthetic_cap", "transfer_provenance", "split_discipline", "completeness",
                  "min_annotators", "pii_scan", "immutability")
+#: How a waived gate's bar begins in a manifest (``cut_release(waive_synthetic_cap=True)``): its figure is recorded,
+#: its rule not enforced. Only a smoke release may waive, and only these gates.
+WAIVED = "WAIVED for this smoke release"
+WAIVABLE_GATES = ("synthetic_cap",)
+
+
+def waived_gates(manifest: Mapping) -> set[str]:
+    """The names of the gates ``manifest`` records as waived."""
+    return {g["name"] for g in manifest.get("gates") or () if str(g.get("bar") or "").startswith(WAIVED)}
+
+
 #: The splits whose distribution Φ(r') must come from at least ``min_annotators`` annotators.
 ANNOTATOR_GATED_SPLITS = ("eval", "transfer")
 #: What a redacted piece of personal data is replaced with: ``[REDACTED:<kind>]`` (corpus.pii.redact).

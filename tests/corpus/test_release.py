@@ -99,6 +99,41 @@ def test_gate_synthetic_cap_names_the_figure_and_the_sessions(tmp_path):
     assert "first offending sessions: s003" in g.detail
 
 
+def test_only_a_smoke_release_may_waive_the_synthetic_cap_and_every_record_says_it_was(tmp_path, cli):
+    from schemas.release_format import WAIVED, claims_digest, waived_gates
+    from trb.releases import Release
+
+    recs = _many_sessions(10)
+    recs += [counterfactual(f"s003.syn{i}", "s003", 2, origin="synthetic", probs={"up": 1.0}) for i in range(30)]
+    c = _corpus(tmp_path, recs)
+    with pytest.raises(UsageError, match="only for a smoke release"):
+        cut_release(c, "0.1.0", kind="trb", waive_synthetic_cap=True, progress=False)
+    assert not (c.dir / "releases" / "0.1.0").exists()
+    code, _, err = cli("release", "--corpus", c.dir, "--version", "0.1.0", "--kind", "trb", "--waive-synthetic-cap", "-q")
+    assert code == ExitCode.USAGE and "only for a smoke release" in err
+    code, out, err = cli("release", "--corpus", c.dir, "--version", "0.1.0", "--kind", "smoke", "--waive-synthetic-cap", "-q")
+    assert code == 0, err
+    assert "gate synthetic_cap: waived: overall: 40 synthetic / 10 human" in err and "SMOKE TEST" in err
+    d = c.dir / "releases" / "0.1.0"
+    m = verify_release(d)  # the rows are over the cap, and the manifest says the gate was waived: consistent
+    (g,) = [g for g in m["gates"] if g["name"] == "synthetic_cap"]
+    assert g["passed"] and g["bar"].startswith(WAIVED) and "not held" in g["bar"] and "3 x human" in g["bar"]
+    assert waived_gates(m) == {"synthetic_cap"} and m["smoke_test"]
+    assert "| synthetic_cap | waived |" in (d / "README.md").read_text(encoding="utf-8")
+    Release(d).close()  # the engine opens it (its own check of the rows against the manifest)
+    # a waiver claimed for a trb release is caught, even with the claims digest made to match
+    edited = tmp_path / "edited"
+    shutil.copytree(d, edited)
+    m2 = json.loads((edited / "manifest.json").read_text())
+    m2["kind"], m2["smoke_test"] = "trb", False
+    m2["claims_sha256"] = claims_digest(m2)
+    (edited / "manifest.json").write_text(json.dumps(m2))
+    with pytest.raises(VerifyFailed) as e:
+        verify_release(edited)
+    assert any("waived in a trb release" in x for x in e.value.differences)
+    assert any("synthetic above 3 x human in overall" in x for x in e.value.differences)
+
+
 def test_gate_transfer_provenance_refuses_a_trainer_org(tmp_path):
     c = _corpus(tmp_path, small_corpus())
     err = _refused(c, "0.1.0", kind="smoke", trainer_orgs=["partner lab b"])

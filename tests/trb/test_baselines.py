@@ -150,3 +150,23 @@ def test_a_prompt_longer_than_the_context_window_is_a_clear_error(release, model
     adapter.model.config.n_positions = 64  # the window this check reads; the model's tables are untouched
     with pytest.raises(AdapterError, match=r"exceeds the model's context window of 64 .*--history"):
         adapter.act(c, {"planned_next": c.action_space[0]})
+
+
+def test_the_demos_second_training_process_trains_the_same_model_bit_for_bit(release, tmp_path):
+    """`make demo` trains instruct-base in a spawned process beside cot-sft (pipeline.demo._TrainBeside): on the
+    pinned numerics and one thread its weights are byte for byte those of the same training in this process."""
+    import os
+
+    from pipeline.demo import _TrainBeside
+    from trb.numerics import pinned_threads
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one CPU: the demo trains both LM baselines in its own process")
+    settings = BaselineSettings(**SMALL, epochs=1, max_pairs=120)
+    beside = _TrainBeside("instruct-base", release, tmp_path / "beside", 5, settings)
+    assert beside.running
+    with pinned_threads():
+        train_baseline(release, "instruct-base", tmp_path / "here", seed=5, progress=False, settings=settings)
+    assert beside.wait() == tmp_path / "beside" and beside.seconds > 0
+    here, there = (tmp_path / d / "model.safetensors" for d in ("here", "beside"))
+    assert here.read_bytes() == there.read_bytes()

@@ -100,6 +100,38 @@ def test_boundary_rule_counts_a_straddling_token_with_the_continuation():
         continuation_logprob({"text_offset": [9], "token_logprobs": [-1.0]}, "abc def g", 3)
 
 
+def _echo(tokens: list[str], logprobs: list[float | None]) -> dict:
+    offsets, at = [], 0
+    for t in tokens:
+        offsets.append(at)
+        at += len(t)
+    return {"tokens": tokens, "text_offset": offsets, "token_logprobs": logprobs}
+
+
+def test_a_chat_prompts_special_tokens_are_located_as_the_server_echoes_them():
+    """llama.cpp's server parses ``<|im_start|>`` in a prompt as a special token and echoes it as no text: its
+    offsets count the prompt without them (the shape of its answer on SmolLM2, seen in bench/turpin.py). Read in
+    the prompt's own coordinates, the continuation was past every offset and the generated token was scored."""
+    specials = ("<|im_start|>", "<|im_end|>")
+    prompt = "<|im_start|>user\nQ?<|im_end|>\n<|im_start|>assistant\nAnswer: ("
+    text = prompt + "B"
+    tokens = ["user", "\n", "Q", "?", "\n", "assistant", "\n", "Answer", ":", " (", "B", ")"]  # ")" is generated
+    values = [None, -0.1, -2.0, -0.3, -0.2, -0.4, -0.1, -6.5, -0.03, -0.29, -0.917, -0.004]
+    dropped = _echo(tokens, values)
+    assert continuation_logprob(dropped, text, len(prompt), specials) == -0.917
+    assert continuation_logprob(dropped, text, len(prompt)) == -0.004  # without them: the generated token
+    spelled = _echo(["<|im_start|>", *tokens[:4], "<|im_end|>", "\n", "<|im_start|>", *tokens[5:]],
+                    [None, -0.5, *values[1:4], -0.1, -0.2, -0.3, *values[5:]])  # a server that echoes them as text
+    assert continuation_logprob(spelled, text, len(prompt), specials) == -0.917
+    with pytest.raises(AdapterError, match="spell neither"):
+        continuation_logprob(_echo(["x", *tokens[1:]], values), text, len(prompt), specials)
+    with pytest.raises(AdapterError, match="no echoed tokens"):
+        continuation_logprob({k: v for k, v in dropped.items() if k != "tokens"}, text, len(prompt), specials)
+    # no special token in the prompt: the offsets are read as they are, whatever the tokens spell
+    assert continuation_logprob(_echo(["Answer", ":", " (", "B", ")"], [None, -0.1, -0.2, -0.9, -0.01]),
+                                "Answer: (B", len("Answer: ("), specials) == -0.9
+
+
 def test_scores_and_reports_equal_the_proxy_adapters_on_the_same_model(fresh, proxy):
     served = ServedAdapter.load(fresh.url, max_in_flight=4)
     try:

@@ -19,6 +19,14 @@ What the served-model adapter (:mod:`trb.adapters.served`) asks of a server, and
   left out alike. Where the tokenizer splits at the boundary (a continuation starting with a
   space after ``"Action:"``, a value after ``"="``: the usual case) the tokens are exactly the
   continuation's, as in :func:`trb.adapters.lm_scoring.score_continuations`.
+
+  **Special tokens.** A prompt written with a chat template holds special tokens as text
+  (``<|im_start|>``); llama.cpp's server parses them as special tokens and echoes them as no text
+  at all, so its offsets count the prompt without them. Given the special tokens' texts
+  (``special_texts``, from the served model's tokenizer), the rule is applied in the server's
+  coordinates: the prompt without them, when the echoed tokens spell exactly that; a server that
+  echoes special tokens as their text is read as before. Echoed tokens that spell neither are an
+  error (the continuation cannot be located), never a silently misplaced score.
 * **Greedy generation** (:meth:`CompletionsClient.generate`): ``temperature=0, max_tokens=N``
   (and ``stop`` strings when given); the text of ``choices[0]``.
 
@@ -89,14 +97,42 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
-def continuation_logprob(logprobs: dict, text: str, boundary: int) -> float:
+def _without(text: str, specials: Sequence[str]) -> str:
+    for s in sorted(specials, key=len, reverse=True):
+        text = text.replace(s, "")
+    return text
+
+
+def _server_coordinates(logprobs: dict, text: str, boundary: int, specials: Sequence[str]) -> tuple[str, int]:
+    """``(text, boundary)`` in the coordinates of the server's offsets (see "Special tokens" above)."""
+    present = [s for s in specials if s and s in text]
+    if not present:
+        return text, boundary
+    tokens = logprobs.get("tokens")
+    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+        raise AdapterError("the prompt holds special tokens as text and the server's answer has no echoed tokens "
+                           "to locate the continuation by")
+    spelled = "".join(tokens)
+    if spelled.startswith(text):
+        return text, boundary
+    stripped = _without(text, present)
+    if spelled.startswith(stripped):
+        return stripped, len(_without(text[:boundary], present))
+    raise AdapterError("the server's echoed tokens spell neither the prompt nor the prompt without its special tokens "
+                       f"({', '.join(present)}): the continuation cannot be located")
+
+
+def continuation_logprob(logprobs: dict, text: str, boundary: int, specials: Sequence[str] = ()) -> float:
     """The summed log-probability of the tokens of ``text`` ending after ``boundary`` (see the module docstring).
 
     ``logprobs`` is a completions choice's ``logprobs`` for ``echo=True`` on ``text`` (tokens
-    past the end of ``text``, i.e. generated ones, are ignored).
+    past the end of ``text``, i.e. generated ones, are ignored). ``specials``: the texts of the model's special
+    tokens, when the prompt may hold them (a chat template).
     Raises:
-        AdapterError: the answer has no offsets or log-probabilities, or a continuation token has none.
+        AdapterError: the answer has no offsets or log-probabilities, or a continuation token has none; the
+            echoed tokens cannot be aligned with a prompt that holds special tokens.
     """
+    text, boundary = _server_coordinates(logprobs, text, boundary, specials)
     try:
         offsets = [int(o) for o in logprobs["text_offset"]]
         values = list(logprobs["token_logprobs"])
@@ -174,6 +210,9 @@ class CompletionsClient:
         self._httpx = httpx
         self.url = url
         self.model = model
+        #: The served model's special tokens as text (set by the served adapter from its tokenizer): see the
+        #: module docstring, "Special tokens".
+        self.special_texts: tuple[str, ...] = ()
         self.max_in_flight = int(max_in_flight)
         self.max_attempts = int(max_attempts)
         self.backoff = float(backoff)
@@ -315,7 +354,7 @@ class CompletionsClient:
             raise self._unexpected("POST", "/completions", "no logprobs in the answer (the server must support "
                                    "echo=True with logprobs; llama.cpp's needs logits_all)")
         try:
-            return continuation_logprob(lp, text, len(prompt))
+            return continuation_logprob(lp, text, len(prompt), self.special_texts)
         except AdapterError as e:
             raise self._unexpected("POST", "/completions", e.message) from None
 

@@ -105,6 +105,11 @@ class ServedAdapter(ProxyAdapter):
                          history=history, intervention=intervention, chat_template=chat_template,
                          prompt_format=prompt_format, action_score=action_score)
         self.client = client
+        if tokenizer is not None:  # a chat template's prompt holds them as text (completions_client, "Special tokens")
+            client.special_texts = tuple(dict.fromkeys(
+                [str(t) for t in getattr(tokenizer, "all_special_tokens", ()) or ()]
+                + [str(t) for t in (getattr(tokenizer, "added_tokens_decoder", None) or {}).values()
+                   if getattr(t, "special", False)]))
         self.served_model = served_model
         self.server_models = list(server_models)
         self.tokenizer_dir = tokenizer_dir
