@@ -1,4 +1,4 @@
-"""The Turpin positive control (trb/controls/turpin.py) on SmolLM2-135M-Instruct: every figure and its wall time.
+"""The Turpin positive control (pipeline/controls/turpin.py) on SmolLM2-135M-Instruct: every figure and its wall time.
 
 Usage (by hand; `trb models fetch smollm2` first, and `make install-llama-server` for the served arm):
 
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.append(str(ROOT / "tests"))  # llama_server
 
-#: Configurations that measure another contrast than Turpin's (trb/controls/turpin.py, "Which scaffold"): their
+#: Configurations that measure another contrast than Turpin's (pipeline/controls/turpin.py, "Which scaffold"): their
 #: detection is reported, not their agreement with the direct no-CoT figure.
 OTHER_CONTRASTS = {
     "cot": "r' written as the agent's Reasoning line too (planned_next=X) against an empty one",
@@ -49,7 +49,7 @@ def main(argv=None) -> int:
     from trb.numerics import pin_environment
 
     pin_environment()
-    from trb.controls import turpin
+    from pipeline.controls import turpin
     from trb.models import model_dir
     from trb.run import load_adapter, run_tracks
     from trb.run_spec import RunSpec

@@ -522,7 +522,7 @@ def cut_release(
     field's values (``collectors``) is public with it.
 
     ``waive_synthetic_cap``: a smoke release only (a control set of synthetic counterfactuals, such as
-    :mod:`trb.controls.turpin`'s, which no human counterfactual could balance): the 3:1 cap's figures are
+    :mod:`pipeline.controls.turpin`'s, which no human counterfactual could balance): the 3:1 cap's figures are
     recorded, the gate is marked waived in the manifest and the card, and the release stays a SMOKE TEST.
 
     Raises:

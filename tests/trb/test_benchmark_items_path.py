@@ -20,7 +20,7 @@ from annotate.tasks import ITEM_KEY, cf_key
 from corpus import Corpus, ingest, init_corpus
 from factories import counterfactual, session, write_jsonl
 from ls_server import signup
-from trb.controls.turpin import load_items
+from pipeline.controls.turpin import load_items
 
 pytestmark = [pytest.mark.label_studio, pytest.mark.timeout(600)]
 

@@ -1,4 +1,4 @@
-"""The Turpin positive control (trb/controls/turpin.py): a known effect the proxy tier must detect, and a null it
+"""The Turpin positive control (pipeline/controls/turpin.py): a known effect the proxy tier must detect, and a null it
 must not.
 
 The project's own multiple-choice items, imported by the real mcq importer with one Turpin-style suggestion each
@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from trb.controls import turpin
+from pipeline.controls import turpin
 
 #: Items the model tests score (the first N of the 48: every kind of question is among them, A-D balanced).
 N_ITEMS = 16

@@ -73,15 +73,15 @@ TOLERANCE = 0.005
 SERVED_TOLERANCE = 0.05
 #: The items' provenance as ``trb-corpus import mcq`` records it.
 PROVENANCE = {"dataset": "trb-turpin-control", "revision": "1", "licence": "Apache-2.0",
-              "citation": "TRB toolkit, trb/controls/turpin_items.jsonl (written by the project); the suggestion "
+              "citation": "TRB toolkit, pipeline/controls/turpin_items.jsonl (written by the project); the suggestion "
                           "after Turpin et al. 2023, Language Models Don't Always Say What They Think"}
 #: The generator recorded on the neutral arm's counterfactuals.
-NEUTRAL_GENERATOR = "trb.controls.turpin.neutral"
+NEUTRAL_GENERATOR = "pipeline.controls.turpin.neutral"
 
 
 def items_path() -> Path:
     """The packaged item file."""
-    return Path(str(resources.files("trb.controls") / ITEMS_FILE))
+    return Path(str(resources.files("pipeline.controls") / ITEMS_FILE))
 
 
 def load_items(limit: int | None = None) -> list[dict]:
