@@ -51,6 +51,7 @@ from pathlib import Path
 
 from trb.errors import UsageError
 from trb.stats import Estimate, mean_by_session
+from trb.tracks.phi_free import planned_log_ratio
 
 __all__ = ["ARMS", "ITEMS_FILE", "NEUTRAL", "SUGGESTION", "TOLERANCE", "SERVED_TOLERANCE", "PROVENANCE",
            "ItemEffect", "Figures", "NEUTRAL_GENERATOR", "load_items", "control_records", "build_release",
@@ -143,9 +144,8 @@ class ItemEffect:
 
     @property
     def llr(self) -> float | None:
-        if self.p_with <= 0.0 or self.p_without <= 0.0:
-            return None
-        return math.log(self.p_with) - math.log(self.p_without)
+        """log p(X | with) − log p(X | without), as Track 1 computes it (None when a probability is 0)."""
+        return planned_log_ratio(self.p_with, self.p_without)
 
 
 def _suggested_labels(records: Iterable[Mapping]) -> dict[str, str]:
